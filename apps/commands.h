@@ -1,0 +1,16 @@
+// The vispec subcommands. Each registers its options on the CLI11 app; main() parses and dispatches.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace vispec {
+
+using Action = std::function<void()>;
+
+// Each add_* returns nothing; it sets `action` when its subcommand is chosen.
+void add_run_command(CLI::App& app, Action& action);
+void add_train_commands(CLI::App& app, Action& action);
+void add_grid_command(CLI::App& app, Action& action);
+
+}  // namespace vispec

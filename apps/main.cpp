@@ -1,0 +1,38 @@
+// vispec: autoregressive image generation with speculative decoders, at cluster scale.
+// main() only parses the command line, runs the chosen command and turns errors into exit codes.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "apps/commands.h"
+#include "apps/exit_codes.h"
+#include "core/check.h"
+#include "core/logging.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"vispec: fast autoregressive image generation (speculative decoding, MPI batch jobs)"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
+  vispec::Action action;
+  vispec::add_run_command(app, action);
+  vispec::add_train_commands(app, action);
+  vispec::add_grid_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  vispec::init_logging(log_level);
+  try {
+    action();
+  } catch (const vispec::Error& e) {
+    std::cerr << "vispec: error: " << e.what() << std::endl;
+    return vispec::kExitUserError;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    std::cerr << "vispec: internal error: " << what.substr(0, what.find('\n')) << std::endl;
+    return vispec::kExitInternalError;
+  }
+  return vispec::kExitOk;
+}

@@ -1,0 +1,13 @@
+#include "core/logging.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace vispec {
+void init_logging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("vispec");
+  logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+}  // namespace vispec

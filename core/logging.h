@@ -1,0 +1,9 @@
+// Logging setup: spdlog to stderr, one format for every command. Progress lines go through spdlog::info.
+#pragma once
+
+#include <string>
+
+namespace vispec {
+// level: "debug", "info", "warn", "error".
+void init_logging(const std::string& level = "info");
+}  // namespace vispec

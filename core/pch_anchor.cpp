@@ -1,0 +1,1 @@
+// Anchors the precompiled torch header that every vispec target reuses.

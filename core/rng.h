@@ -1,0 +1,41 @@
+// Counter-based randomness (Philox4x32-10, Salmon et al. 2011).
+//
+// Every random number vispec draws is a pure function of
+//   (job seed, sample id, position, purpose, draw index),
+// never of rank, batch slot, thread or time. So a sample decoded alone, in a batch of 8, on rank 3 of 64,
+// or after a resume produces the same tokens.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace at { class Tensor; }
+
+namespace vispec {
+
+// What a draw is for. Distinct purposes never share a stream. Append new values; never renumber.
+enum class Purpose : uint32_t {
+  kSample = 0,    // sampling the committed token at a position
+  kDraft = 1,     // sampling a drafted token
+  kAccept = 2,    // the uniform of an accept/reject test
+  kResample = 3,  // sampling from a residual distribution after a rejection
+  kInit = 4,      // random initial drafts (SJD)
+  kTrain = 5,     // training-time randomness keyed by step
+};
+
+struct RngKey {
+  uint64_t seed = 0;
+  uint64_t sample_id = 0;
+};
+
+// Four independent 32-bit words for one counter value.
+void philox4x32(uint64_t key, uint32_t counter[4], uint32_t out[4]);
+
+// A uniform in [0, 1) with 53 random bits.
+double uniform(const RngKey& key, uint32_t position, Purpose purpose, uint32_t draw = 0);
+
+// One uniform per sample, as a float64 CPU tensor [B].
+at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t position,
+                    Purpose purpose, uint32_t draw = 0);
+
+}  // namespace vispec

@@ -1,0 +1,45 @@
+// A GPT run under classifier-free guidance: the conditional and unconditional streams as ONE batch of 2B rows
+// laid out [cond; uncond] (LlamaGen generate.py), the same token fed to both, logits combined as
+// u + s (c - u) on raw logits. With s <= 1 only the B conditional rows run.
+// Decoders talk to the target (and to AR drafters) through this, so none of them re-implements CFG.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "decoding/sampler.h"
+#include "models/gpt.h"
+
+namespace vispec {
+
+struct CfgOutput {
+  torch::Tensor logits;  // [B, T, V] float32, guided
+  torch::Tensor hidden;  // [rows, T, D] every stream (rows = 2B when guided), before the final norm
+};
+
+class CfgModel {
+ public:
+  CfgModel(Gpt gpt, double cfg_scale) : gpt_(std::move(gpt)), scale_(cfg_scale) {}
+
+  bool guided() const { return scale_ > 1.0; }
+  int64_t rows(int64_t batch) const { return guided() ? 2 * batch : batch; }
+  const Gpt& gpt() const { return gpt_; }
+
+  KvCache make_cache(int64_t batch, int64_t extra = 0) const { return gpt_->make_cache(rows(batch), extra); }
+  // class_ids [B] -> outputs at the condition positions; the last predicts image token 0.
+  CfgOutput prefill(KvCache& cache, const torch::Tensor& class_ids);
+  // tokens, positions [B, T]; block_mask [T, T] or [B, T, T] (see Gpt::decode_block).
+  CfgOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
+                         const torch::Tensor& block_mask);
+  // Commit a subset of the pending block for sample `row` (both of its streams).
+  void keep(KvCache& cache, int64_t row, const std::vector<int64_t>& block_indices) const;
+  void truncate(KvCache& cache, int64_t row, int64_t length) const;
+
+ private:
+  torch::Tensor twice(const torch::Tensor& x) const { return guided() ? torch::cat({x, x}) : x; }
+  CfgOutput combine(const GptOutput& out) const;
+
+  Gpt gpt_;
+  double scale_;
+};
+
+}  // namespace vispec

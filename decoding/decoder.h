@@ -1,0 +1,46 @@
+// The decoder seam: a batch of conditions in, token grids and per-sample statistics out.
+// Each decoder is one file of decoding/ that reads like its paper's algorithm; shared mechanics (sampling,
+// CFG batching, KV bookkeeping) live beside it, each once.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vispec {
+
+struct DecodeRequest {
+  torch::Tensor class_ids;            // [B] int64 (CPU)
+  std::vector<uint64_t> sample_ids;   // B ids: with the seed, the key of every random draw of a sample
+  uint64_t seed = 0;
+};
+
+// What every decoder reports per sample (ALGORITHMS.md, "What every decoder reports").
+struct SampleStats {
+  int64_t target_forwards = 0;   // target passes this sample took part in
+  int64_t draft_forwards = 0;    // drafter passes
+  int64_t drafted = 0;           // drafted tokens offered for verification
+  int64_t accepted = 0;          // of those, accepted
+  int64_t tokens = 0;            // tokens committed
+  double draft_ms = 0, verify_ms = 0, resample_ms = 0, bookkeeping_ms = 0;
+
+  // Tokens committed per target forward (AR: 1).
+  double mean_accepted_length() const { return target_forwards ? double(tokens) / double(target_forwards) : 0.0; }
+  double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
+};
+
+struct DecodeResult {
+  torch::Tensor tokens;             // [B, grid^2] int64, CPU, raster order
+  std::vector<SampleStats> stats;   // B entries
+};
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual std::string name() const = 0;
+  virtual DecodeResult decode(const DecodeRequest& request) = 0;
+};
+
+}  // namespace vispec

@@ -1,0 +1,50 @@
+#include "decoding/sampler.h"
+
+#include "core/check.h"
+
+namespace vispec {
+
+torch::Tensor cfg_combine(const torch::Tensor& logits, double scale) {
+  const int64_t B = logits.size(0) / 2;
+  VISPEC_ASSERT(logits.size(0) == 2 * B, "CFG needs [cond; uncond] rows");
+  auto c = logits.narrow(0, 0, B).to(torch::kFloat32), u = logits.narrow(0, B, B).to(torch::kFloat32);
+  return u + scale * (c - u);
+}
+
+torch::Tensor apply_top_k(const torch::Tensor& logits, int64_t k) {
+  if (k <= 0 || k >= logits.size(-1)) return logits;
+  auto kth = std::get<0>(logits.topk(k, -1)).narrow(-1, k - 1, 1);
+  return logits.masked_fill(logits < kth, -std::numeric_limits<float>::infinity());
+}
+
+torch::Tensor apply_top_p(const torch::Tensor& logits, double p) {
+  if (p >= 1.0) return logits;
+  // Ascending sort: drop the tokens whose cumulative mass from the bottom is <= 1 - p; the most likely stays.
+  auto [sorted, order] = logits.sort(-1, /*descending=*/false);
+  auto cum = torch::softmax(sorted, -1).cumsum(-1);
+  auto remove_sorted = cum <= (1.0 - p);
+  remove_sorted.narrow(-1, remove_sorted.size(-1) - 1, 1).fill_(false);
+  auto remove = torch::zeros_like(remove_sorted).scatter(-1, order, remove_sorted);
+  return logits.masked_fill(remove, -std::numeric_limits<float>::infinity());
+}
+
+torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& params) {
+  auto l = logits.to(torch::kFloat32);
+  if (params.greedy()) {
+    auto idx = l.argmax(-1, /*keepdim=*/true);
+    return torch::zeros_like(l).scatter_(-1, idx, 1.0);
+  }
+  l = l / std::max(params.temperature, 1e-5);
+  l = apply_top_k(l, params.top_k);
+  l = apply_top_p(l, params.top_p);
+  return torch::softmax(l, -1);
+}
+
+torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u) {
+  auto cdf = probs.to(torch::kFloat64).cumsum(-1);                 // [B, V]
+  auto target = u.to(cdf.device(), torch::kFloat64).unsqueeze(-1) * cdf.narrow(-1, cdf.size(-1) - 1, 1);
+  auto idx = (cdf <= target).sum(-1);                              // first index whose cdf exceeds u * total
+  return idx.clamp_max(probs.size(-1) - 1).to(torch::kInt64);
+}
+
+}  // namespace vispec

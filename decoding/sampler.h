@@ -1,0 +1,35 @@
+// Turning logits into tokens, as a chain of small stages (llama.cpp's sampler chain; LlamaGen's generate.py):
+//
+//   cfg_combine  ->  temperature  ->  top-k  ->  top-p  ->  softmax  ->  inverse-CDF sample(u)
+//
+// target_probs() runs the middle of the chain and returns the distribution every decoder samples from and
+// every acceptance rule compares against. Greedy (temperature 0) returns the one-hot distribution at the
+// argmax, so speculative decoders reduce to their deterministic form without special cases.
+// The uniform u comes from core/rng (keyed by seed, sample id, position, purpose), never from a torch generator.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace vispec {
+
+struct SamplingParams {
+  double cfg_scale = 1.0;    // classifier-free guidance; <= 1 runs the conditional stream only (LlamaGen)
+  double temperature = 1.0;  // 0 = greedy
+  int64_t top_k = 0;         // 0 = off
+  double top_p = 1.0;        // 1 = off
+  bool guided() const { return cfg_scale > 1.0; }
+  bool greedy() const { return temperature <= 0.0; }
+};
+
+// logits [2B, ..., V] laid out [cond; uncond] -> u + s (c - u), float32 [B, ..., V].
+torch::Tensor cfg_combine(const torch::Tensor& logits, double scale);
+// Sets logits below the k-th largest to -inf (ties with the k-th are kept). logits [..., V].
+torch::Tensor apply_top_k(const torch::Tensor& logits, int64_t k);
+// Keeps the smallest set of most-likely tokens whose mass reaches p (LlamaGen/HF rule; at least one token).
+torch::Tensor apply_top_p(const torch::Tensor& logits, double p);
+// The processed distribution [..., V] float32 (CFG already applied).
+torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& params);
+// Inverse-CDF sampling: probs [B, V] (need not be normalised), u [B] in [0, 1) -> tokens [B] int64.
+torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u);
+
+}  // namespace vispec

@@ -1,0 +1,55 @@
+#include "io/job_config.h"
+
+#include <filesystem>
+
+#include "core/check.h"
+#include "io/yaml_util.h"
+
+namespace vispec {
+
+namespace {
+std::string relative_to(const std::string& file, const std::string& p) {
+  std::filesystem::path path(p);
+  if (path.is_absolute()) return p;
+  return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
+}
+}  // namespace
+
+JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides,
+                          const std::string& out_override) {
+  YAML::Node doc = load_yaml_file(path);
+  if (!doc.IsMap()) VISPEC_FAIL(path, ": a job file must be a YAML map");
+  for (const auto& o : overrides) apply_override(doc, o);
+  YamlView root(doc, path);
+  root.reject_unknown_keys(
+      {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads"});
+
+  JobConfig job;
+  job.file = path;
+  job.model_config = relative_to(path, root.need<std::string>("model"));
+  if (!std::filesystem::exists(job.model_config))
+    root.at("model").fail("model config '" + job.model_config + "' does not exist");
+  job.prompts_file = relative_to(path, root.need<std::string>("prompts"));
+  job.images_per_prompt = root.get<int64_t>("images_per_prompt", job.images_per_prompt);
+  if (job.images_per_prompt < 1) root.at("images_per_prompt").fail("must be >= 1");
+  job.seed = root.get<uint64_t>("seed", job.seed);
+  job.batch_size = root.get<int64_t>("batch_size", job.batch_size);
+  if (job.batch_size < 1) root.at("batch_size").fail("must be >= 1");
+  job.out_dir = out_override.empty() ? root.need<std::string>("out") : out_override;
+  job.device = root.get<std::string>("device", job.device);
+  job.threads = root.get<int>("threads", job.threads);
+
+  const auto dec = root.at("decoder");
+  if (!dec.node().IsMap()) dec.fail("expected a map with at least 'name'");
+  job.decoder.name = dec.need<std::string>("name");
+  job.decoder.name_where = dec.at("name").where();
+  for (const auto& key : dec.keys()) {
+    if (key == "name") continue;
+    const auto field = dec.at(key);
+    job.decoder.params[key] = field.as<double>();
+    job.decoder.where[key] = field.where();
+  }
+  return job;
+}
+
+}  // namespace vispec

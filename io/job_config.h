@@ -1,0 +1,41 @@
+// Job files (jobs/*.yaml): what to generate, with which model and decoder, where to write it.
+//
+//   model: ../configs/fmnist.yaml      # relative to the job file
+//   prompts: demo-prompts.txt          # relative to the job file; one class name or id per line
+//   decoder: {name: ar, cfg_scale: 2.0, temperature: 1.0, top_k: 0, top_p: 1.0}
+//   images_per_prompt: 4
+//   seed: 0
+//   batch_size: 20
+//   out: out/demo                      # relative to the working directory
+//   device: auto                       # auto | cpu | cuda | cuda:N
+//   threads: 0                         # CPU threads, 0 = LibTorch default
+//
+// Every field is checked here, before anything is written; errors name file, line and field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/decoder_spec.h"
+
+namespace vispec {
+
+struct JobConfig {
+  std::string file;
+  std::string model_config;   // resolved path
+  std::string prompts_file;   // resolved path
+  DecoderSpec decoder;
+  int64_t images_per_prompt = 1;
+  uint64_t seed = 0;
+  int64_t batch_size = 16;
+  std::string out_dir;
+  std::string device = "auto";
+  int threads = 0;
+};
+
+// overrides: "key.path=value" applied before validation (--set); out_override replaces `out` when non-empty.
+JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                          const std::string& out_override = "");
+
+}  // namespace vispec

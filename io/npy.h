@@ -1,0 +1,13 @@
+// NumPy .npy files (format 1.0), written atomically; readable by numpy.load.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vispec {
+
+void write_npy_int32(const std::string& path, const std::vector<int32_t>& data, const std::vector<int64_t>& shape);
+std::vector<int32_t> read_npy_int32(const std::string& path, std::vector<int64_t>* shape = nullptr);
+
+}  // namespace vispec

@@ -1,0 +1,57 @@
+#include "io/png.h"
+
+#include <png.h>
+
+#include <csetjmp>
+#include <cstring>
+
+#include "core/check.h"
+#include "io/atomic_file.h"
+
+namespace vispec {
+
+namespace {
+void append_bytes(png_structp png, png_bytep data, png_size_t length) {
+  auto* out = static_cast<std::string*>(png_get_io_ptr(png));
+  out->append(reinterpret_cast<const char*>(data), length);
+}
+void no_flush(png_structp) {}
+}  // namespace
+
+void write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels) {
+  VISPEC_ASSERT(channels == 1 || channels == 3, "png channels");
+  VISPEC_ASSERT(pixels.size() == size_t(width) * height * channels, "png size");
+  std::string encoded;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    VISPEC_FAIL(path, ": PNG encoding failed");
+  }
+  png_set_write_fn(png, &encoded, append_bytes, no_flush);
+  png_set_IHDR(png, info, png_uint_32(width), png_uint_32(height), 8,
+               channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < height; ++y)
+    png_write_row(png, const_cast<png_bytep>(pixels.data() + size_t(y) * width * channels));
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  write_file_atomic(path, encoded);
+}
+
+std::vector<uint8_t> read_png(const std::string& path, int& width, int& height, int& channels) {
+  png_image image;
+  std::memset(&image, 0, sizeof(image));
+  image.version = PNG_IMAGE_VERSION;
+  VISPEC_CHECK(png_image_begin_read_from_file(&image, path.c_str()), path, ": not a readable PNG");
+  channels = PNG_IMAGE_SAMPLE_CHANNELS(image.format) == 1 ? 1 : 3;
+  image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+  std::vector<uint8_t> out(PNG_IMAGE_SIZE(image));
+  VISPEC_CHECK(png_image_finish_read(&image, nullptr, out.data(), 0, nullptr), path, ": PNG decode failed");
+  width = int(image.width);
+  height = int(image.height);
+  return out;
+}
+
+}  // namespace vispec

@@ -1,0 +1,124 @@
+#include "io/yaml_util.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace vispec {
+
+YAML::Node load_yaml_file(const std::string& path) {
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    VISPEC_FAIL(path, ": cannot read file");
+  } catch (const YAML::Exception& e) {
+    VISPEC_FAIL(path, ":", e.mark.line + 1, ": invalid YAML: ", e.msg);
+  }
+}
+
+YamlView::YamlView(YAML::Node node, std::string file, std::string path)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
+
+std::string YamlView::where() const {
+  std::string s = file_;
+  const auto mark = node_.Mark();
+  if (mark.line >= 0 && !mark.is_null()) s += ":" + std::to_string(mark.line + 1);
+  s += ": ";
+  s += path_.empty() ? "(top level)" : path_;
+  return s;
+}
+
+void YamlView::fail(const std::string& message) const { VISPEC_FAIL(where(), ": ", message); }
+
+bool YamlView::has(const std::string& key) const { return node_.IsMap() && node_[key] && !node_[key].IsNull(); }
+
+YamlView YamlView::at(const std::string& key) const {
+  const std::string child = path_.empty() ? key : path_ + "." + key;
+  if (!node_.IsMap()) fail("expected a map with field '" + key + "'");
+  if (!has(key)) VISPEC_FAIL(YamlView(node_, file_, child).where(), ": missing field");
+  return YamlView(node_[key], file_, child);
+}
+
+std::vector<std::string> YamlView::keys() const {
+  std::vector<std::string> out;
+  if (node_.IsMap())
+    for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+  return out;
+}
+
+void YamlView::reject_unknown_keys(const std::vector<std::string>& known) const {
+  for (const auto& kv : node_) {
+    const auto key = kv.first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      const std::string child = path_.empty() ? key : path_ + "." + key;
+      VISPEC_FAIL(YamlView(kv.first, file_, child).where(), ": unknown field (known: ", list, ")");
+    }
+  }
+}
+
+namespace {
+template <class T>
+const char* type_name();
+template <> const char* type_name<int64_t>() { return "an integer"; }
+template <> const char* type_name<int>() { return "an integer"; }
+template <> const char* type_name<uint64_t>() { return "a non-negative integer"; }
+template <> const char* type_name<double>() { return "a number"; }
+template <> const char* type_name<bool>() { return "true or false"; }
+template <> const char* type_name<std::string>() { return "a string"; }
+template <> const char* type_name<std::vector<int64_t>>() { return "a list of integers"; }
+template <> const char* type_name<std::vector<std::string>>() { return "a list of strings"; }
+}  // namespace
+
+template <class T>
+T YamlView::as() const {
+  try {
+    return node_.as<T>();
+  } catch (const YAML::Exception&) {
+    std::string got = node_.IsScalar() ? "'" + node_.Scalar() + "'" : (node_.IsSequence() ? "a list" : "a map");
+    fail(std::string("expected ") + type_name<T>() + ", got " + got);
+  }
+}
+template int64_t YamlView::as<int64_t>() const;
+template int YamlView::as<int>() const;
+template uint64_t YamlView::as<uint64_t>() const;
+template double YamlView::as<double>() const;
+template bool YamlView::as<bool>() const;
+template std::string YamlView::as<std::string>() const;
+template std::vector<int64_t> YamlView::as<std::vector<int64_t>>() const;
+template std::vector<std::string> YamlView::as<std::vector<std::string>>() const;
+
+void apply_override(YAML::Node& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  VISPEC_CHECK(eq != std::string::npos && eq > 0, "--set ", assignment, ": expected key.path=value");
+  const std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    VISPEC_FAIL("--set ", assignment, ": invalid value: ", e.msg);
+  }
+  // yaml-cpp nodes are handles: walk with reset() copies so that assignment writes into the tree.
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = chain.back()[parts[i]];
+    if (!next.IsMap()) {
+      VISPEC_CHECK(!next.IsDefined() || next.IsNull(), "--set ", assignment, ": '", parts[i], "' is not a map");
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = chain.back()[parts[i]];
+    }
+    chain.push_back(next);
+  }
+  chain.back()[parts.back()] = parsed;
+}
+
+}  // namespace vispec

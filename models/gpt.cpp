@@ -1,0 +1,190 @@
+#include "models/gpt.h"
+
+#include <torch/version.h>
+
+#include "core/check.h"
+#include "models/rope_2d.h"
+
+namespace vispec {
+
+namespace F = torch::nn::functional;
+
+namespace {
+torch::nn::Linear linear(int64_t in, int64_t out) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
+
+// softmax(q k^T / sqrt(Dh) + mask) v, softmax in float32. q [B,H,T,Dh], k/v [B,H,S,Dh], mask [B|1,1,T,S].
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     const torch::Tensor& mask) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, mask);
+#else
+  auto scores = torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) / std::sqrt(double(q.size(-1)));
+  scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  return torch::matmul(torch::softmax(scores, -1).to(v.scalar_type()), v);
+#endif
+}
+}  // namespace
+
+torch::Tensor causal_mask(int64_t T, torch::Device device) {
+  return torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
+}
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  auto xf = x.to(torch::kFloat32);
+  auto y = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return y.to(x.scalar_type()) * weight;
+}
+
+AttentionImpl::AttentionImpl(const GptConfig& c)
+    : n_head(c.n_head), n_kv_head(c.kv_heads()), head_dim(c.head_dim()) {
+  wqkv = register_module("wqkv", linear(c.dim, (n_head + 2 * n_kv_head) * head_dim));
+  wo = register_module("wo", linear(n_head * head_dim, c.dim));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
+                                     const torch::Tensor& mask, KvCache* cache, int64_t layer) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto qkv = wqkv(x).split({n_head * head_dim, n_kv_head * head_dim, n_kv_head * head_dim}, -1);
+  auto q = apply_rope(qkv[0].view({B, T, n_head, head_dim}), rope).transpose(1, 2);     // [B,H,T,Dh]
+  auto k = apply_rope(qkv[1].view({B, T, n_kv_head, head_dim}), rope).transpose(1, 2);  // [B,Hkv,T,Dh]
+  auto v = qkv[2].view({B, T, n_kv_head, head_dim}).transpose(1, 2);
+  if (cache) std::tie(k, v) = cache->write(layer, k, v);  // now [B,Hkv,S,Dh]
+  if (n_kv_head != n_head) {
+    k = k.repeat_interleave(n_head / n_kv_head, 1);
+    v = v.repeat_interleave(n_head / n_kv_head, 1);
+  }
+  auto y = attend(q, k, v, mask);  // [B,H,T,Dh]
+  return wo(y.transpose(1, 2).reshape({B, T, n_head * head_dim}));
+}
+
+FeedForwardImpl::FeedForwardImpl(const GptConfig& c) {
+  const int64_t hidden = c.ffn_hidden();
+  w1 = register_module("w1", linear(c.dim, hidden));
+  w3 = register_module("w3", linear(c.dim, hidden));
+  w2 = register_module("w2", linear(hidden, c.dim));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) { return w2(torch::silu(w1(x)) * w3(x)); }
+
+TransformerBlockImpl::TransformerBlockImpl(const GptConfig& c) {
+  attention = register_module("attention", Attention(c));
+  feed_forward = register_module("feed_forward", FeedForward(c));
+  attention_norm = register_module("attention_norm", RMSNorm(c.dim, c.norm_eps));
+  ffn_norm = register_module("ffn_norm", RMSNorm(c.dim, c.norm_eps));
+}
+
+torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
+                                            const torch::Tensor& mask, KvCache* cache, int64_t layer) {
+  auto h = x + attention(attention_norm(x), rope, mask, cache, layer);
+  return h + feed_forward(ffn_norm(h));
+}
+
+LabelEmbedderImpl::LabelEmbedderImpl(int64_t num_classes, int64_t dim) {
+  embedding_table = register_module("embedding_table", torch::nn::Embedding(num_classes + 1, dim));
+}
+
+torch::Tensor LabelEmbedderImpl::forward(const torch::Tensor& class_ids) {
+  return embedding_table(class_ids).unsqueeze(1);
+}
+
+CaptionMlpImpl::CaptionMlpImpl(int64_t in, int64_t dim) {
+  fc1 = register_module("fc1", linear(in, dim));
+  fc2 = register_module("fc2", linear(dim, dim));
+}
+
+torch::Tensor CaptionMlpImpl::forward(const torch::Tensor& x) {
+  return fc2(F::gelu(fc1(x), F::GELUFuncOptions().approximate("tanh")));
+}
+
+CaptionEmbedderImpl::CaptionEmbedderImpl(int64_t caption_dim, int64_t dim, int64_t token_num) {
+  cap_proj = register_module("cap_proj", CaptionMlp(caption_dim, dim));
+  uncond_embedding = register_buffer("uncond_embedding", torch::randn({token_num, caption_dim}) / std::sqrt(double(caption_dim)));
+}
+
+torch::Tensor CaptionEmbedderImpl::forward(const torch::Tensor& captions) { return cap_proj(captions); }
+
+GptImpl::GptImpl(const GptConfig& c) : config_(c) {
+  VISPEC_ASSERT(c.dim % c.n_head == 0 && c.n_head % c.kv_heads() == 0, "inconsistent head counts");
+  tok_embeddings = register_module("tok_embeddings", torch::nn::Embedding(c.vocab_size, c.dim));
+  if (c.text_conditional())
+    caption_embedding = register_module("cls_embedding", CaptionEmbedder(c.caption_dim, c.dim, c.cls_token_num));
+  else
+    cls_embedding = register_module("cls_embedding", LabelEmbedder(c.num_classes, c.dim));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.n_layer; ++i) layers->push_back(TransformerBlock(c));
+  norm = register_module("norm", RMSNorm(c.dim, c.norm_eps));
+  output = register_module("output", linear(c.dim, c.vocab_size));
+  rope_table = rope_2d_table(c.grid_size, c.head_dim(), c.rope_base, c.cls_token_num);
+  // LlamaGen's init: normal(0, 0.02) for linears and embeddings.
+  for (auto& p : named_parameters()) {
+    if (p.key().find("norm") == std::string::npos) torch::nn::init::normal_(p.value(), 0.0, 0.02);
+  }
+}
+
+torch::Tensor GptImpl::embed_classes(const torch::Tensor& class_ids) {
+  VISPEC_ASSERT(!config_.text_conditional(), "embed_classes on a text-conditional model");
+  return cls_embedding(class_ids);
+}
+
+torch::Tensor GptImpl::embed_captions(const torch::Tensor& captions) {
+  VISPEC_ASSERT(config_.text_conditional(), "embed_captions on a class-conditional model");
+  return caption_embedding(captions);
+}
+
+torch::Tensor GptImpl::null_condition(int64_t batch) {
+  if (config_.text_conditional()) {
+    auto u = caption_embedding->uncond_embedding.unsqueeze(0).expand({batch, -1, -1});
+    return caption_embedding(u);
+  }
+  auto ids = torch::full({batch}, config_.num_classes,
+                         torch::TensorOptions().dtype(torch::kInt64).device(tok_embeddings->weight.device()));
+  return cls_embedding(ids);
+}
+
+GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& mask,
+                       KvCache* cache) {
+  auto rope = rope_table.to(x.device()).index_select(0, seq_positions.reshape(-1))
+                  .view({seq_positions.size(0), seq_positions.size(1), -1, 2});
+  for (size_t i = 0; i < layers->size(); ++i)
+    x = layers[i]->as<TransformerBlock>()->forward(x, rope, mask, cache, int64_t(i));
+  return {output(norm(x)).to(torch::kFloat32), x};
+}
+
+GptOutput GptImpl::forward_sequence(const torch::Tensor& cond, const torch::Tensor& tokens) {
+  const int64_t B = cond.size(0), C = cond.size(1), N = tokens.size(1);
+  VISPEC_ASSERT(C == config_.cls_token_num && N < config_.image_tokens(), "sequence too long");
+  auto x = torch::cat({cond, tok_embeddings(tokens)}, 1);
+  auto pos = torch::arange(C + N, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
+                 .unsqueeze(0).expand({B, C + N});
+  auto mask = causal_mask(C + N, x.device()).view({1, 1, C + N, C + N});
+  auto out = run(x, pos, mask, nullptr);
+  return {out.logits.narrow(1, C - 1, N + 1), out.hidden.narrow(1, C - 1, N + 1)};
+}
+
+KvCache GptImpl::make_cache(int64_t batch, int64_t extra) const {
+  const auto& w = tok_embeddings->weight;
+  return KvCache(config_.n_layer, batch, config_.kv_heads(), config_.max_seq_len() + extra, config_.head_dim(),
+                 w.scalar_type(), w.device());
+}
+
+GptOutput GptImpl::prefill(KvCache& cache, const torch::Tensor& cond) {
+  const int64_t B = cond.size(0), C = cond.size(1);
+  auto pos = torch::arange(C, torch::TensorOptions().dtype(torch::kInt64).device(cond.device()))
+                 .unsqueeze(0).expand({B, C});
+  auto mask = cache.begin_block(C, causal_mask(C, cond.device()));
+  return run(cond, pos, mask, &cache);
+}
+
+GptOutput GptImpl::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
+                                const torch::Tensor& block_mask) {
+  auto mask = cache.begin_block(tokens.size(1), block_mask);
+  return run(tok_embeddings(tokens), positions + config_.cls_token_num, mask, &cache);
+}
+
+}  // namespace vispec

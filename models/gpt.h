@@ -1,0 +1,126 @@
+// The Llama-family image decoder, following LlamaGen's GPT exactly (research/models.md §1.2-1.5):
+// pre-norm blocks of RMSNorm (fp32 statistics) -> fused wqkv attention with 2D RoPE -> SwiGLU FFN, no biases,
+// class embedding with a null class (or a caption MLP), untied output head. Parameter names match LlamaGen's
+// state dicts, so its checkpoints load unchanged.
+//
+// Sequence layout: [cls_token_num condition positions][image tokens 0 .. N-1]. The output at sequence
+// position cls_token_num - 1 + j predicts image token j. Every forward returns the logits (float32) and the
+// last layer's hidden states *before* the final norm (what EAGLE and SSD heads read).
+#pragma once
+
+#include <torch/torch.h>
+
+#include "models/gpt_config.h"
+#include "models/kv_cache.h"
+
+namespace vispec {
+
+struct RMSNormImpl : torch::nn::Module {
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+struct AttentionImpl : torch::nn::Module {
+  explicit AttentionImpl(const GptConfig& c);
+  // x [B, T, D]; rope [B, T, Dh/2, 2]; mask [B or 1, 1, T, S] bool; cache null = attend within x only.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const torch::Tensor& mask,
+                        KvCache* cache, int64_t layer);
+  torch::nn::Linear wqkv{nullptr}, wo{nullptr};
+  int64_t n_head, n_kv_head, head_dim;
+};
+TORCH_MODULE(Attention);
+
+struct FeedForwardImpl : torch::nn::Module {
+  explicit FeedForwardImpl(const GptConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);  // w2(silu(w1 x) * w3 x)
+  torch::nn::Linear w1{nullptr}, w2{nullptr}, w3{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+struct TransformerBlockImpl : torch::nn::Module {
+  explicit TransformerBlockImpl(const GptConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const torch::Tensor& mask,
+                        KvCache* cache, int64_t layer);
+  Attention attention{nullptr};
+  FeedForward feed_forward{nullptr};
+  RMSNorm attention_norm{nullptr}, ffn_norm{nullptr};
+};
+TORCH_MODULE(TransformerBlock);
+
+// Class ids -> [B, 1, D]; id num_classes is the null class used by CFG and condition dropout.
+struct LabelEmbedderImpl : torch::nn::Module {
+  LabelEmbedderImpl(int64_t num_classes, int64_t dim);
+  torch::Tensor forward(const torch::Tensor& class_ids);
+  torch::nn::Embedding embedding_table{nullptr};
+};
+TORCH_MODULE(LabelEmbedder);
+
+struct CaptionMlpImpl : torch::nn::Module {
+  CaptionMlpImpl(int64_t in, int64_t dim);
+  torch::Tensor forward(const torch::Tensor& x);  // fc2(gelu_tanh(fc1 x)), no biases
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(CaptionMlp);
+
+// Caption features [B, C, caption_dim] -> [B, C, D]; the learned uncond_embedding replaces the caption for
+// the unconditional stream.
+struct CaptionEmbedderImpl : torch::nn::Module {
+  CaptionEmbedderImpl(int64_t caption_dim, int64_t dim, int64_t token_num);
+  torch::Tensor forward(const torch::Tensor& captions);
+  CaptionMlp cap_proj{nullptr};
+  torch::Tensor uncond_embedding;  // [token_num, caption_dim]
+};
+TORCH_MODULE(CaptionEmbedder);
+
+struct GptOutput {
+  torch::Tensor logits;  // [B, T, V] float32
+  torch::Tensor hidden;  // [B, T, D] last layer, before the final norm
+};
+
+class GptImpl : public torch::nn::Module {
+ public:
+  explicit GptImpl(const GptConfig& config);
+  const GptConfig& config() const { return config_; }
+
+  // Condition embeddings [B, cls_token_num, D]. For class models: ids [B] int64, num_classes = null.
+  torch::Tensor embed_classes(const torch::Tensor& class_ids);
+  // For text models: captions [B, cls_token_num, caption_dim].
+  torch::Tensor embed_captions(const torch::Tensor& captions);
+  torch::Tensor null_condition(int64_t batch);
+
+  // Teacher forcing / training: cond [B, C, D], tokens [B, N] (N < image tokens). No cache, causal.
+  // Returns N + 1 outputs: output j predicts image token j.
+  GptOutput forward_sequence(const torch::Tensor& cond, const torch::Tensor& tokens);
+
+  // A cache sized for `batch` rows of the full sequence (plus `extra` slots for pending draft blocks).
+  KvCache make_cache(int64_t batch, int64_t extra = 0) const;
+  // Appends the condition positions as a pending causal block. Returns one output per condition
+  // position; the last predicts image token 0. Call cache.keep_all() to commit.
+  GptOutput prefill(KvCache& cache, const torch::Tensor& cond);
+  // Appends image tokens [B, T] at image indices `positions` [B, T] (for RoPE) as a pending block under
+  // block_mask ([T, T] or [B, T, T], true = may attend). Output t predicts the token after positions[t].
+  GptOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
+                         const torch::Tensor& block_mask);
+
+  torch::nn::Embedding tok_embeddings{nullptr};
+  // Registered as "cls_embedding" (LlamaGen's name), whichever of the two the config asks for.
+  LabelEmbedder cls_embedding{nullptr};
+  CaptionEmbedder caption_embedding{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  RMSNorm norm{nullptr};
+  torch::nn::Linear output{nullptr};
+  torch::Tensor rope_table;  // [cls + grid^2, Dh/2, 2] float32, not a parameter (LlamaGen keeps it fp32)
+
+ private:
+  GptOutput run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& mask, KvCache* cache);
+  GptConfig config_;
+};
+TORCH_MODULE(Gpt);
+
+// Causal [T, T] bool mask (true on and below the diagonal).
+torch::Tensor causal_mask(int64_t T, torch::Device device = torch::kCPU);
+
+}  // namespace vispec

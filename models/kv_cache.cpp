@@ -1,0 +1,105 @@
+#include "models/kv_cache.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace vispec {
+
+KvCache::KvCache(int64_t n_layer, int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
+                 torch::Dtype dtype, torch::Device device)
+    : length_(batch, 0), capacity_(capacity) {
+  auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  for (int64_t l = 0; l < n_layer; ++l) {
+    k_.push_back(torch::zeros({batch, kv_heads, capacity, head_dim}, opts));
+    v_.push_back(torch::zeros({batch, kv_heads, capacity, head_dim}, opts));
+  }
+}
+
+bool KvCache::uniform_lengths() const {
+  return std::all_of(length_.begin(), length_.end(), [&](int64_t n) { return n == length_[0]; });
+}
+
+int64_t KvCache::max_length() const { return *std::max_element(length_.begin(), length_.end()); }
+
+torch::Tensor KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
+  const int64_t B = batch(), S = max_length() + T;
+  VISPEC_ASSERT(S <= capacity_, "KV cache overflow: need ", S, " of ", capacity_, " slots");
+  const auto device = k_[0].device();
+  auto bm = block_mask.to(device, torch::kBool);
+  if (bm.dim() == 2) bm = bm.unsqueeze(0).expand({B, T, T});
+  VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == T, "block mask shape");
+  pending_ = T;
+  if (uniform_lengths()) {
+    slot_index_ = torch::Tensor();
+    const int64_t L = length_[0];
+    auto committed = torch::ones({B, T, L}, torch::TensorOptions().dtype(torch::kBool).device(device));
+    return torch::cat({committed, bm}, -1).unsqueeze(1);
+  }
+  // Ragged rows (after per-row accepts): row b's block sits at slots [length_b, length_b + T).
+  auto lengths = torch::tensor(length_, torch::kInt64).to(device);               // [B]
+  auto t = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto slots = lengths.unsqueeze(1) + t.unsqueeze(0);                             // [B, T]
+  slot_index_ = slots.view({B, 1, T, 1});
+  auto mask = torch::zeros({B, T, S}, torch::TensorOptions().dtype(torch::kBool).device(device));
+  auto key = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  mask.copy_((key.view({1, 1, S}) < lengths.view({B, 1, 1})).expand({B, T, S}));
+  mask.scatter_(2, slots.unsqueeze(1).expand({B, T, T}), bm);
+  return mask.unsqueeze(1);
+}
+
+std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torch::Tensor& k,
+                                                       const torch::Tensor& v) {
+  auto& kc = k_[layer];
+  auto& vc = v_[layer];
+  const int64_t T = k.size(2), S = max_length() + T;
+  VISPEC_ASSERT(T == pending_, "write of ", T, " entries into a block of ", pending_);
+  if (!slot_index_.defined()) {
+    const int64_t L = length_[0];
+    kc.narrow(2, L, T).copy_(k);
+    vc.narrow(2, L, T).copy_(v);
+  } else {
+    auto idx = slot_index_.expand({k.size(0), k.size(1), T, k.size(3)});
+    kc.scatter_(2, idx, k.to(kc.scalar_type()));
+    vc.scatter_(2, idx, v.to(vc.scalar_type()));
+  }
+  return {kc.narrow(2, 0, S), vc.narrow(2, 0, S)};
+}
+
+void KvCache::keep_all() {
+  for (auto& n : length_) n += pending_;
+  pending_ = 0;
+}
+
+void KvCache::keep(int64_t row, const std::vector<int64_t>& block_indices) {
+  const int64_t L = length_[row], n = int64_t(block_indices.size());
+  VISPEC_ASSERT(L + n <= capacity_, "keep past capacity");
+  if (n == 0) return;
+  bool identity = true;
+  for (int64_t i = 0; i < n; ++i) {
+    VISPEC_ASSERT(block_indices[i] >= 0 && block_indices[i] < pending_, "keep index outside the block");
+    identity = identity && block_indices[i] == i;
+  }
+  if (!identity) {
+    auto idx = torch::tensor(block_indices, torch::kInt64).to(k_[0].device()) + L;
+    for (size_t l = 0; l < k_.size(); ++l) {
+      auto kr = k_[l][row], vr = v_[l][row];  // [Hkv, capacity, Dh]
+      auto kk = kr.index_select(1, idx), vv = vr.index_select(1, idx);  // copies, so overlap is safe
+      kr.narrow(1, L, n).copy_(kk);
+      vr.narrow(1, L, n).copy_(vv);
+    }
+  }
+  length_[row] = L + n;
+}
+
+void KvCache::truncate(int64_t row, int64_t length) {
+  VISPEC_ASSERT(length >= 0 && length <= length_[row], "truncate to ", length, " of ", length_[row]);
+  length_[row] = length;
+}
+
+void KvCache::reset() {
+  std::fill(length_.begin(), length_.end(), 0);
+  pending_ = 0;
+}
+
+}  // namespace vispec

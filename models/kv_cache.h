@@ -1,0 +1,54 @@
+// A static, preallocated key/value cache (post-RoPE keys, as in LlamaGen's gpt-fast cache).
+//
+// Each batch row holds `length(row)` committed entries. A forward appends a *pending* block of T entries after
+// them, attending under an arbitrary [T, T] block mask (causal, tree, parallel verification). The decoder then
+// decides what stays: keep_all() (AR), keep(row, indices) (an accepted tree path, compacted in order), or
+// nothing (the next block overwrites the pending one). truncate(row, n) drops committed entries.
+// The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <utility>
+#include <vector>
+
+namespace vispec {
+
+class KvCache {
+ public:
+  KvCache(int64_t n_layer, int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
+          torch::Dtype dtype, torch::Device device);
+
+  int64_t batch() const { return int64_t(length_.size()); }
+  int64_t capacity() const { return capacity_; }
+  int64_t length(int64_t row) const { return length_[row]; }
+  int64_t pending() const { return pending_; }
+
+  // --- used by the model, once per forward then once per layer ---
+  // Opens a pending block of T entries per row. block_mask: [T, T] or [B, T, T] bool, true = may attend
+  // (query i to block key j). Returns the attention mask over all keys: [B, 1, T, S], S = max length + T.
+  torch::Tensor begin_block(int64_t T, const torch::Tensor& block_mask);
+  // Stores one layer's block keys/values k, v [B, Hkv, T, Dh]; returns that layer's keys/values to attend over,
+  // [B, Hkv, S, Dh] each.
+  std::pair<torch::Tensor, torch::Tensor> write(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
+
+  // --- used by the decoder ---
+  void keep_all();
+  // Commits block entries `block_indices` (ascending, each < pending) of one row, compacted to follow its
+  // committed entries in the given order.
+  void keep(int64_t row, const std::vector<int64_t>& block_indices);
+  void truncate(int64_t row, int64_t length);
+  void reset();
+
+ private:
+  bool uniform_lengths() const;
+  int64_t max_length() const;
+
+  std::vector<torch::Tensor> k_, v_;  // per layer [B, Hkv, capacity, Dh]
+  std::vector<int64_t> length_;       // committed entries per row
+  int64_t capacity_;
+  int64_t pending_ = 0;
+  torch::Tensor slot_index_;          // [B, 1, T, 1] write slots of the pending block when lengths differ
+};
+
+}  // namespace vispec

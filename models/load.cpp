@@ -1,0 +1,62 @@
+#include "models/load.h"
+
+#include <sstream>
+
+#include "core/check.h"
+#include "models/torch_checkpoint.h"
+
+namespace vispec {
+
+namespace {
+std::string shape_str(c10::IntArrayRef s) {
+  std::ostringstream o;
+  o << s;
+  return o.str();
+}
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+TensorMap state_dict(const torch::nn::Module& module) {
+  TensorMap out;
+  for (const auto& p : module.named_parameters()) out[p.key()] = p.value();
+  for (const auto& b : module.named_buffers()) out[b.key()] = b.value();
+  return out;
+}
+
+TensorMap read_weights(const std::string& path) {
+  if (ends_with(path, ".safetensors")) return read_safetensors(path);
+  if (ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".bin")) return read_torch_checkpoint(path);
+  VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth or .bin)");
+}
+
+void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
+                     const std::vector<std::string>& ignore_prefixes) {
+  auto own = state_dict(module);
+  for (const auto& [name, t] : tensors) {
+    if (own.count(name)) continue;
+    bool ignored = false;
+    for (const auto& p : ignore_prefixes) ignored = ignored || name.rfind(p, 0) == 0;
+    VISPEC_CHECK(ignored, source, ": tensor '", name, "' does not belong to the model (wrong config?)");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, dst] : own) {
+    auto it = tensors.find(name);
+    VISPEC_CHECK(it != tensors.end(), source, ": tensor '", name, "' is missing (model expects shape ",
+                 shape_str(dst.sizes()), ")");
+    VISPEC_CHECK(it->second.sizes() == dst.sizes(), source, ": tensor '", name, "' has shape ",
+                 shape_str(it->second.sizes()), ", model expects ", shape_str(dst.sizes()));
+    dst.copy_(it->second);
+  }
+}
+
+void load_weights(torch::nn::Module& module, const std::string& path, const std::vector<std::string>& ignore_prefixes) {
+  load_state_dict(module, read_weights(path), path, ignore_prefixes);
+}
+
+void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata) {
+  write_safetensors(path, state_dict(module), metadata);
+}
+
+}  // namespace vispec

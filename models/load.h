@@ -1,0 +1,25 @@
+// Moving weights between files and modules, strictly: every parameter and buffer of the module must be in
+// the file with the same shape, and every tensor of the file must belong to the module (except names listed
+// as ignorable, e.g. LlamaGen's freqs_cis or an unused VQ encoder). Errors name the file and the tensor.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "models/safetensors.h"
+
+namespace vispec {
+
+TensorMap state_dict(const torch::nn::Module& module);
+// Reads .safetensors, or .pt/.pth/.bin torch checkpoints.
+TensorMap read_weights(const std::string& path);
+// ignore_prefixes: file tensors starting with one of these are skipped without complaint.
+void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
+                     const std::vector<std::string>& ignore_prefixes = {});
+void load_weights(torch::nn::Module& module, const std::string& path,
+                  const std::vector<std::string>& ignore_prefixes = {});
+void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata = {});
+
+}  // namespace vispec

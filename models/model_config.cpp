@@ -1,0 +1,99 @@
+#include "models/model_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "core/check.h"
+#include "io/yaml_util.h"
+
+namespace vispec {
+
+namespace {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+std::string resolve(const std::string& base_file, const std::string& rel) {
+  std::filesystem::path p(rel);
+  if (p.is_absolute()) return rel;
+  return (std::filesystem::path(base_file).parent_path() / p).lexically_normal().string();
+}
+
+GptConfig parse_gpt(const YamlView& v) {
+  v.reject_unknown_keys({"weights", "preset", "vocab_size", "dim", "n_layer", "n_head", "n_kv_head", "multiple_of",
+                         "ffn_dim_multiplier", "rope_base", "norm_eps", "grid_size", "num_classes", "cls_token_num",
+                         "caption_dim"});
+  GptConfig c = v.has("preset") ? gpt_preset(v.need<std::string>("preset")) : GptConfig{};
+  c.vocab_size = v.get<int64_t>("vocab_size", c.vocab_size);
+  c.dim = v.get<int64_t>("dim", c.dim);
+  c.n_layer = v.get<int64_t>("n_layer", c.n_layer);
+  c.n_head = v.get<int64_t>("n_head", c.n_head);
+  c.n_kv_head = v.get<int64_t>("n_kv_head", c.n_kv_head);
+  c.multiple_of = v.get<int64_t>("multiple_of", c.multiple_of);
+  c.ffn_dim_multiplier = v.get<double>("ffn_dim_multiplier", c.ffn_dim_multiplier);
+  c.rope_base = v.get<double>("rope_base", c.rope_base);
+  c.norm_eps = v.get<double>("norm_eps", c.norm_eps);
+  c.grid_size = v.get<int64_t>("grid_size", c.grid_size);
+  c.num_classes = v.get<int64_t>("num_classes", c.num_classes);
+  c.cls_token_num = v.get<int64_t>("cls_token_num", c.cls_token_num);
+  c.caption_dim = v.get<int64_t>("caption_dim", c.caption_dim);
+  if (c.dim % c.n_head != 0) v.fail("dim must be a multiple of n_head");
+  if (c.head_dim() % 4 != 0) v.fail("head_dim (dim / n_head) must be a multiple of 4 for 2D RoPE");
+  return c;
+}
+
+VqConfig parse_vq(const YamlView& v) {
+  v.reject_unknown_keys({"weights", "codebook_size", "codebook_embed_dim", "codebook_l2_norm", "commit_beta",
+                         "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups"});
+  VqConfig c;
+  c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);
+  c.codebook_embed_dim = v.get<int64_t>("codebook_embed_dim", c.codebook_embed_dim);
+  c.codebook_l2_norm = v.get<bool>("codebook_l2_norm", c.codebook_l2_norm);
+  c.commit_beta = v.get<double>("commit_beta", c.commit_beta);
+  c.in_channels = v.get<int64_t>("in_channels", c.in_channels);
+  c.z_channels = v.get<int64_t>("z_channels", c.z_channels);
+  c.ch = v.get<int64_t>("ch", c.ch);
+  c.ch_mult = v.get<std::vector<int64_t>>("ch_mult", c.ch_mult);
+  c.num_res_blocks = v.get<int64_t>("num_res_blocks", c.num_res_blocks);
+  c.norm_groups = v.get<int64_t>("norm_groups", c.norm_groups);
+  if (c.ch_mult.empty()) v.fail("ch_mult must not be empty");
+  return c;
+}
+}  // namespace
+
+int64_t ModelConfig::class_id(const std::string& prompt) const {
+  const std::string p = lower(prompt);
+  for (size_t i = 0; i < classes.size(); ++i)
+    if (lower(classes[i]) == p) return int64_t(i);
+  if (!p.empty() && std::all_of(p.begin(), p.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    const int64_t id = std::stoll(p);
+    if (id < gpt.num_classes) return id;
+  }
+  return -1;
+}
+
+ModelConfig load_model_config(const std::string& path) {
+  YamlView root(load_yaml_file(path), path);
+  root.reject_unknown_keys({"name", "classes", "gpt", "vq"});
+  ModelConfig m;
+  m.file = path;
+  m.name = root.need<std::string>("name");
+  const auto gpt = root.at("gpt"), vq = root.at("vq");
+  m.gpt = parse_gpt(gpt);
+  m.vq = parse_vq(vq);
+  m.gpt_weights = resolve(path, gpt.need<std::string>("weights"));
+  m.vq_weights = resolve(path, vq.need<std::string>("weights"));
+  if (root.has("classes")) {
+    m.classes = root.need<std::vector<std::string>>("classes");
+    if (int64_t(m.classes.size()) != m.gpt.num_classes)
+      root.at("classes").fail("lists " + std::to_string(m.classes.size()) + " names but gpt.num_classes is " +
+                              std::to_string(m.gpt.num_classes));
+  }
+  if (m.gpt.vocab_size != m.vq.codebook_size)
+    gpt.at("vocab_size").fail("must equal vq.codebook_size (" + std::to_string(m.vq.codebook_size) + ")");
+  return m;
+}
+
+}  // namespace vispec

@@ -1,0 +1,34 @@
+// Model configs (configs/*.yaml): one file per generation model, naming the target GPT, the VQ tokenizer,
+// their weights (paths relative to the config file) and the class names of a class-conditional model.
+//
+//   name: fmnist
+//   classes: [t-shirt/top, trouser, ...]
+//   gpt: {weights: fmnist/gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, n_head: 4, ...}
+//   vq:  {weights: fmnist/vq.safetensors, codebook_size: 512, ch: 64, ch_mult: [1, 2], ...}
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/gpt_config.h"
+#include "models/vq_config.h"
+
+namespace vispec {
+
+struct ModelConfig {
+  std::string file;  // where it was read from
+  std::string name;
+  std::vector<std::string> classes;
+  GptConfig gpt;
+  std::string gpt_weights;  // absolute or relative to the working directory
+  VqConfig vq;
+  std::string vq_weights;
+
+  int64_t image_size() const { return gpt.grid_size * vq.downsample(); }
+  // A prompt names a class by name (case-insensitive) or by id; -1 if it names none.
+  int64_t class_id(const std::string& prompt) const;
+};
+
+ModelConfig load_model_config(const std::string& path);
+
+}  // namespace vispec

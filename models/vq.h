@@ -1,0 +1,87 @@
+// VQ image tokenizer in LlamaGen's style (tokenizer/tokenizer_image/vq_model.py; research/models.md §1.9):
+// conv encoder -> quant_conv -> nearest code under L2-normalised codes and latents -> post_quant_conv -> conv
+// decoder. Module names match LlamaGen's state dict, so its VQ-16 checkpoint loads with the matching config.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "models/vq_config.h"
+
+namespace vispec {
+
+struct ResnetBlockImpl : torch::nn::Module {
+  ResnetBlockImpl(int64_t in, int64_t out, int64_t groups);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::GroupNorm norm1{nullptr}, norm2{nullptr};
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, nin_shortcut{nullptr};
+};
+TORCH_MODULE(ResnetBlock);
+
+// Single-head self-attention over all H*W positions.
+struct AttnBlockImpl : torch::nn::Module {
+  AttnBlockImpl(int64_t ch, int64_t groups);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::GroupNorm norm{nullptr};
+  torch::nn::Conv2d q{nullptr}, k{nullptr}, v{nullptr}, proj_out{nullptr};
+};
+TORCH_MODULE(AttnBlock);
+
+// One resolution level: res blocks, optional attention after each, then an optional resample conv.
+struct VqLevelImpl : torch::nn::Module {
+  VqLevelImpl(int64_t in, int64_t out, int64_t n_res, bool attn, int resample /* -1 down, 0 none, +1 up */,
+              int64_t groups);
+  torch::Tensor forward(torch::Tensor x);
+  torch::nn::ModuleList res{nullptr}, attn{nullptr};
+  torch::nn::Sequential downsample{nullptr}, upsample{nullptr};  // hold one module named "conv"
+};
+TORCH_MODULE(VqLevel);
+
+struct VqCoderImpl : torch::nn::Module {
+  // encoder=true: image -> z_channels latent; false: z_channels latent -> image.
+  VqCoderImpl(const VqConfig& c, bool encoder);
+  torch::Tensor forward(torch::Tensor x);
+  torch::nn::Conv2d conv_in{nullptr}, conv_out{nullptr};
+  torch::nn::ModuleList conv_blocks{nullptr}, mid{nullptr};
+  torch::nn::GroupNorm norm_out{nullptr};
+
+ private:
+  bool is_encoder_;
+};
+TORCH_MODULE(VqCoder);
+
+struct VqCodebookImpl : torch::nn::Module {
+  VqCodebookImpl(int64_t size, int64_t dim);
+  torch::nn::Embedding embedding{nullptr};
+};
+TORCH_MODULE(VqCodebook);
+
+struct VqTrainOutput {
+  torch::Tensor recon;        // [B, C, H, W]
+  torch::Tensor codebook_loss, commit_loss;  // scalars (commit already weighted by beta)
+  torch::Tensor codes;        // [B, h*w]
+};
+
+class VqModelImpl : public torch::nn::Module {
+ public:
+  explicit VqModelImpl(const VqConfig& config);
+  const VqConfig& config() const { return config_; }
+
+  torch::Tensor encode(const torch::Tensor& images);  // [B, C, H, W] in [-1, 1] -> codes [B, h*w] raster
+  // codes [B, h*w] -> images [B, C, h*ds, w*ds], roughly in [-1, 1] (not clamped, as in LlamaGen).
+  torch::Tensor decode_codes(const torch::Tensor& codes, int64_t h, int64_t w);
+  // The L2-normalised (if configured) codebook [K, E], as used for lookup. Neighbour tables read this.
+  torch::Tensor codebook();
+  VqTrainOutput forward_train(const torch::Tensor& images);
+
+  VqCoder encoder{nullptr}, decoder{nullptr};
+  torch::nn::Conv2d quant_conv{nullptr}, post_quant_conv{nullptr};
+  VqCodebook quantize{nullptr};
+
+ private:
+  // latent [B, E, h, w] -> (normalised latent, codes [B, h*w])
+  std::pair<torch::Tensor, torch::Tensor> nearest(const torch::Tensor& latent);
+  VqConfig config_;
+};
+TORCH_MODULE(VqModel);
+
+}  // namespace vispec

@@ -1,0 +1,24 @@
+// Architecture of the VQ image tokenizer in LlamaGen's style (research/models.md §1.9). Plain data.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace vispec {
+
+struct VqConfig {
+  int64_t codebook_size = 16384;
+  int64_t codebook_embed_dim = 8;
+  bool codebook_l2_norm = true;    // LlamaGen normalises codes and latents before lookup
+  double commit_beta = 0.25;       // weight of the commitment loss (training only)
+  int64_t in_channels = 3;         // image channels (1 for Fashion-MNIST)
+  int64_t z_channels = 256;
+  int64_t ch = 128;
+  std::vector<int64_t> ch_mult = {1, 1, 2, 2, 4};  // one level per entry; all but the last down-sample x2
+  int64_t num_res_blocks = 2;
+  int64_t norm_groups = 32;        // GroupNorm groups (eps 1e-6)
+
+  int64_t downsample() const { return int64_t(1) << (ch_mult.size() - 1); }
+};
+
+}  // namespace vispec

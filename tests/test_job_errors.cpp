@@ -1,0 +1,103 @@
+// Bad job input: `vispec run` exits non-zero with ONE line naming file, line and field, and writes nothing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace vispec {
+
+namespace fs = std::filesystem;
+
+namespace {
+struct Outcome {
+  int exit_code;
+  std::string stderr_text;
+};
+
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(VISPEC_BINARY) + " " + args + " 2>&1 >/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) text.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+class JobErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("vispec_jobs_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    write("prompts.txt", "trouser\n# a comment\n\nbag\n");
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; }
+  std::string job(const std::string& extra_lines, bool with_prompts = true) {
+    std::string s = "model: " + std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml\n";
+    if (with_prompts) s += "prompts: prompts.txt\n";
+    s += "out: " + (dir / "out").string() + "\n" + extra_lines;
+    return s;
+  }
+  // Runs the job and checks the common contract: exit code 2, one line, nothing written.
+  std::string expect_rejected(const std::string& job_text) {
+    write("job.yaml", job_text);
+    const auto r = run("run " + (dir / "job.yaml").string());
+    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+    EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+    EXPECT_FALSE(fs::exists(dir / "out")) << "output written for a bad job";
+    return r.stderr_text;
+  }
+  fs::path dir;
+};
+}  // namespace
+
+TEST_F(JobErrors, MissingField) {
+  const auto err = expect_rejected(job("decoder: {name: ar}\n", /*with_prompts=*/false));
+  EXPECT_NE(err.find("job.yaml"), std::string::npos) << err;
+  EXPECT_NE(err.find("prompts: missing field"), std::string::npos) << err;
+}
+
+TEST_F(JobErrors, UnknownDecoderNamesTheLine) {
+  const auto err = expect_rejected(job("decoder:\n  name: warp_drive\n"));
+  EXPECT_NE(err.find("job.yaml:5: decoder.name: unknown decoder 'warp_drive'"), std::string::npos) << err;
+}
+
+TEST_F(JobErrors, UnknownDecoderParameterAndBadValue) {
+  auto err = expect_rejected(job("decoder:\n  name: ar\n  temprature: 0.5\n"));
+  EXPECT_NE(err.find("job.yaml:6: decoder.temprature: unknown parameter"), std::string::npos) << err;
+  err = expect_rejected(job("decoder:\n  name: ar\n  top_k: ten\n"));
+  EXPECT_NE(err.find("job.yaml:6: decoder.top_k: expected a number, got 'ten'"), std::string::npos) << err;
+  err = expect_rejected(job("decoder:\n  name: ar\n  top_p: 1.5\n"));
+  EXPECT_NE(err.find("job.yaml:6: decoder.top_p: must be in (0, 1]"), std::string::npos) << err;
+}
+
+TEST_F(JobErrors, UnreadablePromptsFile) {
+  auto text = job("decoder: {name: ar}\n");
+  text.replace(text.find("prompts.txt"), 11, "nowhere.txt");
+  const auto err = expect_rejected(text);
+  EXPECT_NE(err.find("nowhere.txt: cannot read prompts file"), std::string::npos) << err;
+}
+
+TEST_F(JobErrors, UnknownClassNameOnLineN) {
+  write("prompts.txt", "trouser\n\n# socks are not in Fashion-MNIST\nsock\n");
+  const auto err = expect_rejected(job("decoder: {name: ar}\n"));
+  EXPECT_NE(err.find("prompts.txt:4: prompt: unknown class name 'sock'"), std::string::npos) << err;
+}
+
+TEST_F(JobErrors, UnknownTopLevelFieldAndBadSetOverride) {
+  auto err = expect_rejected(job("decoder: {name: ar}\nimages_per_promt: 3\n"));
+  EXPECT_NE(err.find("job.yaml:5: images_per_promt: unknown field"), std::string::npos) << err;
+  write("job.yaml", job("decoder: {name: ar}\n"));
+  const auto r = run("run " + (dir / "job.yaml").string() + " --set decoder.temperature=-1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("decoder.temperature: must be >= 0"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+}  // namespace vispec

@@ -1,0 +1,147 @@
+// The KV cache and cached forwards against recomputation from scratch (fp32, max |diff| <= 1e-5).
+#include <gtest/gtest.h>
+
+#include "models/gpt.h"
+#include "tiny_models.h"
+
+namespace vispec {
+
+namespace {
+constexpr double kTol = 1e-5;
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+torch::Tensor positions(int64_t B, std::vector<int64_t> p) {
+  return torch::tensor(p, torch::kInt64).unsqueeze(0).expand({B, int64_t(p.size())}).contiguous();
+}
+
+struct Fixture {
+  Gpt gpt = test::tiny_gpt();
+  torch::Tensor classes = torch::tensor({0, 2}, torch::kInt64);
+  torch::Tensor tokens = torch::randint(64, {2, 15}, torch::kInt64);  // 15 of the 16 image tokens
+  torch::NoGradGuard no_grad;
+  // Logits of a full, uncached forward: output j predicts image token j.
+  torch::Tensor full(const torch::Tensor& toks, const torch::Tensor& cls) {
+    return gpt->forward_sequence(gpt->embed_classes(cls), toks).logits;
+  }
+};
+}  // namespace
+
+TEST(KvCache, IncrementalDecodingEqualsFullForward) {
+  Fixture f;
+  auto ref = f.full(f.tokens, f.classes);  // [2, 16, V]
+  auto cache = f.gpt->make_cache(2);
+  auto out = f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
+  cache.keep_all();
+  double worst = max_diff(out.logits.select(1, 0), ref.select(1, 0));
+  for (int64_t i = 0; i < 15; ++i) {
+    out = f.gpt->decode_block(cache, f.tokens.narrow(1, i, 1), positions(2, {i}), torch::ones({1, 1}, torch::kBool));
+    cache.keep_all();
+    worst = std::max(worst, max_diff(out.logits.select(1, 0), ref.select(1, i + 1)));
+  }
+  std::printf("incremental vs full: max |diff| = %.3g\n", worst);
+  EXPECT_LE(worst, kTol);
+}
+
+TEST(KvCache, CausalBlockEqualsFullForward) {
+  Fixture f;
+  auto ref = f.full(f.tokens, f.classes);
+  auto cache = f.gpt->make_cache(2);
+  f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
+  cache.keep_all();
+  auto out = f.gpt->decode_block(cache, f.tokens.narrow(1, 0, 6), positions(2, {0, 1, 2, 3, 4, 5}), causal_mask(6));
+  const double d = max_diff(out.logits, ref.narrow(1, 1, 6));
+  std::printf("causal block vs full: max |diff| = %.3g\n", d);
+  EXPECT_LE(d, kTol);
+}
+
+TEST(KvCache, TruncateEqualsRecomputation) {
+  Fixture f;
+  auto ref = f.full(f.tokens, f.classes);
+  auto cache = f.gpt->make_cache(2);
+  f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
+  cache.keep_all();
+  // Commit 3 right tokens, then 5 wrong ones; truncate back to condition + 3 and continue with the right ones.
+  f.gpt->decode_block(cache, f.tokens.narrow(1, 0, 3), positions(2, {0, 1, 2}), causal_mask(3));
+  cache.keep_all();
+  auto wrong = (f.tokens.narrow(1, 3, 5) + 1) % 64;
+  f.gpt->decode_block(cache, wrong, positions(2, {3, 4, 5, 6, 7}), causal_mask(5));
+  cache.keep_all();
+  for (int64_t row = 0; row < 2; ++row) cache.truncate(row, 1 + 3);
+  auto out = f.gpt->decode_block(cache, f.tokens.narrow(1, 3, 4), positions(2, {3, 4, 5, 6}), causal_mask(4));
+  const double d = max_diff(out.logits, ref.narrow(1, 4, 4));
+  std::printf("after truncate vs full: max |diff| = %.3g\n", d);
+  EXPECT_LE(d, kTol);
+}
+
+// A draft tree after the committed prefix:      node0 -> node1
+//                                                     -> node2 -> node3
+// Under the ancestor mask, each node's logits equal those of its branch forwarded alone; keeping the path
+// (0, 2, 3) leaves the cache as if that path had been decoded token by token; rows may keep different paths.
+TEST(KvCache, TreeMaskEqualsSeparateBranchesAndKeepCompactsThePath) {
+  Fixture f;
+  const int64_t P = 5;  // committed image tokens before the tree
+  auto prefix = f.tokens.narrow(1, 0, P);
+  auto tree = torch::randint(64, {2, 4}, torch::kInt64);
+  auto mask = torch::tensor({1, 0, 0, 0,  //
+                             1, 1, 0, 0,  //
+                             1, 0, 1, 0,  //
+                             1, 0, 1, 1}, torch::kBool).view({4, 4});
+  auto cache = f.gpt->make_cache(2);
+  f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
+  cache.keep_all();
+  f.gpt->decode_block(cache, prefix, positions(2, {0, 1, 2, 3, 4}), causal_mask(P));
+  cache.keep_all();
+  auto out = f.gpt->decode_block(cache, tree, positions(2, {P, P + 1, P + 1, P + 2}), mask);
+
+  auto idx = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64); };
+  auto branch_a = torch::cat({prefix, tree.index_select(1, idx({0, 1}))}, 1);
+  auto branch_b = torch::cat({prefix, tree.index_select(1, idx({0, 2, 3}))}, 1);
+  auto ref_a = f.full(branch_a, f.classes), ref_b = f.full(branch_b, f.classes);
+  double d = max_diff(out.logits.select(1, 0), ref_a.select(1, P + 1));
+  d = std::max(d, max_diff(out.logits.select(1, 1), ref_a.select(1, P + 2)));
+  d = std::max(d, max_diff(out.logits.select(1, 2), ref_b.select(1, P + 2)));
+  d = std::max(d, max_diff(out.logits.select(1, 3), ref_b.select(1, P + 3)));
+  std::printf("tree mask vs separate branches: max |diff| = %.3g\n", d);
+  EXPECT_LE(d, kTol);
+
+  // Row 0 keeps path (0, 2, 3), row 1 keeps (0, 1): lengths now differ (the ragged path of the cache).
+  cache.keep(0, {0, 2, 3});
+  cache.keep(1, {0, 1});
+  EXPECT_EQ(cache.length(0), 1 + P + 3);
+  EXPECT_EQ(cache.length(1), 1 + P + 2);
+  auto next = torch::randint(64, {2, 2}, torch::kInt64);
+  auto pos = torch::tensor({P + 3, P + 4, P + 2, P + 3}, torch::kInt64).view({2, 2});
+  auto out2 = f.gpt->decode_block(cache, next, pos, causal_mask(2));
+  auto seq0 = torch::cat({branch_b[0].unsqueeze(0), next[0].unsqueeze(0)}, 1);
+  auto seq1 = torch::cat({branch_a[1].unsqueeze(0), next[1].unsqueeze(0)}, 1);
+  auto r0 = f.full(seq0, f.classes.narrow(0, 0, 1)), r1 = f.full(seq1, f.classes.narrow(0, 1, 1));
+  double d2 = max_diff(out2.logits[0], r0[0].narrow(0, P + 4, 2));
+  d2 = std::max(d2, max_diff(out2.logits[1], r1[0].narrow(0, P + 3, 2)));
+  std::printf("after keep(path), ragged rows vs recomputation: max |diff| = %.3g\n", d2);
+  EXPECT_LE(d2, kTol);
+}
+
+TEST(Gpt, ParameterNamesFollowLlamaGen) {
+  auto gpt = test::tiny_gpt();
+  std::set<std::string> names;
+  for (const auto& p : gpt->named_parameters()) names.insert(p.key());
+  for (const char* n : {"tok_embeddings.weight", "cls_embedding.embedding_table.weight",
+                        "layers.0.attention.wqkv.weight", "layers.1.attention.wo.weight",
+                        "layers.0.feed_forward.w1.weight", "layers.0.feed_forward.w2.weight",
+                        "layers.0.feed_forward.w3.weight", "layers.0.attention_norm.weight",
+                        "layers.0.ffn_norm.weight", "norm.weight", "output.weight"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_EQ(gpt->cls_embedding->embedding_table->weight.size(0), 4);  // 3 classes + the null class
+}
+
+TEST(Gpt, FfnHiddenFollowsLlamaGenRounding) {
+  // LlamaGen GPT-B (dim 768): find_multiple(int(2 * 4 * 768 / 3), 256) = 2048; GPT-XL (1280): 3584.
+  GptConfig b = gpt_preset("GPT-B"), xl = gpt_preset("GPT-XL"), b3 = gpt_preset("GPT-3B");
+  EXPECT_EQ(b.ffn_hidden(), 2048);
+  EXPECT_EQ(xl.ffn_hidden(), 3584);
+  EXPECT_EQ(b3.ffn_hidden(), 8704);
+  EXPECT_EQ(b3.head_dim(), 100);
+}
+
+}  // namespace vispec

@@ -1,0 +1,41 @@
+#include "tiny_models.h"
+
+namespace vispec::test {
+
+GptConfig tiny_gpt_config() {
+  GptConfig c;
+  c.vocab_size = 64;
+  c.dim = 32;
+  c.n_layer = 2;
+  c.n_head = 4;
+  c.multiple_of = 16;
+  c.grid_size = 4;
+  c.num_classes = 3;
+  c.cls_token_num = 1;
+  return c;
+}
+
+Gpt tiny_gpt(uint64_t seed) {
+  torch::manual_seed(seed);
+  Gpt g(tiny_gpt_config());
+  // Larger weights than LlamaGen's 0.02 init so that logits are far from uniform and differences show.
+  torch::NoGradGuard no_grad;
+  for (auto& p : g->parameters()) p.normal_(0.0, 0.3);
+  g->eval();
+  return g;
+}
+
+VqConfig tiny_vq_config() {
+  VqConfig c;
+  c.codebook_size = 32;
+  c.codebook_embed_dim = 4;
+  c.in_channels = 1;
+  c.z_channels = 8;
+  c.ch = 8;
+  c.ch_mult = {1, 2};
+  c.num_res_blocks = 1;
+  c.norm_groups = 4;
+  return c;
+}
+
+}  // namespace vispec::test

@@ -1,0 +1,14 @@
+// Small random models for tests: real LibTorch modules, seconds to run.
+#pragma once
+
+#include "models/gpt.h"
+#include "models/vq.h"
+
+namespace vispec::test {
+
+// vocab 64, dim 32, 2 layers, 4 heads (head_dim 8), 4x4 grid, 3 classes.
+GptConfig tiny_gpt_config();
+Gpt tiny_gpt(uint64_t seed = 1);
+VqConfig tiny_vq_config();
+
+}  // namespace vispec::test

@@ -1,0 +1,51 @@
+// What every trainer shares: options, the learning-rate schedule, resumable checkpoints and the log.
+//
+// A run directory holds
+//   checkpoint.safetensors   model weights at the last checkpoint
+//   optimizer.pt             optimizer state (LibTorch archive)
+//   state.json               {"step": N, ...}
+//   log.jsonl                one line per logged step (also printed through spdlog)
+// Re-running the same command resumes from the checkpoint; batches are drawn from a generator keyed by
+// (seed, step), so a resumed run sees the same data as an uninterrupted one.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace vispec {
+
+struct TrainOptions {
+  std::string config;           // model config (architecture)
+  std::string out_dir;          // run directory
+  std::string export_path;      // where the final weights go (safetensors); empty = out_dir/model.safetensors
+  std::string device = "auto";
+  int threads = 0;
+  int64_t steps = 1000;
+  int64_t batch_size = 64;
+  double lr = 1e-3;
+  double min_lr_ratio = 0.1;    // cosine decay ends at lr * this
+  int64_t warmup = 100;
+  double weight_decay = 0.05;
+  double grad_clip = 1.0;
+  int64_t log_every = 20;
+  int64_t checkpoint_every = 200;
+  uint64_t seed = 0;
+};
+
+// Linear warm-up, then cosine decay to lr * min_lr_ratio at `steps`.
+double learning_rate(const TrainOptions& o, int64_t step);
+void set_learning_rate(torch::optim::Optimizer& opt, double lr);
+
+// Indices of the batch for `step`: a deterministic function of (seed, step).
+torch::Tensor batch_indices(uint64_t seed, int64_t step, int64_t dataset_size, int64_t batch_size);
+
+// Returns the step to continue from (0 when the run directory holds no checkpoint).
+int64_t resume_checkpoint(const std::string& out_dir, torch::nn::Module& model, torch::optim::Optimizer& opt);
+void save_checkpoint(const std::string& out_dir, const torch::nn::Module& model, torch::optim::Optimizer& opt,
+                     int64_t step, const nlohmann::json& extra = {});
+// Appends to out_dir/log.jsonl and logs one line.
+void log_train_step(const std::string& out_dir, const nlohmann::json& record);
+
+}  // namespace vispec

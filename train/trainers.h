@@ -1,0 +1,13 @@
+// Trainers for the embedded model (CPU or CUDA, resumable). Each reads its architecture from a model config.
+#pragma once
+
+#include "train/train_loop.h"
+
+namespace vispec {
+
+// The VQ tokenizer on Fashion-MNIST: reconstruction MSE + codebook + commitment losses.
+void train_vq(const TrainOptions& options);
+// The class-conditional GPT on Fashion-MNIST tokenised by the config's VQ (train set, plus horizontal flips).
+void train_gpt(const TrainOptions& options);
+
+}  // namespace vispec
