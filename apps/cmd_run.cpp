@@ -11,7 +11,7 @@ void add_run_command(CLI::App& app, Action& action) {
   static std::vector<std::string> sets;
   cmd->add_option("job", job, "job file (YAML)")->required();
   cmd->add_option("--out", out, "output directory (overrides the job's `out`)");
-  cmd->add_option("--set", sets, "override a job field: key.path=value (repeatable)");
+  cmd->add_option("--set", sets, "override a job field: key.path=value (repeatable)")->allow_extra_args(false);
   cmd->callback([&action] {
     action = [] {
       const auto plan = plan_job(job, sets, out);  // validates everything before anything is written

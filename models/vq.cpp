@@ -160,7 +160,8 @@ std::pair<torch::Tensor, torch::Tensor> VqModelImpl::nearest(const torch::Tensor
   auto z = latent.permute({0, 2, 3, 1}).reshape({-1, E});  // [B*h*w, E]
   if (config_.codebook_l2_norm) z = F::normalize(z, F::NormalizeFuncOptions().dim(-1));
   auto e = codebook();
-  auto d = z.pow(2).sum(1, true) + e.pow(2).sum(1).unsqueeze(0) - 2 * torch::matmul(z, e.t());
+  // argmin_k |z - e_k|^2 = argmin_k (|e_k|^2 - 2 z.e_k): |z|^2 is the same for every k. One addmm.
+  auto d = torch::addmm(e.pow(2).sum(1).unsqueeze(0), z, e.t(), /*beta=*/1, /*alpha=*/-2);
   return {z, d.argmin(1).view({B, -1})};
 }
 

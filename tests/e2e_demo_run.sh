@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End to end on the embedded model: the demo job (one image per class), its outputs read back by numpy and
+# End to end on the embedded model: the demo job (one image per class), its outputs read back by numpy (Debian's
+# /usr/bin/python3 with python3-numpy, not whatever python3 is first on PATH) and
 # by a PNG header parse, then the same samples decoded one per batch must give byte-identical files.
 set -euo pipefail
 vispec=$1
@@ -9,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$src"
 
 "$vispec" run jobs/demo.yaml --out "$work/a" --set images_per_prompt=1 --set batch_size=10
-python3 - "$work/a" <<'PY'
+/usr/bin/python3 - "$work/a" <<'PY'
 import json, struct, sys, zlib, os
 import numpy as np
 out = sys.argv[1]

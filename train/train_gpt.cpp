@@ -2,9 +2,6 @@
 // cross-entropy over the 256 image tokens, 10% of conditions dropped to the null class for CFG).
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-
-#include "core/device.h"
 #include "io/atomic_file.h"
 #include "models/gpt.h"
 #include "models/load.h"
@@ -21,12 +18,15 @@ constexpr double kClassDropout = 0.1;
 torch::Tensor tokenize(VqModel& vq, const torch::Tensor& images, torch::Device device) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> out;
-  for (int64_t i = 0; i < images.size(0); i += 500)
-    out.push_back(vq->encode(images.narrow(0, i, std::min<int64_t>(500, images.size(0) - i)).to(device)).to(torch::kCPU));
+  for (int64_t i = 0; i < images.size(0); i += 64) {
+    out.push_back(vq->encode(images.narrow(0, i, std::min<int64_t>(64, images.size(0) - i)).to(device)).to(torch::kCPU));
+    if ((i / 64) % 100 == 99) spdlog::info("tokenised {}/{}", i + 64, images.size(0));
+  }
   return torch::cat(out).to(torch::kInt32);
 }
 
-// Tokens of the train set (and its mirror images) and of the test set, cached in the run directory.
+// Tokens of the train and test sets, cached in the run directory. (No flip augmentation: a CPU run sees
+// less than two epochs, so more distinct images would not be seen anyway.)
 TensorMap token_dataset(const ModelConfig& model, const std::string& out_dir, torch::Device device) {
   const std::string cache = out_dir + "/tokens.safetensors";
   if (file_exists(cache)) return read_safetensors(cache);
@@ -38,8 +38,8 @@ TensorMap token_dataset(const ModelConfig& model, const std::string& out_dir, to
   auto test = load_fashion_tensors("test", model.image_size());
   spdlog::info("tokenising {} + {} images with {}", train.images.size(0), test.images.size(0), model.vq_weights);
   TensorMap data;
-  data["train_tokens"] = torch::cat({tokenize(vq, train.images, device), tokenize(vq, train.images.flip({3}), device)});
-  data["train_labels"] = torch::cat({train.labels, train.labels});
+  data["train_tokens"] = tokenize(vq, train.images, device);
+  data["train_labels"] = train.labels;
   data["test_tokens"] = tokenize(vq, test.images, device);
   data["test_labels"] = test.labels;
   write_safetensors(cache, data);
@@ -52,8 +52,8 @@ double test_loss(Gpt& gpt, const TensorMap& data, int64_t n, torch::Device devic
   gpt->eval();
   double total = 0;
   int64_t count = 0;
-  for (int64_t i = 0; i < n; i += 128) {
-    const int64_t b = std::min<int64_t>(128, n - i);
+  for (int64_t i = 0; i < n; i += 32) {  // small batches: large ones are far slower on CPU
+    const int64_t b = std::min<int64_t>(32, n - i);
     auto tokens = data.at("test_tokens").narrow(0, i, b).to(device, torch::kInt64);
     auto labels = data.at("test_labels").narrow(0, i, b).to(device);
     auto out = gpt->forward_sequence(gpt->embed_classes(labels), tokens.narrow(1, 0, tokens.size(1) - 1));
@@ -68,11 +68,7 @@ double test_loss(Gpt& gpt, const TensorMap& data, int64_t n, torch::Device devic
 
 void train_gpt(const TrainOptions& o) {
   const auto model = load_model_config(o.config);
-  set_threads(o.threads);
-  const auto device = pick_device(o.device);
-  make_directories(o.out_dir);
-  torch::manual_seed(o.seed);
-
+  const auto device = prepare_training(o);
   const auto data = token_dataset(model, o.out_dir, device);
   const auto& tokens = data.at("train_tokens");
   const auto& labels = data.at("train_labels");
@@ -81,13 +77,9 @@ void train_gpt(const TrainOptions& o) {
   int64_t n_params = 0;
   for (const auto& p : gpt->parameters()) n_params += p.numel();
   torch::optim::AdamW opt(gpt->parameters(), torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
-  int64_t step = resume_checkpoint(o.out_dir, *gpt, opt);
   spdlog::info("train gpt: {:.2f}M parameters, {} sequences, {} steps of {}, device {}", double(n_params) / 1e6,
                tokens.size(0), o.steps, o.batch_size, device.str());
-
-  auto t0 = std::chrono::steady_clock::now();
-  for (; step < o.steps; ++step) {
-    set_learning_rate(opt, learning_rate(o, step));
+  auto step_fn = [&](int64_t step) -> StepResult {
     auto idx = batch_indices(o.seed, step, tokens.size(0), o.batch_size);
     auto x = tokens.index_select(0, idx).to(device, torch::kInt64);  // [B, 256]
     auto y = labels.index_select(0, idx).to(device);
@@ -96,26 +88,10 @@ void train_gpt(const TrainOptions& o) {
     auto drop = torch::rand({o.batch_size}, gen).lt(kClassDropout).to(device);
     y = torch::where(drop, torch::full_like(y, model.gpt.num_classes), y);
     auto out = gpt->forward_sequence(gpt->embed_classes(y), x.narrow(1, 0, x.size(1) - 1));
-    auto loss = torch::cross_entropy_loss(out.logits.reshape({-1, out.logits.size(-1)}), x.reshape(-1));
-    opt.zero_grad();
-    loss.backward();
-    torch::nn::utils::clip_grad_norm_(gpt->parameters(), o.grad_clip);
-    opt.step();
-    const bool last = step + 1 == o.steps;
-    if ((step + 1) % o.log_every == 0 || last) {
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      log_train_step(o.out_dir, {{"step", step + 1}, {"loss", loss.item<double>()}, {"lr", learning_rate(o, step)},
-                                 {"elapsed_s", secs}});
-    }
-    if ((step + 1) % o.checkpoint_every == 0 || last) {
-      const double tl = test_loss(gpt, data, 1000, device);
-      log_train_step(o.out_dir, {{"step", step + 1}, {"test_loss", tl}});
-      save_checkpoint(o.out_dir, *gpt, opt, step + 1, {{"test_loss", tl}});
-    }
-  }
-  const std::string dst = o.export_path.empty() ? o.out_dir + "/model.safetensors" : o.export_path;
-  save_weights(*gpt, dst, {{"format_version", "1"}, {"kind", "gpt"}, {"steps", std::to_string(o.steps)}});
-  spdlog::info("wrote {}", dst);
+    return {torch::cross_entropy_loss(out.logits.reshape({-1, out.logits.size(-1)}), x.reshape(-1)), {}};
+  };
+  auto eval_fn = [&]() -> nlohmann::json { return {{"test_loss", test_loss(gpt, data, 500, device)}}; };
+  run_training(o, *gpt, opt, step_fn, eval_fn, {{"kind", "gpt"}});
 }
 
 }  // namespace vispec

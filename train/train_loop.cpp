@@ -2,14 +2,57 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
 #include "core/check.h"
+#include "core/device.h"
 #include "io/atomic_file.h"
 #include "models/load.h"
 
 namespace vispec {
+
+torch::Device prepare_training(const TrainOptions& o) {
+  set_threads(o.threads);
+  make_directories(o.out_dir);
+  torch::manual_seed(o.seed);
+  return pick_device(o.device);
+}
+
+void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim::Optimizer& opt,
+                  const std::function<StepResult(int64_t step)>& step_fn,
+                  const std::function<nlohmann::json()>& eval_fn, std::map<std::string, std::string> metadata) {
+  int64_t step = resume_checkpoint(o.out_dir, model, opt);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (; step < o.steps; ++step) {
+    const double lr = learning_rate(o, step);
+    set_learning_rate(opt, lr);
+    auto result = step_fn(step);
+    opt.zero_grad();
+    result.loss.backward();
+    torch::nn::utils::clip_grad_norm_(model.parameters(), o.grad_clip);
+    opt.step();
+    const bool last = step + 1 == o.steps;
+    if ((step + 1) % o.log_every == 0 || last) {
+      nlohmann::json record = {{"step", step + 1}, {"loss", result.loss.item<double>()}, {"lr", lr}};
+      for (const auto& [name, value] : result.extra) record[name] = value.item<double>();
+      record["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      log_train_step(o.out_dir, record);
+    }
+    if ((step + 1) % o.checkpoint_every == 0 || last) {
+      auto eval = eval_fn();
+      eval["step"] = step + 1;
+      log_train_step(o.out_dir, eval);
+      save_checkpoint(o.out_dir, model, opt, step + 1, eval);
+    }
+  }
+  const std::string dst = o.export_path.empty() ? o.out_dir + "/model.safetensors" : o.export_path;
+  metadata["format_version"] = "1";
+  metadata["steps"] = std::to_string(o.steps);
+  save_weights(model, dst, metadata);
+  spdlog::info("wrote {}", dst);
+}
 
 double learning_rate(const TrainOptions& o, int64_t step) {
   if (step < o.warmup) return o.lr * double(step + 1) / double(o.warmup);

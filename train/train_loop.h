@@ -11,6 +11,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -33,6 +35,21 @@ struct TrainOptions {
   int64_t checkpoint_every = 200;
   uint64_t seed = 0;
 };
+
+// Threads, device, run directory and torch's seed, as the options say. Returns the device to train on.
+torch::Device prepare_training(const TrainOptions& o);
+
+struct StepResult {
+  torch::Tensor loss;                          // scalar, to minimise
+  std::map<std::string, torch::Tensor> extra;  // scalars to log beside it (read only on log steps)
+};
+
+// The loop every trainer shares: from the resumed step to o.steps, set the learning rate, call step_fn(step)
+// for the loss, back-propagate, clip, step; log every o.log_every; at every checkpoint call eval_fn() and
+// save. Finally exports the weights (safetensors, with `metadata`) to o.export_path or OUT/model.safetensors.
+void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim::Optimizer& opt,
+                  const std::function<StepResult(int64_t step)>& step_fn,
+                  const std::function<nlohmann::json()>& eval_fn, std::map<std::string, std::string> metadata);
 
 // Linear warm-up, then cosine decay to lr * min_lr_ratio at `steps`.
 double learning_rate(const TrainOptions& o, int64_t step);

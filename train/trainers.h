@@ -7,7 +7,7 @@ namespace vispec {
 
 // The VQ tokenizer on Fashion-MNIST: reconstruction MSE + codebook + commitment losses.
 void train_vq(const TrainOptions& options);
-// The class-conditional GPT on Fashion-MNIST tokenised by the config's VQ (train set, plus horizontal flips).
+// The class-conditional GPT on Fashion-MNIST tokenised by the config's VQ.
 void train_gpt(const TrainOptions& options);
 
 }  // namespace vispec
