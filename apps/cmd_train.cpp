@@ -1,4 +1,4 @@
-// vispec train {vq, gpt}: trainers for the embedded model.
+// vispec train {vq, gpt, classifier}: trainers for the embedded model.
 #include "apps/commands.h"
 #include "train/trainers.h"
 
@@ -25,13 +25,16 @@ void add_common(CLI::App* cmd, TrainOptions& o) {
 void add_train_commands(CLI::App& app, Action& action) {
   auto* train = app.add_subcommand("train", "train a model of the embedded model family");
   train->require_subcommand(1);
-  static TrainOptions vq, gpt;
+  static TrainOptions vq, gpt, classifier;
   auto* vq_cmd = train->add_subcommand("vq", "the VQ tokenizer on Fashion-MNIST");
   add_common(vq_cmd, vq);
   vq_cmd->callback([&action] { action = [] { train_vq(vq); }; });
   auto* gpt_cmd = train->add_subcommand("gpt", "the class-conditional GPT on VQ tokens of Fashion-MNIST");
   add_common(gpt_cmd, gpt);
   gpt_cmd->callback([&action] { action = [] { train_gpt(gpt); }; });
+  auto* cls_cmd = train->add_subcommand("classifier", "the evaluation classifier (vispec eval) on Fashion-MNIST");
+  add_common(cls_cmd, classifier);
+  cls_cmd->callback([&action] { action = [] { train_classifier(classifier); }; });
 }
 
 }  // namespace vispec

@@ -12,5 +12,7 @@ using Action = std::function<void()>;
 void add_run_command(CLI::App& app, Action& action);
 void add_train_commands(CLI::App& app, Action& action);
 void add_grid_command(CLI::App& app, Action& action);
+void add_eval_commands(CLI::App& app, Action& action);
+void add_bench_command(CLI::App& app, Action& action);
 
 }  // namespace vispec

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   vispec::add_run_command(app, action);
   vispec::add_train_commands(app, action);
   vispec::add_grid_command(app, action);
+  vispec::add_eval_commands(app, action);
+  vispec::add_bench_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,11 +1,14 @@
 // A decoder as a job file names it: its name and numeric parameters, with where each came from so that the
 // decoder factory can report a bad value as "file:line: decoder.field: ...". Plain data (no torch).
+// Job files and bench files both spell a decoder this way: {name: lantern, cfg_scale: 2.0, delta: 0.2, ...}.
 #pragma once
 
 #include <map>
 #include <string>
 
 namespace vispec {
+
+class YamlView;
 
 struct DecoderSpec {
   std::string name;
@@ -18,5 +21,8 @@ struct DecoderSpec {
     return it == params.end() ? fallback : it->second;
   }
 };
+
+// Reads a decoder map (a `name` and numeric fields); where-strings point into the YAML file.
+DecoderSpec parse_decoder_spec(const YamlView& decoder);
 
 }  // namespace vispec

@@ -39,16 +39,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   job.device = root.get<std::string>("device", job.device);
   job.threads = root.get<int>("threads", job.threads);
 
-  const auto dec = root.at("decoder");
-  if (!dec.node().IsMap()) dec.fail("expected a map with at least 'name'");
-  job.decoder.name = dec.need<std::string>("name");
-  job.decoder.name_where = dec.at("name").where();
-  for (const auto& key : dec.keys()) {
-    if (key == "name") continue;
-    const auto field = dec.at(key);
-    job.decoder.params[key] = field.as<double>();
-    job.decoder.where[key] = field.where();
-  }
+  job.decoder = parse_decoder_spec(root.at("decoder"));
   return job;
 }
 

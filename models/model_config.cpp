@@ -76,7 +76,7 @@ int64_t ModelConfig::class_id(const std::string& prompt) const {
 
 ModelConfig load_model_config(const std::string& path) {
   YamlView root(load_yaml_file(path), path);
-  root.reject_unknown_keys({"name", "classes", "gpt", "vq"});
+  root.reject_unknown_keys({"name", "classes", "gpt", "vq", "classifier"});
   ModelConfig m;
   m.file = path;
   m.name = root.need<std::string>("name");
@@ -90,6 +90,18 @@ ModelConfig load_model_config(const std::string& path) {
     if (int64_t(m.classes.size()) != m.gpt.num_classes)
       root.at("classes").fail("lists " + std::to_string(m.classes.size()) + " names but gpt.num_classes is " +
                               std::to_string(m.gpt.num_classes));
+  }
+  if (root.has("classifier")) {
+    const auto cls = root.at("classifier");
+    cls.reject_unknown_keys({"weights", "width", "features"});
+    m.has_classifier = true;
+    m.classifier_weights = resolve(path, cls.need<std::string>("weights"));
+    m.classifier.in_channels = m.vq.in_channels;
+    m.classifier.image_size = m.image_size();
+    m.classifier.num_classes = m.gpt.num_classes;
+    m.classifier.width = cls.get<int64_t>("width", m.classifier.width);
+    m.classifier.features = cls.get<int64_t>("features", m.classifier.features);
+    if (m.image_size() % 8 != 0) cls.fail("the classifier needs an image size that is a multiple of 8");
   }
   if (m.gpt.vocab_size != m.vq.codebook_size)
     gpt.at("vocab_size").fail("must equal vq.codebook_size (" + std::to_string(m.vq.codebook_size) + ")");

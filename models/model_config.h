@@ -5,11 +5,13 @@
 //   classes: [t-shirt/top, trouser, ...]
 //   gpt: {weights: fmnist/gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, n_head: 4, ...}
 //   vq:  {weights: fmnist/vq.safetensors, codebook_size: 512, ch: 64, ch_mult: [1, 2], ...}
+//   classifier: {weights: fmnist/classifier.safetensors, width: 32, features: 128}   # optional: vispec eval
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "models/classifier.h"
 #include "models/gpt_config.h"
 #include "models/vq_config.h"
 
@@ -23,6 +25,10 @@ struct ModelConfig {
   std::string gpt_weights;  // absolute or relative to the working directory
   VqConfig vq;
   std::string vq_weights;
+  // The evaluation classifier (vispec eval, vispec bench); in_channels, image_size and classes follow the model.
+  bool has_classifier = false;
+  ClassifierConfig classifier;
+  std::string classifier_weights;
 
   int64_t image_size() const { return gpt.grid_size * vq.downsample(); }
   // A prompt names a class by name (case-insensitive) or by id; -1 if it names none.

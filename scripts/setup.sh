@@ -16,6 +16,7 @@ packages=(
   libpng-dev
   dataset-fashion-mnist     # real training data (IDX files)
   python3-h5py python3-numpy  # tests read our outputs back with another tool
+  gnuplot-nox               # vispec bench draws its speed/quality plot with gnuplot
 )
 
 missing=()

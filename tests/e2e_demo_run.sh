@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end on the embedded model: the demo job (one image per class), its outputs read back by numpy (Debian's
 # /usr/bin/python3 with python3-numpy, not whatever python3 is first on PATH) and
-# by a PNG header parse, then the same samples decoded one per batch must give byte-identical files.
+# by a PNG header parse, judged by vispec eval, then the same samples decoded one per batch must give byte-identical files.
 set -euo pipefail
 vispec=$1
 src=$2
@@ -33,6 +33,11 @@ assert summary["images"] == 10 and summary["images_per_s"] > 0, summary
 assert not [f for f in os.listdir(f"{out}/images") if ".tmp" in f], "temporary files left behind"
 print("e2e: outputs read back OK")
 PY
+
+# vispec eval finds the model through summary.json and judges the 10 PNGs.
+"$vispec" eval "$work/a" --threads 1 | tee "$work/eval.txt"
+grep -q "10 images: class agreement" "$work/eval.txt"
+/usr/bin/python3 -c "import json,sys; e=json.load(open(sys.argv[1])); assert e['images']==10 and 0<=e['class_agreement']<=1 and e['fid']>0, e" "$work/a/eval.json"
 
 "$vispec" run jobs/demo.yaml --out "$work/b" --set images_per_prompt=1 --set batch_size=1
 for d in images tokens; do

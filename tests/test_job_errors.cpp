@@ -1,31 +1,18 @@
 // Bad job input: `vispec run` exits non-zero with ONE line naming file, line and field, and writes nothing.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+
+#include "cli.h"
 
 namespace vispec {
 
 namespace fs = std::filesystem;
 
 namespace {
-struct Outcome {
-  int exit_code;
-  std::string stderr_text;
-};
-
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string(VISPEC_BINARY) + " " + args + " 2>&1 >/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) text.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
-}
+test::CliOutcome run(const std::string& args) { return test::run_vispec(args); }
 
 class JobErrors : public ::testing::Test {
  protected:
@@ -48,10 +35,10 @@ class JobErrors : public ::testing::Test {
   std::string expect_rejected(const std::string& job_text) {
     write("job.yaml", job_text);
     const auto r = run("run " + (dir / "job.yaml").string());
-    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
-    EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+    EXPECT_EQ(r.exit_code, 2) << r.text;
+    EXPECT_EQ(std::count(r.text.begin(), r.text.end(), '\n'), 1) << r.text;
     EXPECT_FALSE(fs::exists(dir / "out")) << "output written for a bad job";
-    return r.stderr_text;
+    return r.text;
   }
   fs::path dir;
 };
@@ -96,7 +83,7 @@ TEST_F(JobErrors, UnknownTopLevelFieldAndBadSetOverride) {
   write("job.yaml", job("decoder: {name: ar}\n"));
   const auto r = run("run " + (dir / "job.yaml").string() + " --set decoder.temperature=-1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.stderr_text.find("decoder.temperature: must be >= 0"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.text.find("decoder.temperature: must be >= 0"), std::string::npos) << r.text;
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 

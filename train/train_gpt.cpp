@@ -7,7 +7,7 @@
 #include "models/load.h"
 #include "models/model_config.h"
 #include "models/vq.h"
-#include "train/fashion_data.h"
+#include "io/fashion_data.h"
 #include "train/trainers.h"
 
 namespace vispec {

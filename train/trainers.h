@@ -9,5 +9,7 @@ namespace vispec {
 void train_vq(const TrainOptions& options);
 // The class-conditional GPT on Fashion-MNIST tokenised by the config's VQ.
 void train_gpt(const TrainOptions& options);
+// The evaluation classifier (class agreement and the FID feature space) on Fashion-MNIST.
+void train_classifier(const TrainOptions& options);
 
 }  // namespace vispec

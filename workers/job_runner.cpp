@@ -4,16 +4,19 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "core/device.h"
 #include "decoding/decoder_factory.h"
 #include "io/atomic_file.h"
+#include "io/image_tensor.h"
 #include "io/metrics.h"
 #include "io/npy.h"
 #include "io/png.h"
 #include "io/prompts.h"
+#include "io/run_layout.h"
 #include "workers/loaded_models.h"
 
 namespace vispec {
@@ -22,19 +25,23 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// [B, C, H, W] in ~[-1, 1] -> uint8 rows of one image, LlamaGen's rounding: clamp, (x + 1) / 2 * 255 + 0.5.
-std::vector<uint8_t> image_bytes(const torch::Tensor& image) {
-  auto x = image.detach().to(torch::kCPU, torch::kFloat32).clamp(-1, 1).add(1).mul(127.5).add(0.5);
-  auto hwc = x.to(torch::kUInt8).permute({1, 2, 0}).contiguous();
-  return std::vector<uint8_t>(hwc.data_ptr<uint8_t>(), hwc.data_ptr<uint8_t>() + hwc.numel());
-}
 }  // namespace
 
-std::string sample_stem(uint64_t sample_id) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%08llu", static_cast<unsigned long long>(sample_id));
-  return buf;
+std::vector<PlannedSample> plan_samples(const ModelConfig& model, const std::string& prompts_file,
+                                        int64_t images_per_prompt) {
+  const auto prompts = read_prompts(prompts_file);
+  std::string known;
+  for (const auto& c : model.classes) known += (known.empty() ? "" : ", ") + c;
+  std::vector<PlannedSample> samples;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& p = prompts[i];
+    const int64_t id = model.class_id(p.text);
+    VISPEC_CHECK(id >= 0, prompts_file, ":", p.line, ": prompt: unknown class name '", p.text, "' (known: ", known,
+                 ", or an id below ", model.gpt.num_classes, ")");
+    for (int64_t j = 0; j < images_per_prompt; ++j)
+      samples.push_back({uint64_t(i) * uint64_t(images_per_prompt) + uint64_t(j), id, p.text});
+  }
+  return samples;
 }
 
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides,
@@ -43,17 +50,7 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   plan.job = load_job_config(job_file, overrides, out_override);
   plan.model = load_model_config(plan.job.model_config);
   validate_decoder_spec(plan.job.decoder);
-  const auto prompts = read_prompts(plan.job.prompts_file);
-  std::string known;
-  for (const auto& c : plan.model.classes) known += (known.empty() ? "" : ", ") + c;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const auto& p = prompts[i];
-    const int64_t id = plan.model.class_id(p.text);
-    VISPEC_CHECK(id >= 0, plan.job.prompts_file, ":", p.line, ": prompt: unknown class name '", p.text,
-                 "' (known: ", known, ", or an id below ", plan.model.gpt.num_classes, ")");
-    for (int64_t j = 0; j < plan.job.images_per_prompt; ++j)
-      plan.samples.push_back({uint64_t(i) * uint64_t(plan.job.images_per_prompt) + uint64_t(j), id, p.text});
-  }
+  plan.samples = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt);
   return plan;
 }
 
@@ -65,7 +62,7 @@ void run_job(const JobPlan& plan) {
   make_directories(out + "/images");
   make_directories(out + "/tokens");
   // Until the journal (scheduler issue) makes runs resumable, a rerun regenerates everything: start a fresh log.
-  std::remove((out + "/metrics.jsonl").c_str());
+  std::remove(metrics_path(out).c_str());
 
   auto t_load = Clock::now();
   auto models = load_models(plan.model, device);
@@ -95,16 +92,17 @@ void run_job(const JobPlan& plan) {
     }
     const double batch_ms = seconds_since(t_batch) * 1e3;
 
+    const auto bytes = images_to_bytes(images);  // [B, H, W, C]
     std::vector<nlohmann::json> records;
     for (int64_t b = 0; b < B; ++b) {
       const auto& s = plan.samples[start + b];
       const auto& st = result.stats[b];
-      const std::string stem = sample_stem(s.sample_id);
-      auto bytes = image_bytes(images[b]);
-      write_png(out + "/images/" + stem + ".png", bytes, int(images.size(3)), int(images.size(2)),
-                int(images.size(1)));
+      const auto px = bytes[b];
+      write_png(image_path(out, s.sample_id),
+                std::vector<uint8_t>(px.data_ptr<uint8_t>(), px.data_ptr<uint8_t>() + px.numel()),
+                int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)));
       auto row = result.tokens[b].to(torch::kInt32).contiguous();
-      write_npy_int32(out + "/tokens/" + stem + ".npy",
+      write_npy_int32(tokens_path(out, s.sample_id),
                       std::vector<int32_t>(row.data_ptr<int32_t>(), row.data_ptr<int32_t>() + row.numel()),
                       {grid, grid});
       target_forwards += st.target_forwards;
@@ -115,7 +113,7 @@ void run_job(const JobPlan& plan) {
                          {"acceptance_rate", st.acceptance_rate()}, {"wall_ms", batch_ms / double(B)},
                          {"batch_size", B}});
     }
-    append_metrics(out + "/metrics.jsonl", records);
+    append_metrics(metrics_path(out), records);
     done += B;
     const double elapsed = seconds_since(t0), rate = double(done) / elapsed;
     spdlog::info("{}/{} images  {:.2f} images/s  ETA {:.0f} s", done, total, rate, double(total - done) / rate);
@@ -123,6 +121,7 @@ void run_job(const JobPlan& plan) {
   const double wall = seconds_since(t0);
   nlohmann::json summary = {{"job", job.file},
                             {"model", plan.model.name},
+                            {"model_config", std::filesystem::absolute(plan.model.file).lexically_normal().string()},
                             {"decoder", decoder->name()},
                             {"images", done},
                             {"wall_s", wall},
@@ -130,7 +129,7 @@ void run_job(const JobPlan& plan) {
                             {"target_forwards_per_image", double(target_forwards) / double(std::max<int64_t>(1, done))},
                             {"device", device.str()},
                             {"seed", job.seed}};
-  write_file_atomic(out + "/summary.json", summary.dump(2) + "\n");
+  write_file_atomic(summary_path(out), summary.dump(2) + "\n");
   spdlog::info("done: {} images in {:.2f} s ({:.2f} images/s) -> {}", done, wall, double(done) / wall, out);
 }
 

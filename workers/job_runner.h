@@ -24,13 +24,13 @@ struct JobPlan {
   std::vector<PlannedSample> samples;
 };
 
+// The samples of a prompt list: sample i * images_per_prompt + j is image j of prompt i. Checks every prompt.
+std::vector<PlannedSample> plan_samples(const ModelConfig& model, const std::string& prompts_file,
+                                        int64_t images_per_prompt);
 // Reads and checks the job file, its model config, its prompts and its decoder. Writes nothing.
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides = {},
                  const std::string& out_override = "");
 // Decodes every sample of the plan and writes OUT/images, OUT/tokens, OUT/metrics.jsonl, OUT/summary.json.
 void run_job(const JobPlan& plan);
-
-// "00000042": file stem of a sample's outputs.
-std::string sample_stem(uint64_t sample_id);
 
 }  // namespace vispec

@@ -6,12 +6,12 @@
 #include "core/check.h"
 #include "io/metrics.h"
 #include "io/png.h"
-#include "workers/job_runner.h"
+#include "io/run_layout.h"
 
 namespace vispec {
 
 void write_sample_grid(const std::string& run_dir, const std::string& png_path, int per_row, int scale) {
-  const auto records = read_metrics(run_dir + "/metrics.jsonl");
+  const auto records = read_metrics(metrics_path(run_dir));
   VISPEC_CHECK(!records.empty(), run_dir, "/metrics.jsonl: no images to show");
   // Rows in order of first appearance of each prompt, samples by id.
   std::vector<std::string> order;
@@ -22,7 +22,7 @@ void write_sample_grid(const std::string& run_dir, const std::string& png_path, 
     rows[prompt][r.at("sample_id").get<uint64_t>()] = true;
   }
   int w = 0, h = 0, c = 0;
-  read_png(run_dir + "/images/" + sample_stem(records[0].at("sample_id").get<uint64_t>()) + ".png", w, h, c);
+  read_png(image_path(run_dir, records[0].at("sample_id").get<uint64_t>()), w, h, c);
   const int pad = 2, cell_w = w * scale + pad, cell_h = h * scale + pad;
   const int W = per_row * cell_w + pad, H = int(order.size()) * cell_h + pad;
   std::vector<uint8_t> sheet(size_t(W) * H * c, 255);
@@ -31,7 +31,7 @@ void write_sample_grid(const std::string& run_dir, const std::string& png_path, 
     for (const auto& [id, unused] : rows[order[row]]) {
       if (col == per_row) break;
       int iw, ih, ic;
-      auto px = read_png(run_dir + "/images/" + sample_stem(id) + ".png", iw, ih, ic);
+      auto px = read_png(image_path(run_dir, id), iw, ih, ic);
       VISPEC_CHECK(iw == w && ih == h && ic == c, run_dir, ": images differ in size");
       for (int y = 0; y < h * scale; ++y)
         for (int x = 0; x < w * scale; ++x)

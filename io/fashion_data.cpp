@@ -1,4 +1,4 @@
-#include "train/fashion_data.h"
+#include "io/fashion_data.h"
 
 #include "core/check.h"
 #include "io/idx_dataset.h"

@@ -1,0 +1,84 @@
+#include "bench/bench_report.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "core/check.h"
+#include "io/atomic_file.h"
+
+namespace vispec {
+
+namespace {
+// gnuplot reads the points from a data file; labels are quoted strings.
+std::string plot_data(const nlohmann::json& r) {
+  std::string s;
+  for (const auto& d : r["decoders"])
+    s += fmt::format("\"{}\" {:.6f} {:.6f} {:.6f}\n", d["label"].get<std::string>(), d["speedup"].get<double>(),
+                     d["fid"].get<double>(), d["class_agreement"].get<double>());
+  return s;
+}
+
+void write_plot(const nlohmann::json& r, const std::string& png) {
+  const std::string data = png + ".dat.tmp", tmp_png = png + ".tmp.png";
+  write_file_atomic(data, plot_data(r));
+  const std::string title = fmt::format("{}: {} images per decoder, {}", r["name"].get<std::string>(),
+                                        r["images_per_decoder"].get<int64_t>(), r["device"].get<std::string>());
+  const std::string script = fmt::format(
+      "set terminal pngcairo size 1000,420 font ',10'\n"
+      "set output '{out}'\n"
+      "set multiplot layout 1,2 title '{title}'\n"
+      "set grid\nset key off\nset offsets graph 0.1, graph 0.25, graph 0.1, graph 0.1\n"
+      "set xlabel 'speedup vs {base} (wall time ratio, same run)'\n"
+      "set ylabel 'FID (lower is better)'\n"
+      "plot '{data}' using 2:3 with points pt 7 ps 1.2, '' using 2:3:1 with labels offset 1,0.7 left\n"
+      "set ylabel 'class agreement (higher is better)'\n"
+      "plot '{data}' using 2:4 with points pt 7 ps 1.2, '' using 2:4:1 with labels offset 1,0.7 left\n"
+      "unset multiplot\n",
+      fmt::arg("out", tmp_png), fmt::arg("title", title), fmt::arg("data", data),
+      fmt::arg("base", r["baseline"].get<std::string>()));
+  FILE* gp = popen("gnuplot 2>&1", "w");
+  int status = -1;
+  if (gp) {
+    std::fwrite(script.data(), 1, script.size(), gp);
+    status = pclose(gp);
+  }
+  std::remove(data.c_str());
+  if (status != 0 || !file_exists(tmp_png)) {
+    std::remove(tmp_png.c_str());
+    spdlog::warn("no plot written: gnuplot failed or is missing (Debian: apt-get install gnuplot-nox)");
+    return;
+  }
+  VISPEC_CHECK(std::rename(tmp_png.c_str(), png.c_str()) == 0, png, ": cannot rename the plot into place");
+}
+}  // namespace
+
+std::string bench_markdown(const nlohmann::json& r) {
+  const std::string base = r["baseline"].get<std::string>();
+  std::string md = fmt::format(
+      "{} images per decoder (same prompts and seeds), device {} ({} threads), LibTorch {}, {}.\n\n"
+      "| decoder | target fwd / image | draft fwd / image | mean accepted length | acceptance rate | ms / image "
+      "| speedup vs {} | class agreement | FID |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+      r["images_per_decoder"].get<int64_t>(), r["device"].get<std::string>(), r["threads"].get<int64_t>(),
+      r["libtorch"].get<std::string>(), r["date_utc"].get<std::string>(), base);
+  for (const auto& d : r["decoders"])
+    md += fmt::format("| {} | {:.1f} | {:.1f} | {:.2f} | {:.3f} | {:.1f} | {:.2f} | {:.3f} | {:.2f} |\n",
+                      d["label"].get<std::string>(), d["target_forwards_per_image"].get<double>(),
+                      d["draft_forwards_per_image"].get<double>(), d["mean_accepted_length"].get<double>(),
+                      d["acceptance_rate"].get<double>(), d["ms_per_image"].get<double>(),
+                      d["speedup"].get<double>(), d["class_agreement"].get<double>(), d["fid"].get<double>());
+  return md;
+}
+
+void write_bench_report(const nlohmann::json& r, const std::string& dir) {
+  make_directories(dir);
+  const std::string stem = dir + "/" + r["name"].get<std::string>();
+  write_file_atomic(stem + ".json", r.dump(2) + "\n");
+  write_file_atomic(stem + ".md", bench_markdown(r));
+  write_plot(r, stem + ".png");
+  spdlog::info("bench results: {}.json, {}.md, {}.png", stem, stem, stem);
+}
+
+}  // namespace vispec

@@ -1,0 +1,14 @@
+// A bench's results as files: RESULTS/<name>.json (everything), RESULTS/<name>.md (the table the README
+// shows, spliced in by bench/splice_readme.py) and RESULTS/<name>.png (speedup against FID and against class
+// agreement, drawn by gnuplot).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace vispec {
+
+void write_bench_report(const nlohmann::json& results, const std::string& results_dir);
+std::string bench_markdown(const nlohmann::json& results);
+
+}  // namespace vispec
