@@ -20,6 +20,7 @@ void add_bench_command(CLI::App& app, Action& action) {
                            ? (std::filesystem::path(file).parent_path() / "results").lexically_normal().string()
                            : results;
       run_bench(config, dir.empty() ? "results" : dir);
+      return kExitOk;
     };
   });
 }

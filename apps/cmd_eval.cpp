@@ -14,7 +14,10 @@ void add_eval_commands(CLI::App& app, Action& action) {
   cmd->add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--threads", o.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
   cmd->callback([&action] {
-    action = [] { std::cout << "eval " << o.out_dir << ": " << evaluate_run(o).to_line() << std::endl; };
+    action = [] {
+      std::cout << "eval " << o.out_dir << ": " << evaluate_run(o).to_line() << std::endl;
+      return kExitOk;
+    };
   });
 
   static std::string config, results = "bench/results";
@@ -26,7 +29,12 @@ void add_eval_commands(CLI::App& app, Action& action) {
   floors->add_option("--results", results, "writes floors.json and floors.md here")->capture_default_str();
   floors->add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   floors->add_option("--threads", o.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
-  floors->callback([&action] { action = [] { measure_floors(config, sizes, results, o.device, o.threads); }; });
+  floors->callback([&action] {
+    action = [] {
+      measure_floors(config, sizes, results, o.device, o.threads);
+      return kExitOk;
+    };
+  });
 }
 
 }  // namespace vispec

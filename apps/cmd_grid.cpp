@@ -13,7 +13,10 @@ void add_grid_command(CLI::App& app, Action& action) {
   cmd->add_option("--per-row", per_row, "images per row")->capture_default_str();
   cmd->add_option("--scale", scale, "nearest-neighbour upscaling")->capture_default_str();
   cmd->callback([&action] {
-    action = [] { write_sample_grid(run_dir, png.empty() ? run_dir + "/grid.png" : png, per_row, scale); };
+    action = [] {
+      write_sample_grid(run_dir, png.empty() ? run_dir + "/grid.png" : png, per_row, scale);
+      return kExitOk;
+    };
   });
 }
 

@@ -28,13 +28,13 @@ void add_train_commands(CLI::App& app, Action& action) {
   static TrainOptions vq, gpt, classifier;
   auto* vq_cmd = train->add_subcommand("vq", "the VQ tokenizer on Fashion-MNIST");
   add_common(vq_cmd, vq);
-  vq_cmd->callback([&action] { action = [] { train_vq(vq); }; });
+  vq_cmd->callback([&action] { action = [] { train_vq(vq); return kExitOk; }; });
   auto* gpt_cmd = train->add_subcommand("gpt", "the class-conditional GPT on VQ tokens of Fashion-MNIST");
   add_common(gpt_cmd, gpt);
-  gpt_cmd->callback([&action] { action = [] { train_gpt(gpt); }; });
+  gpt_cmd->callback([&action] { action = [] { train_gpt(gpt); return kExitOk; }; });
   auto* cls_cmd = train->add_subcommand("classifier", "the evaluation classifier (vispec eval) on Fashion-MNIST");
   add_common(cls_cmd, classifier);
-  cls_cmd->callback([&action] { action = [] { train_classifier(classifier); }; });
+  cls_cmd->callback([&action] { action = [] { train_classifier(classifier); return kExitOk; }; });
 }
 
 }  // namespace vispec

@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "core/exit_codes.h"
+
 namespace vispec {
 
-using Action = std::function<void()>;
+using Action = std::function<int()>;  // returns the exit code (core/exit_codes.h)
 
 // Each add_* returns nothing; it sets `action` when its subcommand is chosen.
 void add_run_command(CLI::App& app, Action& action);

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "apps/commands.h"
-#include "apps/exit_codes.h"
+#include "core/exit_codes.h"
 #include "core/check.h"
 #include "core/logging.h"
 
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   }
   vispec::init_logging(log_level);
   try {
-    action();
+    return action();
   } catch (const vispec::Error& e) {
     std::cerr << "vispec: error: " << e.what() << std::endl;
     return vispec::kExitUserError;
@@ -36,5 +36,4 @@ int main(int argc, char** argv) {
     std::cerr << "vispec: internal error: " << what.substr(0, what.find('\n')) << std::endl;
     return vispec::kExitInternalError;
   }
-  return vispec::kExitOk;
 }

@@ -12,7 +12,8 @@
 #include "decoding/decoder_factory.h"
 #include "eval/quality.h"
 #include "io/image_tensor.h"
-#include "workers/job_runner.h"
+#include "core/check.h"
+#include "workers/job_plan.h"
 #include "workers/loaded_models.h"
 
 namespace vispec {
@@ -56,7 +57,9 @@ void add_stats(SampleStats& sum, const SampleStats& s) {
 
 nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   const auto model = load_model_config(c.model_config);
-  const auto samples = plan_samples(model, c.prompts_file, c.images_per_prompt);
+  const auto sample_plan = plan_samples(model, c.prompts_file, c.images_per_prompt);
+  VISPEC_CHECK(sample_plan.errors.empty(), sample_plan.errors.front().message);  // a bench judges every prompt
+  const auto& samples = sample_plan.samples;
   set_threads(c.threads);
   const auto device = pick_device(c.device);
   auto models = load_models(model, device);

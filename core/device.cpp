@@ -16,6 +16,7 @@ c10::Device pick_device(const std::string& name, int local_rank) {
   VISPEC_CHECK(name.rfind("cuda", 0) == 0, "device: unknown device '", name,
                "' (expected auto, cpu, cuda or cuda:N)");
   VISPEC_CHECK(have_cuda, "device: '", name, "' requested but no CUDA device is available");
+  if (name == "cuda") return c10::Device(torch::kCUDA, c10::DeviceIndex(local_rank % int(torch::cuda::device_count())));
   return c10::Device(name);
 }
 

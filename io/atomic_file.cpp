@@ -40,7 +40,7 @@ void AtomicFile::write(const void* data, size_t size) {
   }
 }
 
-void AtomicFile::commit() {
+void AtomicFile::commit(bool sync_directory) {
   VISPEC_CHECK(::fsync(fd_) == 0, path_, ": fsync failed: ", std::strerror(errno));
   ::close(fd_);
   fd_ = -1;
@@ -49,13 +49,13 @@ void AtomicFile::commit() {
     ::unlink(tmp_.c_str());
     VISPEC_FAIL(path_, ": rename failed: ", std::strerror(err));
   }
-  fsync_directory(fs::path(path_).parent_path().string());
+  if (sync_directory) fsync_directory(fs::path(path_).parent_path().string());
 }
 
-void write_file_atomic(const std::string& path, const std::string& contents) {
+void write_file_atomic(const std::string& path, const std::string& contents, bool sync_directory) {
   AtomicFile f(path);
   f.write(contents);
-  f.commit();
+  f.commit(sync_directory);
 }
 
 void append_file_synced(const std::string& path, const std::string& contents) {

@@ -22,7 +22,8 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   for (const auto& o : overrides) apply_override(doc, o);
   YamlView root(doc, path);
   root.reject_unknown_keys(
-      {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads"});
+      {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads",
+       "unit_size", "schedule"});
 
   JobConfig job;
   job.file = path;
@@ -38,6 +39,11 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   job.out_dir = out_override.empty() ? root.need<std::string>("out") : out_override;
   job.device = root.get<std::string>("device", job.device);
   job.threads = root.get<int>("threads", job.threads);
+  job.unit_size = root.get<int64_t>("unit_size", job.unit_size);
+  if (job.unit_size < 1) root.at("unit_size").fail("must be >= 1");
+  job.schedule = root.get<std::string>("schedule", job.schedule);
+  if (job.schedule != "dynamic" && job.schedule != "static")
+    root.at("schedule").fail("expected 'dynamic' or 'static', got '" + job.schedule + "'");
 
   job.decoder = parse_decoder_spec(root.at("decoder"));
   return job;

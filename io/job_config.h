@@ -8,7 +8,9 @@
 //   batch_size: 20
 //   out: out/demo                      # relative to the working directory
 //   device: auto                       # auto | cpu | cuda | cuda:N
-//   threads: 0                         # CPU threads, 0 = LibTorch default
+//   threads: 0                         # CPU threads per rank, 0 = LibTorch default, at most cores / ranks per node
+//   unit_size: 64                      # samples per unit of work (the journal's grain)
+//   schedule: dynamic                  # dynamic (units on request) | static (unit i -> rank i mod N)
 //
 // Every field is checked here, before anything is written; errors name file, line and field.
 #pragma once
@@ -32,6 +34,8 @@ struct JobConfig {
   std::string out_dir;
   std::string device = "auto";
   int threads = 0;
+  int64_t unit_size = 64;
+  std::string schedule = "dynamic";
 };
 
 // overrides: "key.path=value" applied before validation (--set); out_override replaces `out` when non-empty.

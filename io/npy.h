@@ -7,7 +7,8 @@
 
 namespace vispec {
 
-void write_npy_int32(const std::string& path, const std::vector<int32_t>& data, const std::vector<int64_t>& shape);
+void write_npy_int32(const std::string& path, const std::vector<int32_t>& data, const std::vector<int64_t>& shape,
+                     bool sync_directory = true);
 std::vector<int32_t> read_npy_int32(const std::string& path, std::vector<int64_t>* shape = nullptr);
 
 }  // namespace vispec

@@ -1,11 +1,14 @@
-// Bad job input: `vispec run` exits non-zero with ONE line naming file, line and field, and writes nothing.
+// Bad job input: `vispec run` exits non-zero with ONE line naming file, line and field, and writes nothing
+// (except a bad prompt line, which is recorded while the job goes on).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "io/atomic_file.h"
 
 namespace vispec {
 
@@ -71,10 +74,29 @@ TEST_F(JobErrors, UnreadablePromptsFile) {
   EXPECT_NE(err.find("nowhere.txt: cannot read prompts file"), std::string::npos) << err;
 }
 
-TEST_F(JobErrors, UnknownClassNameOnLineN) {
-  write("prompts.txt", "trouser\n\n# socks are not in Fashion-MNIST\nsock\n");
-  const auto err = expect_rejected(job("decoder: {name: ar}\n"));
-  EXPECT_NE(err.find("prompts.txt:4: prompt: unknown class name 'sock'"), std::string::npos) << err;
+// A bad prompt line does not stop a job of millions: it is recorded, the rest is generated, the exit code says so.
+TEST_F(JobErrors, UnknownClassNameIsRecordedAndTheJobGoesOn) {
+  write("prompts.txt", "# socks are not in Fashion-MNIST\nsock\ntrouser\n");
+  write("job.yaml", job("decoder: {name: ar}\nimages_per_prompt: 1\nthreads: 1\n"));
+  const auto r = run("run " + (dir / "job.yaml").string());
+  EXPECT_EQ(r.exit_code, 5) << r.text;
+  const auto errors = read_file((dir / "out/errors.jsonl").string());
+  EXPECT_EQ(std::count(errors.begin(), errors.end(), '\n'), 1) << errors;
+  const auto e = nlohmann::json::parse(errors.substr(0, errors.find('\n')));
+  EXPECT_EQ(e["line"], 2);
+  EXPECT_EQ(e["field"], "prompt");
+  EXPECT_NE(e["file"].get<std::string>().find("prompts.txt"), std::string::npos);
+  EXPECT_NE(e["error"].get<std::string>().find("prompts.txt:2: prompt: unknown class name 'sock'"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "out/images/00000000.png")) << "sample of the bad prompt";
+  EXPECT_TRUE(fs::exists(dir / "out/images/00000001.png")) << "the good prompt keeps its sample id";
+}
+
+TEST_F(JobErrors, UnwritableOutputDirectory) {
+  write("job.yaml", job("decoder: {name: ar}\n"));
+  const auto r = run("run " + (dir / "job.yaml").string() + " --out /dev/null/out");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
+  EXPECT_NE(r.text.find("/dev/null/out/images: cannot create directory"), std::string::npos) << r.text;
 }
 
 TEST_F(JobErrors, UnknownTopLevelFieldAndBadSetOverride) {

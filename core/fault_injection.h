@@ -1,0 +1,19 @@
+// Failure injection for the crash-and-resume tests: the environment variable VISPEC_FAULT=<point>@<unit>
+// makes the process fail at a named point of the unit loop, the way a real failure would:
+//   kill-mid-unit@U   SIGKILL after half of unit U's images are written (a crash during a unit's writes)
+//   kill-at-unit@U    SIGKILL as unit U starts (a rank dying mid-job)
+//   enospc@U          unit U's writes fail with "No space left on device" (a full disk)
+// Unset (always, in production), every check is one integer comparison.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace vispec {
+
+// True when VISPEC_FAULT names this point and unit.
+bool fault_at(const std::string& point, int64_t unit);
+// SIGKILLs this process when VISPEC_FAULT names this point and unit.
+void maybe_kill_at(const std::string& point, int64_t unit);
+
+}  // namespace vispec

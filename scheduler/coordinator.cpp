@@ -1,0 +1,125 @@
+#include "scheduler/coordinator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "core/exit_codes.h"
+#include "core/stop_signal.h"
+#include "scheduler/messages.h"
+
+namespace vispec {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr double kProgressEverySeconds = 5.0;
+}  // namespace
+
+Coordinator::Coordinator(const MpiSession& session, LocalChannel& local, const JobPlan& plan, Journal& journal)
+    : session_(session), local_(local), plan_(plan), journal_(journal) {
+  const bool dynamic = plan.job.schedule == "dynamic";
+  pending_.resize(dynamic ? 1 : size_t(session.size()));
+  const uint64_t U = uint64_t(plan.job.unit_size);
+  out_.units_total = int64_t((plan.plan.id_count + U - 1) / U);
+  out_.ranks.resize(size_t(session.size()));
+  for (int64_t u = 0; u < out_.units_total; ++u) {
+    if (journal.is_done(u)) {
+      ++out_.units_done_before;
+      continue;
+    }
+    pending_[dynamic ? 0 : size_t(u % session.size())].push_back(u);
+  }
+}
+
+std::optional<WorkUnit> Coordinator::next_unit(int rank) {
+  auto& queue = pending_[pending_.size() == 1 ? 0 : size_t(rank)];
+  if (queue.empty()) return std::nullopt;
+  const int64_t u = queue.front();
+  queue.pop_front();
+  const uint64_t U = uint64_t(plan_.job.unit_size);
+  return WorkUnit{u, uint64_t(u) * U, std::min(uint64_t(u + 1) * U, plan_.plan.id_count)};
+}
+
+std::optional<WorkUnit> Coordinator::handle(int source, const WorkerReport& r) {
+  auto& tally = out_.ranks[size_t(source)];
+  tally.wait_seconds += r.wait_seconds;
+  if (r.done) {
+    const auto& d = *r.done;
+    try {
+      journal_.append({{"unit", d.unit}, {"rank", source}, {"images", d.images}, {"seconds", d.seconds},
+                       {"target_forwards", d.stats.target_forwards}, {"draft_forwards", d.stats.draft_forwards},
+                       {"drafted", d.stats.drafted}, {"accepted", d.stats.accepted}, {"tokens", d.stats.tokens}});
+    } catch (const std::exception& e) {
+      if (out_.error.empty()) {  // e.g. a full disk: the journal keeps every line written before
+        out_.error = e.what();
+        out_.exit_code = kExitUserError;
+      }
+    }
+    ++tally.units;
+    tally.images += d.images;
+    tally.busy_seconds += d.seconds;
+    ++units_this_run_;
+    images_this_run_ += d.images;
+  }
+  if (!r.error.empty() && out_.error.empty()) {
+    out_.error = session_.size() > 1 ? "rank " + std::to_string(source) + ": " + r.error : r.error;
+    out_.exit_code = r.error_code;
+  }
+  if (r.stopping || stop_requested()) out_.interrupted = true;
+  const bool draining = !out_.error.empty() || out_.interrupted || !r.error.empty();
+  std::optional<WorkUnit> unit = draining ? std::nullopt : next_unit(source);
+  if (!unit) ++finished_ranks_;
+  return unit;
+}
+
+void Coordinator::log_progress(bool force) {
+  const auto now = Clock::now();
+  if (!force && std::chrono::duration<double>(now - last_log_).count() < kProgressEverySeconds) return;
+  last_log_ = now;
+  const double wall = std::chrono::duration<double>(now - start_).count();
+  const int64_t done = out_.units_done_before + units_this_run_;
+  const double rate = wall > 0 ? double(images_this_run_) / wall : 0.0;
+  const double units_rate = wall > 0 ? double(units_this_run_) / wall : 0.0;
+  std::string per_rank;
+  for (size_t r = 0; r < out_.ranks.size(); ++r) {
+    const auto& t = out_.ranks[r];
+    per_rank += fmt::format(" r{} {:.2f}/s", r, t.busy_seconds > 0 ? double(t.images) / t.busy_seconds : 0.0);
+  }
+  const std::string eta =
+      units_rate > 0 ? fmt::format("{:.0f} s", double(out_.units_total - done) / units_rate) : std::string("?");
+  spdlog::info("units {}/{}  {} images this run  {:.2f} images/s  ETA {}  |{}", done, out_.units_total,
+               images_this_run_, rate, eta, per_rank);
+}
+
+CoordinatorOutcome Coordinator::run() {
+  start_ = last_log_ = Clock::now();
+  bool told = false;
+  while (finished_ranks_ < session_.size()) {
+    bool busy = false;
+    if (auto m = session_.poll(kTagReport)) {
+      const auto reply = handle(m->first, decode_report(m->second));
+      session_.send(m->first, kTagAssign, encode_assignment(reply));
+      busy = true;
+    }
+    if (auto r = local_.take()) {
+      local_.answer(handle(0, *r));
+      busy = true;
+    }
+    if (stop_requested() && !told) {
+      told = true;
+      out_.interrupted = true;
+      spdlog::warn("stop requested (signal {}): no new units; units in hand are abandoned at their next batch",
+                   stop_signal_number());
+    }
+    log_progress(false);
+    // Idle: sleep rather than spin. 2 ms is nothing against a unit of seconds, while a tighter loop steals
+    // enough CPU from the decoding threads (OpenMP spins at its barriers) to halve their speed (measured).
+    if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  out_.wall_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  log_progress(true);
+  if (out_.error.empty() && out_.interrupted) out_.exit_code = kExitInterrupted;
+  return out_;
+}
+
+}  // namespace vispec

@@ -1,0 +1,55 @@
+#include "scheduler/fingerprint.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/check.h"
+#include "io/atomic_file.h"
+
+namespace vispec {
+
+namespace {
+uint64_t fnv1a(const char* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ uint8_t(data[i])) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+nlohmann::json weights_identity(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  VISPEC_CHECK(in.good(), path, ": cannot read weights");
+  const int64_t size = int64_t(in.tellg());
+  const int64_t span = std::min<int64_t>(size, 1 << 20);
+  std::string head(size_t(span), '\0'), tail(size_t(span), '\0');
+  in.seekg(0);
+  in.read(head.data(), span);
+  in.seekg(size - span);
+  in.read(tail.data(), span);
+  return {{"bytes", size}, {"head_tail_fnv", hex(fnv1a(tail.data(), tail.size(), fnv1a(head.data(), head.size())))}};
+}
+}  // namespace
+
+std::string fnv1a_hex(const std::string& bytes) { return hex(fnv1a(bytes.data(), bytes.size())); }
+
+nlohmann::json job_identity(const JobPlan& plan) {
+  const auto& job = plan.job;
+  nlohmann::json weights = {{"gpt", weights_identity(plan.model.gpt_weights)},
+                            {"vq", weights_identity(plan.model.vq_weights)}};
+  return {{"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
+          {"weights", weights},
+          {"prompts_fnv", fnv1a_hex(read_file(job.prompts_file))},
+          {"images_per_prompt", job.images_per_prompt},
+          {"seed", job.seed},
+          {"decoder", {{"name", job.decoder.name}, {"params", job.decoder.params}}},
+          {"unit_size", job.unit_size},
+          {"batch_size", job.batch_size}};
+}
+
+std::string fingerprint(const nlohmann::json& identity) { return fnv1a_hex(identity.dump()); }
+
+}  // namespace vispec

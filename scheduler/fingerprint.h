@@ -1,0 +1,21 @@
+// What decides a job's outputs, as JSON (the "identity"), and its 64-bit FNV-1a fingerprint. Included: the
+// model config's text, each weight file's size and a hash of its first and last MiB (hashing 14 GB of 7B
+// weights at every start would cost minutes; retrained weights differ there), the prompt list's content, the
+// decoder and its parameters, seed, images_per_prompt, unit_size and batch_size (a different batch can change
+// a last bit of the logits and so, rarely, a sampled token: measured 1 of 40 demo images, batch 20 vs 3). Not
+// included: schedule and rank count (outputs do not depend on them), paths (a job may move), device and
+// threads (a job may resume on another machine; there, last-bit float differences are possible).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "workers/job_plan.h"
+
+namespace vispec {
+
+nlohmann::json job_identity(const JobPlan& plan);
+std::string fingerprint(const nlohmann::json& identity);
+std::string fnv1a_hex(const std::string& bytes);
+
+}  // namespace vispec

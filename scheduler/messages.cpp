@@ -1,0 +1,57 @@
+#include "scheduler/messages.h"
+
+#include <nlohmann/json.hpp>
+
+namespace vispec {
+
+std::string encode_report(const WorkerReport& r) {
+  nlohmann::json j = {{"rank", r.rank}, {"stopping", r.stopping}, {"wait_s", r.wait_seconds}};
+  if (!r.error.empty()) j["error"] = {{"message", r.error}, {"code", r.error_code}};
+  if (r.done) {
+    const auto& s = r.done->stats;
+    j["done"] = {{"unit", r.done->unit},           {"images", r.done->images},
+                 {"seconds", r.done->seconds},     {"target_forwards", s.target_forwards},
+                 {"draft_forwards", s.draft_forwards}, {"drafted", s.drafted},
+                 {"accepted", s.accepted},         {"tokens", s.tokens}};
+  }
+  return j.dump();
+}
+
+WorkerReport decode_report(const std::string& text) {
+  const auto j = nlohmann::json::parse(text);
+  WorkerReport r;
+  r.rank = j.at("rank").get<int>();
+  r.stopping = j.at("stopping").get<bool>();
+  r.wait_seconds = j.at("wait_s").get<double>();
+  if (j.contains("error")) {
+    r.error = j["error"].at("message").get<std::string>();
+    r.error_code = j["error"].at("code").get<int>();
+  }
+  if (j.contains("done")) {
+    const auto& d = j["done"];
+    UnitDone u;
+    u.unit = d.at("unit").get<int64_t>();
+    u.images = d.at("images").get<int64_t>();
+    u.seconds = d.at("seconds").get<double>();
+    u.stats.target_forwards = d.at("target_forwards").get<int64_t>();
+    u.stats.draft_forwards = d.at("draft_forwards").get<int64_t>();
+    u.stats.drafted = d.at("drafted").get<int64_t>();
+    u.stats.accepted = d.at("accepted").get<int64_t>();
+    u.stats.tokens = d.at("tokens").get<int64_t>();
+    r.done = u;
+  }
+  return r;
+}
+
+std::string encode_assignment(const std::optional<WorkUnit>& unit) {
+  if (!unit) return R"({"stop":true})";
+  return nlohmann::json{{"unit", unit->id}, {"first", unit->first_id}, {"end", unit->end_id}}.dump();
+}
+
+std::optional<WorkUnit> decode_assignment(const std::string& text) {
+  const auto j = nlohmann::json::parse(text);
+  if (j.contains("stop")) return std::nullopt;
+  return WorkUnit{j.at("unit").get<int64_t>(), j.at("first").get<uint64_t>(), j.at("end").get<uint64_t>()};
+}
+
+}  // namespace vispec

@@ -1,0 +1,87 @@
+#include "scheduler/mpi_session.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "core/check.h"
+
+namespace vispec {
+
+namespace {
+// Any of these means a launcher started us as one rank of a world (OpenMPI's mpirun, PMI/PMIx under srun).
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+void check_mpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  VISPEC_FAIL("MPI: ", what, ": ", std::string(msg, len));
+}
+}  // namespace
+
+MpiSession::MpiSession() {
+  if (!launched_by_mpi()) return;
+  int provided = 0;
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init");
+  VISPEC_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI: the library does not provide MPI_THREAD_FUNNELED");
+  uses_mpi_ = true;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  auto* node = new MPI_Comm;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, node), "split by node");
+  MPI_Comm_rank(*node, &local_rank_);
+  MPI_Comm_size(*node, &local_size_);
+  node_comm_ = node;
+}
+
+MpiSession::~MpiSession() {
+  if (!uses_mpi_) return;
+  auto* node = static_cast<MPI_Comm*>(node_comm_);
+  MPI_Comm_free(node);
+  delete node;
+  MPI_Finalize();
+}
+
+void MpiSession::send(int dest, int tag, const std::string& text) const {
+  VISPEC_ASSERT(uses_mpi_, "send without MPI");
+  check_mpi(MPI_Send(text.data(), int(text.size()), MPI_CHAR, dest, tag, MPI_COMM_WORLD), "send");
+}
+
+std::string MpiSession::recv(int source, int tag) const {
+  VISPEC_ASSERT(uses_mpi_, "recv without MPI");
+  MPI_Status status;
+  check_mpi(MPI_Probe(source, tag, MPI_COMM_WORLD, &status), "probe");
+  int count = 0;
+  MPI_Get_count(&status, MPI_CHAR, &count);
+  std::string text(size_t(count), '\0');
+  check_mpi(MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "recv");
+  return text;
+}
+
+std::optional<std::pair<int, std::string>> MpiSession::poll(int tag) const {
+  if (!uses_mpi_) return std::nullopt;
+  int flag = 0;
+  MPI_Status status;
+  check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &status), "iprobe");
+  if (!flag) return std::nullopt;
+  return std::make_pair(status.MPI_SOURCE, recv(status.MPI_SOURCE, tag));
+}
+
+int MpiSession::broadcast_int(int value, int root) const {
+  if (uses_mpi_) check_mpi(MPI_Bcast(&value, 1, MPI_INT, root, MPI_COMM_WORLD), "broadcast");
+  return value;
+}
+
+void MpiSession::barrier() const {
+  if (uses_mpi_) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+}
+
+}  // namespace vispec

@@ -1,0 +1,38 @@
+// The MPI world as the scheduler sees it. Launched by mpirun or srun (detected from the launcher's environment)
+// it initialises MPI; launched alone it runs as a world of one without touching MPI, so `vispec run` needs no
+// launcher on a workstation. Only the scheduler calls MPI, and on rank 0 only its main thread does
+// (MPI_THREAD_FUNNELED): rank 0's own decoding runs in a second thread that talks to the coordinator in memory.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace vispec {
+
+class MpiSession {
+ public:
+  MpiSession();  // MPI_Init_thread when launched by mpirun/srun
+  ~MpiSession();  // MPI_Finalize
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // rank among the ranks of this node
+  int local_size() const { return local_size_; }
+  bool uses_mpi() const { return uses_mpi_; }
+
+  // Point-to-point text messages (JSON), tagged. recv blocks; poll returns a message if one is waiting.
+  void send(int dest, int tag, const std::string& text) const;
+  std::string recv(int source, int tag) const;
+  std::optional<std::pair<int, std::string>> poll(int tag) const;  // (source, text) from any rank
+  int broadcast_int(int value, int root = 0) const;
+  void barrier() const;
+
+ private:
+  bool uses_mpi_ = false;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  void* node_comm_ = nullptr;  // MPI_Comm of this node's ranks (opaque here: no mpi.h in this header)
+};
+
+}  // namespace vispec

@@ -1,0 +1,212 @@
+#include "scheduler/run_job.h"
+
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "core/check.h"
+#include "core/device.h"
+#include "core/exit_codes.h"
+#include "core/stop_signal.h"
+#include "io/atomic_file.h"
+#include "io/run_layout.h"
+#include "scheduler/coordinator.h"
+#include "scheduler/fingerprint.h"
+#include "scheduler/journal.h"
+#include "scheduler/unit_sources.h"
+
+namespace vispec {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+bool is_temporary(const fs::path& p) { return p.filename().string().find(".tmp.") != std::string::npos; }
+
+// Rank 0, before any unit: directories, the journal (refusing a different configuration), leftovers of a
+// killed run removed, errors.jsonl. Throws with one line on any problem.
+std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, int ranks) {
+  const auto& out = plan.job.out_dir;
+  if (start_over) {
+    for (const char* name : {"journal.jsonl", "metrics.jsonl", "summary.json", "errors.jsonl", "eval.json"})
+      fs::remove(fs::path(out) / name);
+    for (const char* dir : {"metrics", "images", "tokens"}) fs::remove_all(fs::path(out) / dir);
+  }
+  for (const char* dir : {"images", "tokens", "metrics"}) make_directories(out + "/" + dir);
+  const auto identity = job_identity(plan);
+  const uint64_t U = uint64_t(plan.job.unit_size);
+  const nlohmann::json header = {{"journal", 1},
+                                 {"fingerprint", fingerprint(identity)},
+                                 {"identity", identity},
+                                 {"units", int64_t((plan.plan.id_count + U - 1) / U)},
+                                 {"unit_size", plan.job.unit_size},
+                                 {"sample_ids", plan.plan.id_count},
+                                 {"samples", plan.plan.samples.size()},
+                                 {"job", plan.job.file},
+                                 {"created_utc", utc_now()}};
+  auto journal = std::make_unique<Journal>(out, header);
+  // A killed run can leave temporaries and metrics of unjournaled units: remove them; those units rerun.
+  int64_t removed = 0;
+  for (const char* dir : {"", "/images", "/tokens", "/metrics"})
+    for (const auto& e : fs::directory_iterator(out + dir))
+      if (is_temporary(e.path())) removed += fs::remove(e.path()) ? 1 : 0;
+  for (const auto& e : fs::directory_iterator(out + "/metrics")) {
+    const auto name = e.path().filename().string();
+    if (name.rfind("unit-", 0) == 0 && !journal->is_done(std::stoll(name.substr(5)))) removed += fs::remove(e.path());
+  }
+  const auto errors_path = out + "/errors.jsonl";
+  if (plan.plan.errors.empty()) {
+    fs::remove(errors_path);
+  } else {
+    std::string lines;
+    for (const auto& e : plan.plan.errors) {
+      lines += nlohmann::json{{"file", e.file}, {"line", e.line}, {"field", "prompt"}, {"error", e.message}}.dump() + "\n";
+      spdlog::warn("skipped: {}", e.message);
+    }
+    write_file_atomic(errors_path, lines);
+  }
+  spdlog::info("job {}: {} samples in {} units of {} ({} done before{}), decoder {}, {} rank(s), {} schedule",
+               plan.job.file, plan.plan.samples.size(), header["units"].get<int64_t>(), plan.job.unit_size,
+               journal->done().size(), removed ? fmt::format(", {} leftover files removed", removed) : "",
+               plan.job.decoder.name, ranks, plan.job.schedule);
+  return journal;
+}
+
+// Rank 0, after every rank has stopped: OUT/metrics.jsonl from the journaled units in unit order (so the file
+// is the same whatever the rank count), and OUT/summary.json.
+void finish_output(const JobPlan& plan, const Journal& journal, const CoordinatorOutcome& c, int ranks) {
+  const auto& out = plan.job.out_dir;
+  std::string metrics;
+  SampleStats total;
+  int64_t images = 0;
+  for (const auto& [unit, record] : journal.done()) {
+    metrics += read_file(unit_metrics_path(out, unit));
+    images += record.at("images").get<int64_t>();
+    total.target_forwards += record.at("target_forwards").get<int64_t>();
+    total.draft_forwards += record.at("draft_forwards").get<int64_t>();
+    total.drafted += record.at("drafted").get<int64_t>();
+    total.accepted += record.at("accepted").get<int64_t>();
+    total.tokens += record.at("tokens").get<int64_t>();
+  }
+  write_file_atomic(metrics_path(out), metrics);
+  int64_t images_run = 0, units_run = 0;
+  double wait = 0;
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (size_t r = 0; r < c.ranks.size(); ++r) {
+    const auto& t = c.ranks[r];
+    images_run += t.images;
+    units_run += t.units;
+    wait += t.wait_seconds;
+    per_rank.push_back({{"rank", r}, {"units", t.units}, {"images", t.images}, {"busy_s", t.busy_seconds},
+                        {"images_per_busy_s", t.busy_seconds > 0 ? double(t.images) / t.busy_seconds : 0.0},
+                        {"wait_s", t.wait_seconds}});
+  }
+  const double n = double(std::max<int64_t>(1, images));
+  const nlohmann::json summary = {
+      {"job", plan.job.file},
+      {"model", plan.model.name},
+      {"model_config", fs::absolute(plan.model.file).lexically_normal().string()},
+      {"decoder", plan.job.decoder.name},
+      {"seed", plan.job.seed},
+      {"device", pick_device(plan.job.device, 0).str()},
+      {"ranks", ranks},
+      {"schedule", plan.job.schedule},
+      {"units_total", c.units_total},
+      {"units_done", int64_t(journal.done().size())},
+      {"complete", int64_t(journal.done().size()) == c.units_total},
+      {"interrupted", c.interrupted},
+      {"prompt_errors", plan.plan.errors.size()},
+      {"images", images},
+      {"images_this_run", images_run},
+      {"wall_s", c.wall_seconds},
+      {"images_per_s", c.wall_seconds > 0 ? double(images_run) / c.wall_seconds : 0.0},
+      {"scheduling_overhead_ms_per_unit", units_run > 0 ? 1e3 * wait / double(units_run) : 0.0},
+      {"target_forwards_per_image", double(total.target_forwards) / n},
+      {"draft_forwards_per_image", double(total.draft_forwards) / n},
+      {"mean_accepted_length", total.mean_accepted_length()},
+      {"acceptance_rate", total.acceptance_rate()},
+      {"per_rank", per_rank}};
+  write_file_atomic(summary_path(out), summary.dump(2) + "\n");
+  spdlog::info("{}: {} of {} units, {} images ({} this run in {:.2f} s, {:.2f} images/s) -> {}",
+               summary["complete"].get<bool>() ? "done" : "stopped", journal.done().size(), c.units_total, images,
+               images_run, c.wall_seconds, summary["images_per_s"].get<double>(), out);
+}
+
+void print_error(const std::string& message) { std::cerr << "vispec: error: " << message << std::endl; }
+}  // namespace
+
+int run_job(const RunOptions& o) {
+  MpiSession session;
+  if (session.rank() != 0 && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
+  install_stop_handlers();
+
+  // Every rank plans (the plan is a pure function of the files); rank 0 prepares OUT. All ranks agree on the
+  // outcome before any decoding starts, and only one line is printed.
+  JobPlan plan;
+  std::unique_ptr<Journal> journal;
+  int code = kExitOk;
+  std::string error;
+  try {
+    plan = plan_job(o.job_file, o.overrides, o.out_dir);
+    if (session.rank() == 0) journal = prepare_output(plan, o.start_over, session.size());
+  } catch (const Error& e) {
+    code = kExitUserError;
+    error = e.what();
+  }
+  const int rank0_code = session.broadcast_int(code);
+  if (rank0_code != kExitOk) {
+    if (session.rank() == 0) print_error(error);
+    return rank0_code;
+  }
+  if (code != kExitOk) print_error("rank " + std::to_string(session.rank()) + ": " + error);  // rank 0 was fine
+
+  const WorkerOptions worker{session.rank(), session.local_rank(), session.local_size()};
+  if (session.rank() != 0) {
+    if (code == kExitOk) {
+      MpiUnitSource source(session);
+      run_worker(plan, worker, source);
+    } else {  // tell the coordinator, so that it drains the others
+      MpiUnitSource source(session);
+      WorkerReport r;
+      r.rank = session.rank();
+      r.error = error;
+      r.error_code = code;
+      while (source.next(r)) {
+      }
+    }
+    return session.broadcast_int(0);
+  }
+
+  LocalChannel local;
+  std::thread decoding([&] { run_worker(plan, worker, local); });
+  Coordinator coordinator(session, local, plan, *journal);
+  const auto outcome = coordinator.run();
+  decoding.join();
+  code = outcome.exit_code;
+  try {
+    finish_output(plan, *journal, outcome, session.size());
+  } catch (const Error& e) {
+    if (code == kExitOk) code = kExitUserError;
+    if (outcome.error.empty()) print_error(e.what());
+  }
+  if (!outcome.error.empty()) print_error(outcome.error);
+  if (code == kExitOk && !plan.plan.errors.empty()) {
+    spdlog::warn("{} prompt line(s) skipped: see {}/errors.jsonl", plan.plan.errors.size(), plan.job.out_dir);
+    code = kExitPromptErrors;
+  }
+  if (code == kExitInterrupted)
+    spdlog::warn("interrupted: {} of {} units journaled; rerun the same command to resume (exit code {})",
+                 journal->done().size(), outcome.units_total, kExitInterrupted);
+  return session.broadcast_int(code);
+}
+
+}  // namespace vispec

@@ -1,0 +1,41 @@
+#include "workers/job_plan.h"
+
+#include "core/check.h"
+#include "decoding/decoder_factory.h"
+#include "io/prompts.h"
+
+namespace vispec {
+
+SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_file, int64_t images_per_prompt) {
+  const auto prompts = read_prompts(prompts_file);
+  std::string known;
+  for (const auto& c : model.classes) known += (known.empty() ? "" : ", ") + c;
+  SamplePlan plan;
+  plan.id_count = uint64_t(prompts.size()) * uint64_t(images_per_prompt);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& p = prompts[i];
+    const int64_t id = model.class_id(p.text);
+    if (id < 0) {
+      plan.errors.push_back({prompts_file, p.line,
+                             prompts_file + ":" + std::to_string(p.line) + ": prompt: unknown class name '" + p.text +
+                                 "' (known: " + known + ", or an id below " + std::to_string(model.gpt.num_classes) +
+                                 ")"});
+      continue;
+    }
+    for (int64_t j = 0; j < images_per_prompt; ++j)
+      plan.samples.push_back({uint64_t(i) * uint64_t(images_per_prompt) + uint64_t(j), id, p.text});
+  }
+  return plan;
+}
+
+JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides,
+                 const std::string& out_override) {
+  JobPlan plan;
+  plan.job = load_job_config(job_file, overrides, out_override);
+  plan.model = load_model_config(plan.job.model_config);
+  validate_decoder_spec(plan.job.decoder);
+  plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt);
+  return plan;
+}
+
+}  // namespace vispec

@@ -1,0 +1,174 @@
+#include "workers/worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/check.h"
+#include "core/device.h"
+#include "core/fault_injection.h"
+#include "core/stop_signal.h"
+#include "decoding/decoder_factory.h"
+#include "io/atomic_file.h"
+#include "io/image_tensor.h"
+#include "io/npy.h"
+#include "io/png.h"
+#include "io/run_layout.h"
+#include "workers/loaded_models.h"
+
+namespace vispec {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void add_stats(SampleStats& sum, const SampleStats& s) {
+  sum.target_forwards += s.target_forwards;
+  sum.draft_forwards += s.draft_forwards;
+  sum.drafted += s.drafted;
+  sum.accepted += s.accepted;
+  sum.tokens += s.tokens;
+  sum.draft_ms += s.draft_ms;
+  sum.verify_ms += s.verify_ms;
+  sum.resample_ms += s.resample_ms;
+  sum.bookkeeping_ms += s.bookkeeping_ms;
+}
+
+class UnitWriter {
+ public:
+  UnitWriter(const JobPlan& plan, LoadedModels& models, Decoder& decoder, torch::Device device)
+      : plan_(plan), models_(models), decoder_(decoder), device_(device) {}
+
+  // Decodes and writes one unit; nullopt if a stop signal arrived first (the unit is abandoned).
+  std::optional<UnitDone> run(const WorkUnit& unit) {
+    maybe_kill_at("kill-at-unit", unit.id);
+    const auto& all = plan_.plan.samples;
+    const auto by_id = [](const PlannedSample& s, uint64_t id) { return s.sample_id < id; };
+    const auto begin = std::lower_bound(all.begin(), all.end(), unit.first_id, by_id);
+    const auto end = std::lower_bound(begin, all.end(), unit.end_id, by_id);
+    const int64_t count = end - begin;
+    const auto& job = plan_.job;
+    const int64_t grid = plan_.model.gpt.grid_size;
+    const auto t0 = Clock::now();
+    UnitDone done;
+    done.unit = unit.id;
+    std::string metrics;
+    // Batches are cut from the unit's own samples, so their composition depends on (unit_size, batch_size)
+    // only, never on which rank runs the unit: floating-point results (and, rarely, a sampled token) can
+    // change with the batch, so this is what makes outputs identical for any rank count.
+    for (int64_t start = 0; start < count; start += job.batch_size) {
+      if (stop_requested()) return std::nullopt;
+      const int64_t B = std::min(job.batch_size, count - start);
+      DecodeRequest req;
+      req.seed = job.seed;
+      std::vector<int64_t> classes;
+      for (int64_t b = 0; b < B; ++b) {
+        req.sample_ids.push_back(begin[start + b].sample_id);
+        classes.push_back(begin[start + b].class_id);
+      }
+      req.class_ids = torch::tensor(classes, torch::kInt64);
+      const auto t_batch = Clock::now();
+      const auto result = decoder_.decode(req);
+      const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
+      const double batch_ms = seconds_since(t_batch) * 1e3;
+      const auto bytes = images_to_bytes(images);  // [B, H, W, C]
+      for (int64_t b = 0; b < B; ++b) {
+        const auto& s = begin[start + b];
+        const auto& st = result.stats[b];
+        if (fault_at("enospc", unit.id))
+          VISPEC_FAIL(image_path(job.out_dir, s.sample_id), ": write failed: No space left on device (VISPEC_FAULT)");
+        const auto px = bytes[b];
+        write_png(image_path(job.out_dir, s.sample_id),
+                  std::vector<uint8_t>(px.data_ptr<uint8_t>(), px.data_ptr<uint8_t>() + px.numel()),
+                  int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)), /*sync_directory=*/false);
+        const auto row = result.tokens[b].to(torch::kInt32).contiguous();
+        write_npy_int32(tokens_path(job.out_dir, s.sample_id),
+                        std::vector<int32_t>(row.data_ptr<int32_t>(), row.data_ptr<int32_t>() + row.numel()),
+                        {grid, grid}, /*sync_directory=*/false);
+        if (start + b == count / 2) maybe_kill_at("kill-mid-unit", unit.id);
+        add_stats(done.stats, st);
+        metrics += nlohmann::json{{"sample_id", s.sample_id}, {"prompt", s.prompt}, {"class_id", s.class_id},
+                                  {"seed", job.seed}, {"decoder", job.decoder.name}, {"unit", unit.id},
+                                  {"target_forwards", st.target_forwards}, {"draft_forwards", st.draft_forwards},
+                                  {"mean_accepted_length", st.mean_accepted_length()},
+                                  {"acceptance_rate", st.acceptance_rate()}, {"wall_ms", batch_ms / double(B)},
+                                  {"batch_size", B}}
+                       .dump() +
+                   "\n";
+      }
+    }
+    // The renames above are durable once their directories are; then the unit's metrics make it whole.
+    fsync_directory(job.out_dir + "/images");
+    fsync_directory(job.out_dir + "/tokens");
+    write_file_atomic(unit_metrics_path(job.out_dir, unit.id), metrics);
+    done.images = count;
+    done.seconds = seconds_since(t0);
+    return done;
+  }
+
+ private:
+  const JobPlan& plan_;
+  LoadedModels& models_;
+  Decoder& decoder_;
+  torch::Device device_;
+};
+}  // namespace
+
+std::string unit_metrics_path(const std::string& out, int64_t unit) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "/metrics/unit-%06lld.jsonl", static_cast<long long>(unit));
+  return out + buf;
+}
+
+void run_worker(const JobPlan& plan, const WorkerOptions& o, UnitSource& source) {
+  WorkerReport report;
+  report.rank = o.rank;
+  std::optional<WorkUnit> unit;
+  try {
+    torch::NoGradGuard no_grad;  // grad mode is per thread: rank 0 decodes in a thread of its own
+    // threads 0: LibTorch's default, capped at this rank's share of the node's cores so that N ranks on a
+    // node do not each start a full set of OpenMP threads (oversubscribed OpenMP threads spin at barriers).
+    int threads = plan.job.threads;
+    if (threads == 0)
+      threads = std::min(at::get_num_threads(),
+                         std::max(1, int(std::thread::hardware_concurrency()) / std::max(1, o.local_size)));
+    set_threads(threads);
+    const auto device = pick_device(plan.job.device, o.local_rank);
+    // oneDNN's CPU convolutions pick their blocking from the batch size, the thread count and the CPU set the
+    // process may use (mpirun binds ranks to cores), and a last-bit difference in the VQ decoder moves a pixel
+    // across a rounding boundary now and then (measured: 1 of 18 images, mpirun vs plain). LibTorch's own
+    // convolutions (im2col + BLAS) give the same bits whatever those are, at a small cost for the VQ decode.
+    if (device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);
+    auto models = load_models(plan.model, device);
+    auto decoder = make_decoder(plan.job.decoder, DecoderModels{models.gpt});
+    spdlog::debug("rank {}: {} on {} with {} threads", o.rank, decoder->name(), device.str(), threads);
+    UnitWriter writer(plan, models, *decoder, device);
+    for (;;) {
+      const auto t_wait = Clock::now();
+      unit = source.next(report);
+      if (!unit) return;
+      report = WorkerReport{};
+      report.rank = o.rank;
+      report.wait_seconds = seconds_since(t_wait);
+      report.done = writer.run(*unit);
+      report.stopping = !report.done;
+    }
+  } catch (const Error& e) {
+    report.error = e.what();
+    report.error_code = 2;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    report.error = "internal error: " + what.substr(0, what.find('\n'));
+    report.error_code = 3;
+  }
+  report.done.reset();
+  while (source.next(report)) {  // the coordinator answers a failed worker with stop
+  }
+}
+
+}  // namespace vispec

@@ -1,0 +1,62 @@
+// One rank's life: bind the device, load the models once, then loop — ask for a unit, decode its samples batch
+// by batch, write their files, report the unit done and get the next — until told to stop.
+//
+// A unit's files: OUT/images/<id>.png and OUT/tokens/<id>.npy per sample, each written under a temporary name
+// and renamed, then both directories fsynced once, then OUT/metrics/unit-<unit>.jsonl (atomic). Only after
+// that is the unit reported done, and only a reported unit enters the journal (scheduler/journal.h): a crash
+// at any point leaves files that a rerun simply overwrites.
+//
+// The worker knows nothing of MPI: it talks to a UnitSource (scheduler/ implements one over MPI for ranks
+// 1..N-1 and one in memory for rank 0's own worker thread).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "decoding/decoder.h"
+#include "workers/job_plan.h"
+
+namespace vispec {
+
+// Sample ids [first_id, end_id) of the job's plan (ids of skipped prompts in the range are simply absent).
+struct WorkUnit {
+  int64_t id = -1;
+  uint64_t first_id = 0, end_id = 0;
+};
+
+struct UnitDone {
+  int64_t unit = -1;
+  int64_t images = 0;
+  double seconds = 0;      // decode + write
+  SampleStats stats;       // summed over the unit's samples
+};
+
+// What a worker says each time it asks for work.
+struct WorkerReport {
+  int rank = 0;
+  std::optional<UnitDone> done;  // the unit just finished, if any
+  bool stopping = false;         // a stop signal arrived: the unit in hand was abandoned
+  std::string error;             // non-empty: this worker failed (one line) and stops
+  int error_code = 0;            // exit code the error maps to
+  double wait_seconds = 0;       // time spent in the previous next() call (scheduling overhead)
+};
+
+class UnitSource {
+ public:
+  virtual ~UnitSource() = default;
+  // Reports and asks; nullopt means stop.
+  virtual std::optional<WorkUnit> next(const WorkerReport& report) = 0;
+};
+
+struct WorkerOptions {
+  int rank = 0;
+  int local_rank = 0;
+  int local_size = 1;  // ranks on this node: the default CPU threads are the node's cores / this
+};
+
+// Runs until the source says stop. Never throws: a failure is reported through the source.
+void run_worker(const JobPlan& plan, const WorkerOptions& options, UnitSource& source);
+
+std::string unit_metrics_path(const std::string& out, int64_t unit);  // OUT/metrics/unit-000012.jsonl
+
+}  // namespace vispec
