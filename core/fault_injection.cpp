@@ -32,6 +32,11 @@ bool fault_at(const std::string& point, int64_t unit) {
   return f.unit == unit && f.point == point;
 }
 
+int64_t fault_value(const std::string& point) {
+  const auto& f = configured_fault();
+  return f.point == point ? f.unit : -1;
+}
+
 void maybe_kill_at(const std::string& point, int64_t unit) {
   if (fault_at(point, unit)) std::raise(SIGKILL);
 }

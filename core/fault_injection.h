@@ -3,6 +3,7 @@
 //   kill-mid-unit@U   SIGKILL after half of unit U's images are written (a crash during a unit's writes)
 //   kill-at-unit@U    SIGKILL as unit U starts (a rank dying mid-job)
 //   enospc@U          unit U's writes fail with "No space left on device" (a full disk)
+//   slow@MS           every batch takes MS milliseconds longer (so a test can signal a job mid-run)
 // Unset (always, in production), every check is one integer comparison.
 #pragma once
 
@@ -15,5 +16,7 @@ namespace vispec {
 bool fault_at(const std::string& point, int64_t unit);
 // SIGKILLs this process when VISPEC_FAULT names this point and unit.
 void maybe_kill_at(const std::string& point, int64_t unit);
+// The number after '@' when VISPEC_FAULT names this point, else -1.
+int64_t fault_value(const std::string& point);
 
 }  // namespace vispec

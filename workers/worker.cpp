@@ -63,6 +63,7 @@ class UnitWriter {
     // change with the batch, so this is what makes outputs identical for any rank count.
     for (int64_t start = 0; start < count; start += job.batch_size) {
       if (stop_requested()) return std::nullopt;
+      if (const int64_t ms = fault_value("slow"); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       const int64_t B = std::min(job.batch_size, count - start);
       DecodeRequest req;
       req.seed = job.seed;
