@@ -1,0 +1,39 @@
+#!/bin/bash
+# Generate a job's images on a Slurm cluster, one rank per GPU, and requeue itself when the time limit comes:
+#   sbatch jobs/slurm-generate.sh jobs/my-job.yaml
+# Five minutes before the limit Slurm sends SIGUSR1 to this script, which forwards it to srun (and srun to
+# every rank). The ranks stop taking units, abandon the one in hand at its next batch, rank 0 flushes the
+# journal, and vispec exits 4 (kExitInterrupted); this script then requeues the job, and the requeued run
+# resumes from the journal. Exit codes (README "Exit codes"): 0 done, 2 bad input or output directory,
+# 3 internal error, 4 interrupted (resumable), 5 done but some prompt lines were skipped (OUT/errors.jsonl).
+#SBATCH --job-name=vispec
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=8
+#SBATCH --gpus-per-node=8
+#SBATCH --cpus-per-task=8
+#SBATCH --time=04:00:00
+#SBATCH --signal=B:USR1@300
+#SBATCH --requeue
+#SBATCH --open-mode=append
+#SBATCH --output=vispec-%j.log
+set -u
+job=${1:?usage: sbatch jobs/slurm-generate.sh JOB.yaml}
+vispec=${VISPEC:-./build/vispec}
+
+# Each task is one MPI rank (PMI/PMIx from srun); vispec binds local rank r to GPU r mod visible GPUs.
+# With mpirun instead: mpirun -np $SLURM_NTASKS "$vispec" run "$job" (mpirun forwards SIGUSR1 too; on SIGTERM
+# it stops the ranks cleanly as well, but then exits 1 itself, so prefer SIGUSR1 for the requeue test).
+srun --kill-on-bad-exit=1 "$vispec" run "$job" &
+pid=$!
+trap 'echo "vispec: time limit near, stopping the job cleanly"; kill -USR1 "$pid"' USR1
+status=0
+while :; do
+  wait "$pid"; status=$?
+  kill -0 "$pid" 2>/dev/null || break  # wait returned because of the trap: srun is still finishing
+done
+case $status in
+  0) echo "vispec: job complete" ;;
+  4) echo "vispec: interrupted, requeueing"; scontrol requeue "$SLURM_JOB_ID" ;;
+  5) echo "vispec: job complete, but some prompt lines were skipped: see OUT/errors.jsonl" ;;
+  *) echo "vispec: failed with exit code $status"; exit "$status" ;;
+esac
