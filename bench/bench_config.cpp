@@ -10,12 +10,6 @@
 namespace vispec {
 
 namespace {
-std::string relative_to(const std::string& file, const std::string& p) {
-  std::filesystem::path path(p);
-  if (path.is_absolute()) return p;
-  return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
-}
-
 bool is_file_stem(const std::string& s) {
   if (s.empty() || s[0] == '.') return false;
   for (unsigned char c : s)
@@ -35,10 +29,10 @@ BenchConfig load_bench_config(const std::string& path, const std::vector<std::st
   c.file = path;
   c.name = root.need<std::string>("name");
   if (!is_file_stem(c.name)) root.at("name").fail("must be a file name: letters, digits, '-', '_' or '.'");
-  c.model_config = relative_to(path, root.need<std::string>("model"));
+  c.model_config = root.need_path("model");
   if (!std::filesystem::exists(c.model_config))
     root.at("model").fail("model config '" + c.model_config + "' does not exist");
-  c.prompts_file = relative_to(path, root.need<std::string>("prompts"));
+  c.prompts_file = root.need_path("prompts");
   c.images_per_prompt = root.get<int64_t>("images_per_prompt", c.images_per_prompt);
   if (c.images_per_prompt < 1) root.at("images_per_prompt").fail("must be >= 1");
   c.seed = root.get<uint64_t>("seed", c.seed);

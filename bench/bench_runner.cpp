@@ -41,18 +41,6 @@ double median(std::vector<double> v) {
   const size_t n = v.size();
   return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
-
-void add_stats(SampleStats& sum, const SampleStats& s) {
-  sum.target_forwards += s.target_forwards;
-  sum.draft_forwards += s.draft_forwards;
-  sum.drafted += s.drafted;
-  sum.accepted += s.accepted;
-  sum.tokens += s.tokens;
-  sum.draft_ms += s.draft_ms;
-  sum.verify_ms += s.verify_ms;
-  sum.resample_ms += s.resample_ms;
-  sum.bookkeeping_ms += s.bookkeeping_ms;
-}
 }  // namespace
 
 nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
@@ -97,7 +85,7 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       tally[d].seconds += secs;
       tally[d].chunk_seconds.push_back(secs);
-      for (const auto& s : result.stats) add_stats(tally[d].sum, s);
+      for (const auto& s : result.stats) tally[d].sum += s;
       torch::Tensor images;
       {
         torch::NoGradGuard no_grad;

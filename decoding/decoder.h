@@ -26,6 +26,18 @@ struct SampleStats {
   int64_t tokens = 0;            // tokens committed
   double draft_ms = 0, verify_ms = 0, resample_ms = 0, bookkeeping_ms = 0;
 
+  SampleStats& operator+=(const SampleStats& o) {
+    target_forwards += o.target_forwards;
+    draft_forwards += o.draft_forwards;
+    drafted += o.drafted;
+    accepted += o.accepted;
+    tokens += o.tokens;
+    draft_ms += o.draft_ms;
+    verify_ms += o.verify_ms;
+    resample_ms += o.resample_ms;
+    bookkeeping_ms += o.bookkeeping_ms;
+    return *this;
+  }
   // Tokens committed per target forward (AR: 1).
   double mean_accepted_length() const { return target_forwards ? double(tokens) / double(target_forwards) : 0.0; }
   double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }

@@ -8,11 +8,6 @@
 namespace vispec {
 
 namespace {
-std::string relative_to(const std::string& file, const std::string& p) {
-  std::filesystem::path path(p);
-  if (path.is_absolute()) return p;
-  return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
-}
 }  // namespace
 
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides,
@@ -27,10 +22,10 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
 
   JobConfig job;
   job.file = path;
-  job.model_config = relative_to(path, root.need<std::string>("model"));
+  job.model_config = root.need_path("model");
   if (!std::filesystem::exists(job.model_config))
     root.at("model").fail("model config '" + job.model_config + "' does not exist");
-  job.prompts_file = relative_to(path, root.need<std::string>("prompts"));
+  job.prompts_file = root.need_path("prompts");
   job.images_per_prompt = root.get<int64_t>("images_per_prompt", job.images_per_prompt);
   if (job.images_per_prompt < 1) root.at("images_per_prompt").fail("must be >= 1");
   job.seed = root.get<uint64_t>("seed", job.seed);

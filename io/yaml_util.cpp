@@ -1,5 +1,7 @@
 #include "io/yaml_util.h"
 
+#include <filesystem>
+
 #include <algorithm>
 
 #include "core/check.h"
@@ -44,6 +46,12 @@ std::vector<std::string> YamlView::keys() const {
   if (node_.IsMap())
     for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
   return out;
+}
+
+std::string YamlView::need_path(const std::string& key) const {
+  const std::filesystem::path p(need<std::string>(key));
+  if (p.is_absolute()) return p.string();
+  return (std::filesystem::path(file_).parent_path() / p).lexically_normal().string();
 }
 
 void YamlView::reject_unknown_keys(const std::vector<std::string>& known) const {

@@ -23,6 +23,8 @@ class YamlView {
     return has(key) ? at(key).as<T>() : fallback;
   }
   template <class T> T need(const std::string& key) const { return at(key).as<T>(); }
+  // A path field, resolved against the YAML file's directory (absolute paths are kept as they are).
+  std::string need_path(const std::string& key) const;
 
   // "file:line: path: message" as a vispec::Error.
   [[noreturn]] void fail(const std::string& message) const;

@@ -15,12 +15,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string resolve(const std::string& base_file, const std::string& rel) {
-  std::filesystem::path p(rel);
-  if (p.is_absolute()) return rel;
-  return (std::filesystem::path(base_file).parent_path() / p).lexically_normal().string();
-}
-
 GptConfig parse_gpt(const YamlView& v) {
   v.reject_unknown_keys({"weights", "preset", "vocab_size", "dim", "n_layer", "n_head", "n_kv_head", "multiple_of",
                          "ffn_dim_multiplier", "rope_base", "norm_eps", "grid_size", "num_classes", "cls_token_num",
@@ -83,8 +77,8 @@ ModelConfig load_model_config(const std::string& path) {
   const auto gpt = root.at("gpt"), vq = root.at("vq");
   m.gpt = parse_gpt(gpt);
   m.vq = parse_vq(vq);
-  m.gpt_weights = resolve(path, gpt.need<std::string>("weights"));
-  m.vq_weights = resolve(path, vq.need<std::string>("weights"));
+  m.gpt_weights = gpt.need_path("weights");
+  m.vq_weights = vq.need_path("weights");
   if (root.has("classes")) {
     m.classes = root.need<std::vector<std::string>>("classes");
     if (int64_t(m.classes.size()) != m.gpt.num_classes)
@@ -95,7 +89,7 @@ ModelConfig load_model_config(const std::string& path) {
     const auto cls = root.at("classifier");
     cls.reject_unknown_keys({"weights", "width", "features"});
     m.has_classifier = true;
-    m.classifier_weights = resolve(path, cls.need<std::string>("weights"));
+    m.classifier_weights = cls.need_path("weights");
     m.classifier.in_channels = m.vq.in_channels;
     m.classifier.image_size = m.image_size();
     m.classifier.num_classes = m.gpt.num_classes;

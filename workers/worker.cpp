@@ -27,18 +27,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-void add_stats(SampleStats& sum, const SampleStats& s) {
-  sum.target_forwards += s.target_forwards;
-  sum.draft_forwards += s.draft_forwards;
-  sum.drafted += s.drafted;
-  sum.accepted += s.accepted;
-  sum.tokens += s.tokens;
-  sum.draft_ms += s.draft_ms;
-  sum.verify_ms += s.verify_ms;
-  sum.resample_ms += s.resample_ms;
-  sum.bookkeeping_ms += s.bookkeeping_ms;
-}
-
 class UnitWriter {
  public:
   UnitWriter(const JobPlan& plan, LoadedModels& models, Decoder& decoder, torch::Device device)
@@ -92,7 +80,7 @@ class UnitWriter {
                         std::vector<int32_t>(row.data_ptr<int32_t>(), row.data_ptr<int32_t>() + row.numel()),
                         {grid, grid}, /*sync_directory=*/false);
         if (start + b == count / 2) maybe_kill_at("kill-mid-unit", unit.id);
-        add_stats(done.stats, st);
+        done.stats += st;
         metrics += nlohmann::json{{"sample_id", s.sample_id}, {"prompt", s.prompt}, {"class_id", s.class_id},
                                   {"seed", job.seed}, {"decoder", job.decoder.name}, {"unit", unit.id},
                                   {"target_forwards", st.target_forwards}, {"draft_forwards", st.draft_forwards},
