@@ -16,5 +16,6 @@ void add_train_commands(CLI::App& app, Action& action);
 void add_grid_command(CLI::App& app, Action& action);
 void add_eval_commands(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
+void add_distill_commands(CLI::App& app, Action& action);
 
 }  // namespace vispec

@@ -18,7 +18,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   YamlView root(doc, path);
   root.reject_unknown_keys(
       {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads",
-       "unit_size", "schedule"});
+       "unit_size", "schedule", "distill"});
 
   JobConfig job;
   job.file = path;
@@ -40,6 +40,25 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   if (job.schedule != "dynamic" && job.schedule != "static")
     root.at("schedule").fail("expected 'dynamic' or 'static', got '" + job.schedule + "'");
 
+  if (root.has("distill")) {
+    const auto d = root.at("distill");
+    if (!d.node().IsMap()) d.fail("expected a map: {streams: cond, dtype: bf16, compression: 0}");
+    d.reject_unknown_keys({"hidden", "streams", "dtype", "compression"});
+    job.distill.enabled = true;
+    const auto hidden = d.get<std::string>("hidden", "pre_norm");
+    if (hidden != "pre_norm") d.at("hidden").fail("only 'pre_norm' (the last layer before the final norm) is written");
+    const auto streams = d.get<std::string>("streams", "cond");
+    if (streams == "cond") job.distill.streams = 1;
+    else if (streams == "cond+uncond") job.distill.streams = 2;
+    else d.at("streams").fail("expected 'cond' or 'cond+uncond', got '" + streams + "'");
+    const auto dtype = d.get<std::string>("dtype", "bf16");
+    if (dtype == "bf16") job.distill.dtype = DistillDtype::kBFloat16;
+    else if (dtype == "fp16") job.distill.dtype = DistillDtype::kFloat16;
+    else if (dtype == "fp32") job.distill.dtype = DistillDtype::kFloat32;
+    else d.at("dtype").fail("expected bf16, fp16 or fp32, got '" + dtype + "'");
+    job.distill.compression = d.get<int>("compression", 0);
+    if (job.distill.compression < 0 || job.distill.compression > 9) d.at("compression").fail("gzip level must be 0-9");
+  }
   job.decoder = parse_decoder_spec(root.at("decoder"));
   return job;
 }

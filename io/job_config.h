@@ -11,6 +11,7 @@
 //   threads: 0                         # CPU threads per rank, 0 = LibTorch default, at most cores / ranks per node
 //   unit_size: 64                      # samples per unit of work (the journal's grain)
 //   schedule: dynamic                  # dynamic (units on request) | static (unit i -> rank i mod N)
+//   distill: {streams: cond, dtype: bf16, compression: 0}   # optional: hidden states to HDF5 (io/distill_schema.h)
 //
 // Every field is checked here, before anything is written; errors name file, line and field.
 #pragma once
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "io/decoder_spec.h"
+#include "io/distill_schema.h"
 
 namespace vispec {
 
@@ -36,6 +38,7 @@ struct JobConfig {
   int threads = 0;
   int64_t unit_size = 64;
   std::string schedule = "dynamic";
+  DistillOptions distill;
 };
 
 // overrides: "key.path=value" applied before validation (--set); out_override replaces `out` when non-empty.

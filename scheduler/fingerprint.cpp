@@ -47,7 +47,11 @@ nlohmann::json job_identity(const JobPlan& plan) {
           {"seed", job.seed},
           {"decoder", {{"name", job.decoder.name}, {"params", job.decoder.params}}},
           {"unit_size", job.unit_size},
-          {"batch_size", job.batch_size}};
+          {"batch_size", job.batch_size},
+          {"distill", job.distill.enabled ? nlohmann::json{{"streams", job.distill.streams},
+                                                           {"dtype", dtype_name(job.distill.dtype)},
+                                                           {"compression", job.distill.compression}}
+                                          : nlohmann::json(nullptr)}};
 }
 
 std::string fingerprint(const nlohmann::json& identity) { return fnv1a_hex(identity.dump()); }

@@ -69,6 +69,32 @@ Journal::Journal(const std::string& out_dir, const nlohmann::json& header) : pat
   }
 }
 
+std::map<int64_t, nlohmann::json> read_journal_units(const std::string& out_dir) {
+  const auto path = journal_path(out_dir);
+  VISPEC_CHECK(file_exists(path), path, ": no journal (is this a vispec run directory?)");
+  std::map<int64_t, nlohmann::json> units;
+  const std::string text = read_file(path);
+  size_t pos = text.find('\n');  // skip the header
+  while (pos != std::string::npos && pos + 1 < text.size()) {
+    const size_t nl = text.find('\n', pos + 1);
+    if (nl == std::string::npos) break;  // a torn last line is not a journaled unit
+    try {
+      const auto record = nlohmann::json::parse(text.substr(pos + 1, nl - pos - 1));
+      units[record.at("unit").get<int64_t>()] = record;
+    } catch (const nlohmann::json::exception&) {
+      break;
+    }
+    pos = nl;
+  }
+  return units;
+}
+
+std::vector<DistillUnitRef> distill_units(const std::map<int64_t, nlohmann::json>& done) {
+  std::vector<DistillUnitRef> units;
+  for (const auto& [unit, record] : done) units.push_back({unit, record.at("images").get<int64_t>()});
+  return units;
+}
+
 void Journal::append(const nlohmann::json& record) {
   append_file_synced(path_, record.dump() + "\n");
   done_[record.at("unit").get<int64_t>()] = record;

@@ -12,6 +12,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include "io/distill_index.h"
 
 namespace vispec {
 
@@ -35,5 +38,9 @@ class Journal {
 };
 
 std::string journal_path(const std::string& out_dir);
+// The unit records of an existing journal, without checking a fingerprint (for tools such as distill-index).
+std::map<int64_t, nlohmann::json> read_journal_units(const std::string& out_dir);
+// The distillation index's view of journaled units: (unit, images) in unit order.
+std::vector<DistillUnitRef> distill_units(const std::map<int64_t, nlohmann::json>& done);
 
 }  // namespace vispec

@@ -12,6 +12,7 @@
 #include "core/exit_codes.h"
 #include "core/stop_signal.h"
 #include "io/atomic_file.h"
+#include "io/distill_index.h"
 #include "io/run_layout.h"
 #include "scheduler/coordinator.h"
 #include "scheduler/fingerprint.h"
@@ -39,9 +40,10 @@ std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, in
   if (start_over) {
     for (const char* name : {"journal.jsonl", "metrics.jsonl", "summary.json", "errors.jsonl", "eval.json"})
       fs::remove(fs::path(out) / name);
-    for (const char* dir : {"metrics", "images", "tokens"}) fs::remove_all(fs::path(out) / dir);
+    for (const char* dir : {"metrics", "images", "tokens", "distill"}) fs::remove_all(fs::path(out) / dir);
   }
   for (const char* dir : {"images", "tokens", "metrics"}) make_directories(out + "/" + dir);
+  if (plan.job.distill.enabled) make_directories(out + "/distill");
   const auto identity = job_identity(plan);
   const uint64_t U = uint64_t(plan.job.unit_size);
   const nlohmann::json header = {{"journal", 1},
@@ -56,13 +58,17 @@ std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, in
   auto journal = std::make_unique<Journal>(out, header);
   // A killed run can leave temporaries and metrics of unjournaled units: remove them; those units rerun.
   int64_t removed = 0;
-  for (const char* dir : {"", "/images", "/tokens", "/metrics"})
-    for (const auto& e : fs::directory_iterator(out + dir))
-      if (is_temporary(e.path())) removed += fs::remove(e.path()) ? 1 : 0;
-  for (const auto& e : fs::directory_iterator(out + "/metrics")) {
-    const auto name = e.path().filename().string();
-    if (name.rfind("unit-", 0) == 0 && !journal->is_done(std::stoll(name.substr(5)))) removed += fs::remove(e.path());
-  }
+  for (const char* dir : {"", "/images", "/tokens", "/metrics", "/distill"})
+    if (fs::is_directory(out + dir))
+      for (const auto& e : fs::directory_iterator(out + dir))
+        if (is_temporary(e.path())) removed += fs::remove(e.path()) ? 1 : 0;
+  for (const char* dir : {"/metrics", "/distill"})  // unit-<id>.jsonl / unit-<id>.h5 of units not journaled
+    if (fs::is_directory(out + dir))
+      for (const auto& e : fs::directory_iterator(out + dir)) {
+        const auto name = e.path().filename().string();
+        if (name.rfind("unit-", 0) == 0 && !journal->is_done(std::stoll(name.substr(5))))
+          removed += fs::remove(e.path());
+      }
   const auto errors_path = out + "/errors.jsonl";
   if (plan.plan.errors.empty()) {
     fs::remove(errors_path);
@@ -98,6 +104,7 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
     total.tokens += record.at("tokens").get<int64_t>();
   }
   write_file_atomic(metrics_path(out), metrics);
+  if (plan.job.distill.enabled) build_distill_index(out, distill_units(journal.done()));
   int64_t images_run = 0, units_run = 0;
   double wait = 0;
   nlohmann::json per_rank = nlohmann::json::array();

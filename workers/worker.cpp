@@ -18,6 +18,7 @@
 #include "io/npy.h"
 #include "io/png.h"
 #include "io/run_layout.h"
+#include "workers/distill_capture.h"
 #include "workers/loaded_models.h"
 
 namespace vispec {
@@ -46,6 +47,25 @@ class UnitWriter {
     UnitDone done;
     done.unit = unit.id;
     std::string metrics;
+    // Distillation rows go to a background writer while the next batch decodes (workers/distill_capture.h).
+    std::unique_ptr<DistillUnitWriter> distill;
+    if (job.distill.enabled) {
+      DistillHeader h;
+      h.unit = unit.id;
+      h.samples = count;
+      h.grid_size = grid;
+      h.hidden_dim = plan_.model.gpt.dim;
+      h.model = plan_.model.name;
+      h.decoder = job.decoder.name;
+      h.seed = job.seed;
+      const auto sp = sampling_params(job.decoder);
+      h.cfg_scale = sp.cfg_scale;
+      h.temperature = sp.temperature;
+      h.top_k = double(sp.top_k);
+      h.top_p = sp.top_p;
+      h.options = job.distill;
+      distill = std::make_unique<DistillUnitWriter>(distill_unit_path(job.out_dir, unit.id), h);
+    }
     // Batches are cut from the unit's own samples, so their composition depends on (unit_size, batch_size)
     // only, never on which rank runs the unit: floating-point results (and, rarely, a sampled token) can
     // change with the batch, so this is what makes outputs identical for any rank count.
@@ -64,6 +84,10 @@ class UnitWriter {
       const auto t_batch = Clock::now();
       const auto result = decoder_.decode(req);
       const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
+      if (distill) {
+        const auto hidden = teacher_forced_hidden(models_.gpt, req.class_ids, result.tokens, job.distill.streams);
+        distill->push(distill_batch(hidden, result.tokens, req.class_ids, req.sample_ids, job.distill.dtype));
+      }
       const double batch_ms = seconds_since(t_batch) * 1e3;
       const auto bytes = images_to_bytes(images);  // [B, H, W, C]
       for (int64_t b = 0; b < B; ++b) {
@@ -92,6 +116,7 @@ class UnitWriter {
       }
     }
     // The renames above are durable once their directories are; then the unit's metrics make it whole.
+    if (distill) distill->finish();
     fsync_directory(job.out_dir + "/images");
     fsync_directory(job.out_dir + "/tokens");
     write_file_atomic(unit_metrics_path(job.out_dir, unit.id), metrics);
