@@ -1,0 +1,105 @@
+#include "io/distill_reader.h"
+
+#include <cstring>
+
+#include "core/check.h"
+#include "io/h5.h"
+
+namespace vispec {
+
+namespace {
+std::string read_string_attr(hid_t obj, const char* name, const std::string& where) {
+  VISPEC_CHECK(H5Aexists(obj, name) > 0, where, ": attribute '", name, "' missing (not a vispec distillation file?)");
+  h5::Handle attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  h5::Handle type(H5Aget_type(attr.get()), H5Tclose);
+  h5::Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(mem.get(), H5T_VARIABLE);
+  H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+  char* s = nullptr;
+  h5::check(H5Aread(attr.get(), mem.get(), &s), where, "attribute read");
+  std::string value = s ? s : "";
+  H5free_memory(s);
+  return value;
+}
+
+int64_t read_int_attr(hid_t obj, const char* name, const std::string& where) {
+  VISPEC_CHECK(H5Aexists(obj, name) > 0, where, ": attribute '", name, "' missing (not a vispec distillation file?)");
+  h5::Handle attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  int64_t v = 0;
+  h5::check(H5Aread(attr.get(), H5T_NATIVE_INT64, &v), where, "attribute read");
+  return v;
+}
+
+std::vector<int64_t> read_column(hid_t file, const char* name, const std::string& where) {
+  h5::Handle ds(h5::check(H5Dopen2(file, name, H5P_DEFAULT), where, name), H5Dclose);
+  h5::Handle space(H5Dget_space(ds.get()), H5Sclose);
+  std::vector<int64_t> v(size_t(H5Sget_simple_extent_npoints(space.get())));
+  if (!v.empty()) h5::check(H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), where, name);
+  return v;
+}
+
+// Reads rows [row, row + count) of a dataset into `out` (memory type `type`).
+void read_rows(hid_t file, const char* name, hid_t type, int64_t row, int64_t count, void* out, const std::string& where) {
+  h5::Handle ds(h5::check(H5Dopen2(file, name, H5P_DEFAULT), where, name), H5Dclose);
+  h5::Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  std::vector<hsize_t> dims(static_cast<size_t>(rank)), start(static_cast<size_t>(rank), 0);
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  start[0] = hsize_t(row);
+  dims[0] = hsize_t(count);
+  h5::check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, dims.data(), nullptr), where,
+            "hyperslab");
+  h5::Handle mem(H5Screate_simple(rank, dims.data(), nullptr), H5Sclose);
+  h5::check(H5Dread(ds.get(), type, mem.get(), space.get(), H5P_DEFAULT, out), where, name);
+}
+}  // namespace
+
+DistillReader::DistillReader(const std::string& path) : path_(path) {
+  h5::Handle file = h5::open_file(path);
+  h5::Handle root(h5::check(H5Gopen2(file.get(), "/", H5P_DEFAULT), path, "root open"), H5Gclose);
+  VISPEC_CHECK(read_string_attr(root.get(), "schema", path) == kDistillSchemaName, path,
+               ": @schema is not 'vispec-distill'");
+  const int64_t version = read_int_attr(root.get(), "version", path);
+  VISPEC_CHECK(version == kDistillSchemaVersion, path, ": @version ", version, " (this vispec reads version ",
+               kDistillSchemaVersion, ")");
+  VISPEC_CHECK(H5Lexists(file.get(), "units", H5P_DEFAULT) > 0, path,
+               ": no units table: pass an index.h5 (vispec distill-index OUT builds one), not a unit file");
+  model_ = read_string_attr(root.get(), "model", path);
+  grid_ = read_int_attr(root.get(), "grid_size", path);
+  dim_ = read_int_attr(root.get(), "hidden_dim", path);
+  rows_ = read_int_attr(root.get(), "samples", path);
+  streams_ = read_string_attr(root.get(), "streams", path) == "cond,uncond" ? 2 : 1;
+  const auto dtype = read_string_attr(root.get(), "dtype", path);
+  dtype_ = dtype == "fp32" ? DistillDtype::kFloat32 : dtype == "fp16" ? DistillDtype::kFloat16 : DistillDtype::kBFloat16;
+  const auto ids = read_column(file.get(), "units/unit", path), lengths = read_column(file.get(), "units/length", path);
+  for (size_t i = 0; i < ids.size(); ++i) units_.push_back({ids[i], lengths[i]});
+}
+
+DistillRows DistillReader::read(int64_t row, int64_t count) const {
+  VISPEC_CHECK(row >= 0 && count >= 0 && row + count <= rows_, path_, ": rows [", row, ", ", row + count,
+               ") outside [0, ", rows_, ")");
+  h5::Handle file = h5::open_file(path_);
+  DistillRows r;
+  r.count = count;
+  const size_t n_hidden = size_t(count * streams_ * positions() * dim_);
+  r.hidden.resize(n_hidden);
+  if (dtype_ == DistillDtype::kBFloat16) {  // widen the stored bits: bf16 is the top half of a float32
+    std::vector<uint16_t> bits(n_hidden);
+    read_rows(file.get(), "hidden", H5T_NATIVE_UINT16, row, count, bits.data(), path_);
+    for (size_t i = 0; i < n_hidden; ++i) {
+      const uint32_t wide = uint32_t(bits[i]) << 16;
+      std::memcpy(&r.hidden[i], &wide, sizeof(float));
+    }
+  } else {
+    read_rows(file.get(), "hidden", H5T_NATIVE_FLOAT, row, count, r.hidden.data(), path_);
+  }
+  r.tokens.resize(size_t(count * positions()));
+  r.class_id.resize(size_t(count));
+  r.sample_id.resize(size_t(count));
+  read_rows(file.get(), "tokens", H5T_NATIVE_INT32, row, count, r.tokens.data(), path_);
+  read_rows(file.get(), "class_id", H5T_NATIVE_INT64, row, count, r.class_id.data(), path_);
+  read_rows(file.get(), "sample_id", H5T_NATIVE_INT64, row, count, r.sample_id.data(), path_);
+  return r;
+}
+
+}  // namespace vispec
