@@ -5,14 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 
 #include "bench/bench_report.h"
+#include "core/check.h"
 #include "core/device.h"
+#include "core/logging.h"
 #include "decoding/decoder_factory.h"
 #include "eval/quality.h"
 #include "io/image_tensor.h"
-#include "core/check.h"
 #include "workers/job_plan.h"
 #include "workers/loaded_models.h"
 
@@ -28,13 +28,6 @@ struct Tally {
   std::vector<double> chunk_seconds;
   std::vector<torch::Tensor> predictions, features;
 };
-
-std::string utc_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -57,17 +50,7 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   const int64_t n = int64_t(samples.size()), D = int64_t(decoders.size()), grid = model.gpt.grid_size;
   spdlog::info("bench {}: {} decoders x {} images on {}, chunks of {}", c.name, D, n, device.str(), c.batch_size);
 
-  auto request = [&](int64_t start, int64_t count) {
-    DecodeRequest req;
-    req.seed = c.seed;
-    std::vector<int64_t> classes;
-    for (int64_t i = start; i < start + count; ++i) {
-      req.sample_ids.push_back(samples[i].sample_id);
-      classes.push_back(samples[i].class_id);
-    }
-    req.class_ids = torch::tensor(classes, torch::kInt64);
-    return req;
-  };
+  auto request = [&](int64_t start, int64_t count) { return make_request(c.seed, &samples[start], count); };
   // Untimed warm-up: first calls pay for allocations and (on GPU) kernel selection.
   for (auto& d : decoders) d->decode(request(0, std::min(c.batch_size, n)));
 
@@ -132,7 +115,7 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   nlohmann::json out = {{"name", c.name},
                         {"bench_file", c.file},
                         {"model", model.name},
-                        {"date_utc", utc_now()},
+                        {"date_utc", utc_timestamp()},
                         {"device", device.str()},
                         {"threads", at::get_num_threads()},
                         {"libtorch", TORCH_VERSION},

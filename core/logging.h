@@ -6,4 +6,6 @@
 namespace vispec {
 // level: "debug", "info", "warn", "error".
 void init_logging(const std::string& level = "info");
+// "2026-11-22T06:22:03Z": the time stamp of journals and bench results.
+std::string utc_timestamp();
 }  // namespace vispec

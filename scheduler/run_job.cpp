@@ -2,12 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <thread>
 
 #include "core/check.h"
+#include "core/logging.h"
 #include "core/device.h"
 #include "core/exit_codes.h"
 #include "core/stop_signal.h"
@@ -24,13 +24,6 @@ namespace vispec {
 namespace fs = std::filesystem;
 
 namespace {
-std::string utc_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 bool is_temporary(const fs::path& p) { return p.filename().string().find(".tmp.") != std::string::npos; }
 
 // Rank 0, before any unit: directories, the journal (refusing a different configuration), leftovers of a
@@ -54,7 +47,7 @@ std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, in
                                  {"sample_ids", plan.plan.id_count},
                                  {"samples", plan.plan.samples.size()},
                                  {"job", plan.job.file},
-                                 {"created_utc", utc_now()}};
+                                 {"created_utc", utc_timestamp()}};
   auto journal = std::make_unique<Journal>(out, header);
   // A killed run can leave temporaries and metrics of unjournaled units: remove them; those units rerun.
   int64_t removed = 0;

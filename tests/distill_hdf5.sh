@@ -8,7 +8,6 @@ vispec=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$src/tests/mpi_common.sh"
-fail() { echo "FAIL: $*"; exit 1; }
 
 # 1. bf16, both streams, 2 ranks.
 write_job "$work/a"

@@ -1,6 +1,7 @@
 # Shared by the MPI / resume tests: a small job on the embedded model (18 samples in 5 units of 4, batches of 3,
 # one thread per rank) and checks on its outputs. Sourced with $vispec, $src and $work set.
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
+fail() { echo "FAIL: $*"; exit 1; }
 
 write_job() {  # write_job DIR
   mkdir -p "$1"

@@ -8,7 +8,6 @@ vispec=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$src/tests/mpi_common.sh"
-fail() { echo "FAIL: $*"; exit 1; }
 write_job "$work/ref"
 "$vispec" run "$work/ref/job.yaml" 2> "$work/ref.log"
 

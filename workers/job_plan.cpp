@@ -1,6 +1,7 @@
 #include "workers/job_plan.h"
 
 #include "core/check.h"
+#include "decoding/decoder.h"
 #include "decoding/decoder_factory.h"
 #include "io/prompts.h"
 
@@ -26,6 +27,18 @@ SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_fil
       plan.samples.push_back({uint64_t(i) * uint64_t(images_per_prompt) + uint64_t(j), id, p.text});
   }
   return plan;
+}
+
+DecodeRequest make_request(uint64_t seed, const PlannedSample* first, int64_t count) {
+  DecodeRequest req;
+  req.seed = seed;
+  std::vector<int64_t> classes;
+  for (int64_t i = 0; i < count; ++i) {
+    req.sample_ids.push_back(first[i].sample_id);
+    classes.push_back(first[i].class_id);
+  }
+  req.class_ids = torch::tensor(classes, torch::kInt64);
+  return req;
 }
 
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides,

@@ -41,6 +41,10 @@ struct JobPlan {
   SamplePlan plan;
 };
 
+// The decode request of `count` consecutive planned samples (a batch of a unit, or of a bench chunk).
+struct DecodeRequest;
+DecodeRequest make_request(uint64_t seed, const PlannedSample* first, int64_t count);
+
 // Reads and checks the job file, its model config, its prompts and its decoder. Writes nothing.
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides = {},
                  const std::string& out_override = "");

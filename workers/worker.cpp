@@ -73,14 +73,7 @@ class UnitWriter {
       if (stop_requested()) return std::nullopt;
       if (const int64_t ms = fault_value("slow"); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       const int64_t B = std::min(job.batch_size, count - start);
-      DecodeRequest req;
-      req.seed = job.seed;
-      std::vector<int64_t> classes;
-      for (int64_t b = 0; b < B; ++b) {
-        req.sample_ids.push_back(begin[start + b].sample_id);
-        classes.push_back(begin[start + b].class_id);
-      }
-      req.class_ids = torch::tensor(classes, torch::kInt64);
+      const auto req = make_request(job.seed, &begin[start], B);
       const auto t_batch = Clock::now();
       const auto result = decoder_.decode(req);
       const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
