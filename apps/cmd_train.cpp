@@ -1,4 +1,4 @@
-// vispec train {vq, gpt, classifier}: trainers for the embedded model.
+// vispec train {vq, gpt, classifier, eagle-head, ssd-heads}: trainers for the embedded model and its drafters.
 #include "apps/commands.h"
 #include "train/trainers.h"
 
@@ -20,12 +20,25 @@ void add_common(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--checkpoint-every", o.checkpoint_every)->capture_default_str();
   cmd->add_option("--seed", o.seed)->capture_default_str();
 }
+
+void add_head_options(CLI::App* cmd, HeadTrainOptions& o) {
+  add_common(cmd, o);
+  o.eval_at_start = true;
+  cmd->add_option("--data", o.data, "distillation data: OUT/distill/index.h5 or the run directory OUT")->required();
+  cmd->add_option("--init", o.init, "start from this head file (checked against the target)");
+  cmd->add_option("--null-fraction", o.null_fraction, "rows trained on the uncond stream (CFG)")->capture_default_str();
+  cmd->add_option("--heldout-units", o.heldout_units, "last units kept for evaluation (0 = 2%, at least 1)")
+      ->capture_default_str();
+  cmd->add_option("--heldout-rows", o.heldout_rows, "held-out samples evaluated per checkpoint")->capture_default_str();
+  cmd->add_option("--window-rows", o.window_rows, "rows read and shuffled together")->capture_default_str();
+}
 }  // namespace
 
 void add_train_commands(CLI::App& app, Action& action) {
   auto* train = app.add_subcommand("train", "train a model of the embedded model family");
   train->require_subcommand(1);
   static TrainOptions vq, gpt, classifier;
+  static HeadTrainOptions eagle, ssd;
   auto* vq_cmd = train->add_subcommand("vq", "the VQ tokenizer on Fashion-MNIST");
   add_common(vq_cmd, vq);
   vq_cmd->callback([&action] { action = [] { train_vq(vq); return kExitOk; }; });
@@ -35,6 +48,17 @@ void add_train_commands(CLI::App& app, Action& action) {
   auto* cls_cmd = train->add_subcommand("classifier", "the evaluation classifier (vispec eval) on Fashion-MNIST");
   add_common(cls_cmd, classifier);
   cls_cmd->callback([&action] { action = [] { train_classifier(classifier); return kExitOk; }; });
+  auto* eagle_cmd = train->add_subcommand("eagle-head", "EAGLE-2's drafter for the target, from distillation data");
+  add_head_options(eagle_cmd, eagle);
+  eagle_cmd->add_option("--noise-std", eagle.noise_std, "uniform input noise, scaled by 512/T as EAGLE")
+      ->capture_default_str();
+  eagle_cmd->add_option("--ploss-weight", eagle.ploss_weight, "weight of the token cross-entropy")->capture_default_str();
+  eagle_cmd->callback([&action] { action = [] { train_eagle_head(eagle); return kExitOk; }; });
+  auto* ssd_cmd = train->add_subcommand("ssd-heads", "SSD's horizontal and vertical heads, from distillation data");
+  add_head_options(ssd_cmd, ssd);
+  ssd_cmd->add_option("--horizontal", ssd.horizontal, "kh: heads for +1 .. +kh in the row")->capture_default_str();
+  ssd_cmd->add_option("--vertical", ssd.vertical, "kv: heads for the kv rows below")->capture_default_str();
+  ssd_cmd->callback([&action] { action = [] { train_ssd_heads(ssd); return kExitOk; }; });
 }
 
 }  // namespace vispec

@@ -38,6 +38,20 @@ std::vector<int64_t> read_column(hid_t file, const char* name, const std::string
   return v;
 }
 
+// The stored type of /hidden must be what @dtype says: HDF5 would otherwise convert silently (float32 data
+// read as bf16 bits would become garbage, not an error).
+void check_stored_type(hid_t file, DistillDtype dtype, const std::string& where) {
+  h5::Handle ds(h5::check(H5Dopen2(file, "hidden", H5P_DEFAULT), where, "hidden"), H5Dclose);
+  h5::Handle type(H5Dget_type(ds.get()), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  const size_t size = H5Tget_size(type.get());
+  const bool ok = dtype == DistillDtype::kBFloat16 ? cls == H5T_INTEGER && size == 2
+                                                   : cls == H5T_FLOAT && size == size_t(dtype_bytes(dtype));
+  VISPEC_CHECK(ok, where, ": /hidden is stored as ", cls == H5T_FLOAT ? "float" : cls == H5T_INTEGER ? "integer" : "other",
+               size * 8, " but @dtype says ", dtype_name(dtype),
+               dtype == DistillDtype::kBFloat16 ? " (bf16 is stored as uint16 bits)" : "");
+}
+
 // Reads rows [row, row + count) of a dataset into `out` (memory type `type`).
 void read_rows(hid_t file, const char* name, hid_t type, int64_t row, int64_t count, void* out, const std::string& where) {
   h5::Handle ds(h5::check(H5Dopen2(file, name, H5P_DEFAULT), where, name), H5Dclose);
@@ -70,7 +84,10 @@ DistillReader::DistillReader(const std::string& path) : path_(path) {
   rows_ = read_int_attr(root.get(), "samples", path);
   streams_ = read_string_attr(root.get(), "streams", path) == "cond,uncond" ? 2 : 1;
   const auto dtype = read_string_attr(root.get(), "dtype", path);
+  VISPEC_CHECK(dtype == "fp32" || dtype == "fp16" || dtype == "bf16", path, ": @dtype '", dtype,
+               "' is none of fp32, fp16, bf16");
   dtype_ = dtype == "fp32" ? DistillDtype::kFloat32 : dtype == "fp16" ? DistillDtype::kFloat16 : DistillDtype::kBFloat16;
+  check_stored_type(file.get(), dtype_, path);
   const auto ids = read_column(file.get(), "units/unit", path), lengths = read_column(file.get(), "units/length", path);
   for (size_t i = 0; i < ids.size(); ++i) units_.push_back({ids[i], lengths[i]});
 }

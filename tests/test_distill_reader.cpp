@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cli.h"
+#include "distill_job.h"
 #include "core/check.h"
 #include "io/distill_reader.h"
 #include "io/npy.h"
@@ -22,25 +23,10 @@ namespace fs = std::filesystem;
 namespace {
 class DistillReading : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() / ("vispec_distill_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    std::ofstream(dir / "prompts.txt") << "trouser\nbag\n";
-  }
+  void SetUp() override { dir = test::test_directory("vispec_distill_"); }
   void TearDown() override { fs::remove_all(dir); }
   // 6 samples in units of 4 and 2; returns the output directory.
-  std::string run_job(const std::string& dtype) {
-    const auto out = (dir / ("out-" + dtype)).string();
-    std::ofstream(dir / "job.yaml") << "model: " << VISPEC_SOURCE_DIR << "/configs/fmnist.yaml\n"
-                                    << "prompts: prompts.txt\ndecoder: {name: ar, cfg_scale: 2.0}\n"
-                                    << "images_per_prompt: 3\nunit_size: 4\nbatch_size: 3\nthreads: 1\n"
-                                    << "distill: {streams: cond+uncond, dtype: " << dtype << "}\nout: " << out << "\n";
-    const auto r = test::run_vispec("run " + (dir / "job.yaml").string());
-    EXPECT_EQ(r.exit_code, 0) << r.text;
-    return out;
-  }
+  std::string run_job(const std::string& dtype) { return test::run_distill_job(dir, dtype, 3, 4); }
   fs::path dir;
 };
 }  // namespace

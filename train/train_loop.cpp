@@ -22,8 +22,14 @@ torch::Device prepare_training(const TrainOptions& o) {
 
 void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim::Optimizer& opt,
                   const std::function<StepResult(int64_t step)>& step_fn,
-                  const std::function<nlohmann::json()>& eval_fn, std::map<std::string, std::string> metadata) {
+                  const std::function<nlohmann::json()>& eval_fn, std::map<std::string, std::string> metadata,
+                  const std::vector<std::vector<torch::Tensor>>& clip_groups) {
   int64_t step = resume_checkpoint(o.out_dir, model, opt);
+  if (step == 0 && o.eval_at_start) {
+    auto eval = eval_fn();
+    eval["step"] = 0;
+    log_train_step(o.out_dir, eval);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   for (; step < o.steps; ++step) {
     const double lr = learning_rate(o, step);
@@ -31,7 +37,11 @@ void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim:
     auto result = step_fn(step);
     opt.zero_grad();
     result.loss.backward();
-    torch::nn::utils::clip_grad_norm_(model.parameters(), o.grad_clip);
+    if (clip_groups.empty()) {
+      torch::nn::utils::clip_grad_norm_(model.parameters(), o.grad_clip);
+    } else {
+      for (const auto& group : clip_groups) torch::nn::utils::clip_grad_norm_(group, o.grad_clip);
+    }
     opt.step();
     const bool last = step + 1 == o.steps;
     if ((step + 1) % o.log_every == 0 || last) {

@@ -34,6 +34,7 @@ struct TrainOptions {
   int64_t log_every = 20;
   int64_t checkpoint_every = 200;
   uint64_t seed = 0;
+  bool eval_at_start = false;   // also evaluate (and log) before the first step of a fresh run
 };
 
 // Threads, device, run directory and torch's seed, as the options say. Returns the device to train on.
@@ -47,9 +48,12 @@ struct StepResult {
 // The loop every trainer shares: from the resumed step to o.steps, set the learning rate, call step_fn(step)
 // for the loss, back-propagate, clip, step; log every o.log_every; at every checkpoint call eval_fn() and
 // save. Finally exports the weights (safetensors, with `metadata`) to o.export_path or OUT/model.safetensors.
+// clip_groups: parameter sets whose gradient norms are clipped separately (models trained as independent
+// heads); empty = one global norm over model.parameters().
 void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim::Optimizer& opt,
                   const std::function<StepResult(int64_t step)>& step_fn,
-                  const std::function<nlohmann::json()>& eval_fn, std::map<std::string, std::string> metadata);
+                  const std::function<nlohmann::json()>& eval_fn, std::map<std::string, std::string> metadata,
+                  const std::vector<std::vector<torch::Tensor>>& clip_groups = {});
 
 // Linear warm-up, then cosine decay to lr * min_lr_ratio at `steps`.
 double learning_rate(const TrainOptions& o, int64_t step);

@@ -1,6 +1,7 @@
 // Trainers for the embedded model (CPU or CUDA, resumable). Each reads its architecture from a model config.
 #pragma once
 
+#include "train/head_training.h"
 #include "train/train_loop.h"
 
 namespace vispec {
@@ -11,5 +12,8 @@ void train_vq(const TrainOptions& options);
 void train_gpt(const TrainOptions& options);
 // The evaluation classifier (class agreement and the FID feature space) on Fashion-MNIST.
 void train_classifier(const TrainOptions& options);
+// Draft heads for the config's target, from a self-distillation dataset (a job's distill: output).
+void train_eagle_head(const HeadTrainOptions& options);
+void train_ssd_heads(const HeadTrainOptions& options);
 
 }  // namespace vispec
