@@ -1,0 +1,79 @@
+#include "decoding/codebook_neighbours.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/npy.h"
+
+namespace vispec {
+
+namespace {
+uint64_t fnv1a(const void* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+}  // namespace
+
+CodebookNeighbours CodebookNeighbours::build(const torch::Tensor& codebook, int64_t columns) {
+  torch::NoGradGuard no_grad;
+  const auto e = codebook.to(torch::kCPU, torch::kFloat64);
+  const int64_t n = e.size(0);
+  VISPEC_CHECK(columns > 0 && columns < n, "codebook neighbours: ", columns, " columns for ", n, " codes");
+  CodebookNeighbours t;
+  t.codes_ = n;
+  t.columns_ = columns;
+  t.table_.resize(size_t(n * columns));
+  for (int64_t start = 0; start < n; start += 1024) {  // blocks of rows bound the [rows, N] distance matrix
+    const int64_t rows = std::min<int64_t>(1024, n - start);
+    auto d = torch::cdist(e.narrow(0, start, rows), e);
+    d.narrow(1, start, rows).fill_diagonal_(std::numeric_limits<double>::infinity());
+    // Stable sort: equal distances keep code order, so the table does not depend on the topk algorithm.
+    const auto idx = std::get<1>(d.sort(/*stable=*/true, 1, false)).narrow(1, 0, columns).to(torch::kInt32).contiguous();
+    std::memcpy(t.table_.data() + start * columns, idx.data_ptr<int32_t>(), size_t(rows * columns) * sizeof(int32_t));
+  }
+  return t;
+}
+
+std::string CodebookNeighbours::default_cache_dir() {
+  if (const char* v = std::getenv("VISPEC_CACHE")) return v;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return std::string(x) + "/vispec";
+  if (const char* h = std::getenv("HOME")) return std::string(h) + "/.cache/vispec";
+  return "";
+}
+
+CodebookNeighbours CodebookNeighbours::cached(const torch::Tensor& codebook, int64_t columns,
+                                              const std::string& cache_dir) {
+  if (cache_dir.empty()) return build(codebook, columns);
+  const auto e = codebook.to(torch::kCPU, torch::kFloat32).contiguous();
+  const uint64_t key = fnv1a(e.data_ptr<float>(), size_t(e.numel()) * sizeof(float));
+  const std::string path = cache_dir + "/codebook-neighbours-" + fmt::format("{:016x}", key) + "-" +
+                           std::to_string(e.size(0)) + "x" + std::to_string(columns) + ".npy";
+  if (file_exists(path)) {
+    std::vector<int64_t> shape;
+    auto data = read_npy_int32(path, &shape);
+    VISPEC_CHECK(shape == (std::vector<int64_t>{e.size(0), columns}), path, ": shape does not match its name");
+    CodebookNeighbours t;
+    t.codes_ = shape[0];
+    t.columns_ = shape[1];
+    t.table_ = std::move(data);
+    return t;
+  }
+  auto t = build(codebook, columns);
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir, ec);
+  try {
+    write_npy_int32(path, t.table_, {t.codes_, t.columns_});
+    spdlog::info("cached the codebook neighbour table in {}", path);
+  } catch (const std::exception& ex) {  // a read-only cache costs time, never a run
+    spdlog::warn("could not cache the codebook neighbour table: {}", ex.what());
+  }
+  return t;
+}
+
+}  // namespace vispec
