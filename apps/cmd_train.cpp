@@ -44,6 +44,7 @@ void add_train_commands(CLI::App& app, Action& action) {
   vq_cmd->callback([&action] { action = [] { train_vq(vq); return kExitOk; }; });
   auto* gpt_cmd = train->add_subcommand("gpt", "the class-conditional GPT on VQ tokens of Fashion-MNIST");
   add_common(gpt_cmd, gpt);
+  gpt_cmd->add_flag("--drafter", gpt.drafter, "train the config's drafters.gpt (SD's small drafter) instead of the target");
   gpt_cmd->callback([&action] { action = [] { train_gpt(gpt); return kExitOk; }; });
   auto* cls_cmd = train->add_subcommand("classifier", "the evaluation classifier (vispec eval) on Fashion-MNIST");
   add_common(cls_cmd, classifier);

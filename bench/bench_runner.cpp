@@ -46,7 +46,8 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   auto models = load_models(model, device);
   QualityJudge judge(model, device);
   std::vector<std::unique_ptr<Decoder>> decoders;
-  for (const auto& e : c.decoders) decoders.push_back(make_decoder(e.decoder, DecoderModels{models.gpt}));
+  for (const auto& e : c.decoders)
+    decoders.push_back(make_decoder(e.decoder, load_decoder_models(e.decoder, model, models.gpt, models.vq, device)));
   const int64_t n = int64_t(samples.size()), D = int64_t(decoders.size()), grid = model.gpt.grid_size;
   spdlog::info("bench {}: {} decoders x {} images on {}, chunks of {}", c.name, D, n, device.str(), c.batch_size);
 
@@ -94,6 +95,7 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
     rows.push_back({{"label", c.decoders[d].label},
                     {"decoder", c.decoders[d].decoder.name},
                     {"params", c.decoders[d].decoder.params},
+                    {"words", c.decoders[d].decoder.words},
                     {"images", n},
                     {"target_forwards_per_image", double(s.target_forwards) / double(n)},
                     {"draft_forwards_per_image", double(s.draft_forwards) / double(n)},

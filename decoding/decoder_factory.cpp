@@ -1,46 +1,82 @@
 #include "decoding/decoder_factory.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/check.h"
 #include "decoding/ar.h"
+#include "decoding/sd.h"
+#include "models/load.h"
 
 namespace vispec {
 
 namespace {
 const std::vector<std::string> kSamplingKeys = {"cfg_scale", "temperature", "top_k", "top_p"};
+// Acceptance rule keys, shared by every speculative decoder that takes a rule.
+const std::vector<std::string> kAcceptKeys = {"accept", "k", "delta", "lambda", "schedule", "budget", "nu", "mu",
+                                              "slope", "optimal_resampling"};
+const std::vector<std::string> kWordKeys = {"accept", "schedule"};
 
 // Parameters each decoder accepts beyond the sampling chain.
 std::vector<std::string> method_keys(const std::string& name) {
-  if (name == "ar") return {};
+  if (name == "sd") {
+    auto keys = kAcceptKeys;
+    keys.push_back("gamma");
+    return keys;
+  }
   return {};
 }
+
+bool uses_draft_gpt(const std::string& name) { return name == "sd"; }
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
 }
+
+bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 }  // namespace
 
-std::vector<std::string> known_decoders() { return {"ar"}; }
+std::vector<std::string> known_decoders() { return {"ar", "sd"}; }
 
 void validate_decoder_spec(const DecoderSpec& spec) {
   const auto names = known_decoders();
-  VISPEC_CHECK(std::find(names.begin(), names.end(), spec.name) != names.end(), spec.name_where,
-               ": unknown decoder '", spec.name, "' (known: ", join(names), ")");
+  VISPEC_CHECK(contains(names, spec.name), spec.name_where, ": unknown decoder '", spec.name, "' (known: ", join(names), ")");
   auto allowed = kSamplingKeys;
   for (const auto& k : method_keys(spec.name)) allowed.push_back(k);
   for (const auto& [key, value] : spec.params) {
-    VISPEC_CHECK(std::find(allowed.begin(), allowed.end(), key) != allowed.end(), spec.where.at(key),
-                 ": unknown parameter for decoder '", spec.name, "' (known: ", join(allowed), ")");
+    VISPEC_CHECK(contains(allowed, key), spec.where.at(key), ": unknown parameter for decoder '", spec.name,
+                 "' (known: ", join(allowed), ")");
+    VISPEC_CHECK(!contains(kWordKeys, key), spec.where.at(key), ": expects a word, not a number");
+  }
+  for (const auto& [key, value] : spec.words) {
+    VISPEC_CHECK(contains(allowed, key), spec.where.at(key), ": unknown parameter for decoder '", spec.name,
+                 "' (known: ", join(allowed), ")");
+    VISPEC_CHECK(contains(kWordKeys, key), spec.where.at(key), ": expects a number, not '", value, "'");
   }
   const auto p = sampling_params(spec);
-  auto where = [&](const char* k) { return spec.where.count(k) ? spec.where.at(k) : spec.name_where; };
-  VISPEC_CHECK(p.temperature >= 0, where("temperature"), ": must be >= 0");
-  VISPEC_CHECK(p.top_k >= 0, where("top_k"), ": must be >= 0 (0 = off)");
-  VISPEC_CHECK(p.top_p > 0 && p.top_p <= 1, where("top_p"), ": must be in (0, 1]");
-  VISPEC_CHECK(p.cfg_scale >= 0, where("cfg_scale"), ": must be >= 0");
+  VISPEC_CHECK(p.temperature >= 0, spec.where_of("temperature"), ": must be >= 0");
+  VISPEC_CHECK(p.top_k >= 0, spec.where_of("top_k"), ": must be >= 0 (0 = off)");
+  VISPEC_CHECK(p.top_p > 0 && p.top_p <= 1, spec.where_of("top_p"), ": must be in (0, 1]");
+  VISPEC_CHECK(p.cfg_scale >= 0, spec.where_of("cfg_scale"), ": must be >= 0");
+  if (spec.name == "sd") {
+    const double gamma = spec.get("gamma", 4);
+    VISPEC_CHECK(gamma >= 1 && gamma <= 64 && gamma == std::floor(gamma), spec.where_of("gamma"),
+                 ": must be a whole number in [1, 64]");
+    acceptance_params(spec);
+  }
+}
+
+void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model) {
+  validate_decoder_spec(spec);
+  VISPEC_CHECK(!uses_draft_gpt(spec.name) || model.has_draft_gpt(), spec.name_where, ": decoder '", spec.name,
+               "' drafts with a small GPT, but ", model.file, " has no drafters.gpt section");
+  if (acceptance_params(spec).needs_neighbours()) {
+    const double k = spec.get("k", AcceptanceParams{}.k);
+    VISPEC_CHECK(k < double(model.vq.codebook_size), spec.where_of("k"), ": ", int64_t(k), " neighbours but the codebook of ",
+                 model.file, " has ", model.vq.codebook_size, " codes");
+  }
 }
 
 SamplingParams sampling_params(const DecoderSpec& spec) {
@@ -52,9 +88,66 @@ SamplingParams sampling_params(const DecoderSpec& spec) {
   return p;
 }
 
+AcceptanceParams acceptance_params(const DecoderSpec& spec) {
+  AcceptanceParams a;
+  // A bad word names its own field: "jobs/x.yaml:5: decoder.accept: unknown acceptance rule 'lanter' (...)".
+  try {
+    a.rule = parse_accept_rule(spec.word("accept", "exact"));
+  } catch (const Error& e) {
+    VISPEC_FAIL(spec.where_of("accept"), ": ", e.what());
+  }
+  try {
+    a.schedule = parse_cool_schedule(spec.word("schedule", "exponential"));
+  } catch (const Error& e) {
+    VISPEC_FAIL(spec.where_of("schedule"), ": ", e.what());
+  }
+  a.k = int64_t(spec.get("k", double(a.k)));
+  a.delta = spec.get("delta", a.delta);
+  a.lambda = spec.get("lambda", a.lambda);
+  a.budget = spec.get("budget", a.budget);
+  a.nu = spec.get("nu", a.nu);
+  a.mu = spec.get("mu", a.mu);
+  a.slope = spec.get("slope", a.slope);
+  a.optimal_resampling = spec.get("optimal_resampling", 0) != 0;
+  VISPEC_CHECK(a.k >= 1, spec.where_of("k"), ": must be >= 1");
+  VISPEC_CHECK(a.delta > 0 && a.delta <= 1, spec.where_of("delta"), ": must be in (0, 1]");
+  VISPEC_CHECK(a.lambda >= 1, spec.where_of("lambda"), ": must be >= 1");
+  VISPEC_CHECK(a.budget > 0, spec.where_of("budget"), ": must be > 0");
+  VISPEC_CHECK(a.nu >= 0, spec.where_of("nu"), ": must be >= 0");
+  return a;
+}
+
+std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec, const ModelConfig& model) {
+  std::map<std::string, std::string> files;
+  if (uses_draft_gpt(spec.name) && model.has_draft_gpt()) files["draft_gpt"] = model.draft_gpt_weights;
+  return files;
+}
+
+DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& model, Gpt target, VqModel vq,
+                                  torch::Device device) {
+  validate_decoder_spec(spec, model);
+  DecoderModels m;
+  m.target = std::move(target);
+  if (uses_draft_gpt(spec.name)) {
+    m.draft_gpt = Gpt(model.draft_gpt);
+    load_weights(*m.draft_gpt, model.draft_gpt_weights);
+    m.draft_gpt->to(device);
+    m.draft_gpt->eval();
+  }
+  const auto accept = acceptance_params(spec);
+  if (accept.needs_neighbours())
+    m.neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::cached(
+        vq->quantize->embedding->weight, accept.k, CodebookNeighbours::default_cache_dir()));
+  return m;
+}
+
 std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderModels& models) {
   validate_decoder_spec(spec);
-  if (spec.name == "ar") return std::make_unique<ArDecoder>(models.target, sampling_params(spec));
+  const auto sampling = sampling_params(spec);
+  if (spec.name == "ar") return std::make_unique<ArDecoder>(models.target, sampling);
+  if (spec.name == "sd")
+    return std::make_unique<SdDecoder>(models.target, models.draft_gpt, sampling, int64_t(spec.get("gamma", 4)),
+                                       acceptance_params(spec), models.neighbours);
   VISPEC_FAIL(spec.name_where, ": unknown decoder '", spec.name, "'");
 }
 

@@ -1,27 +1,43 @@
 // The single place that maps decoder names to decoders. Throws, naming the job file line, on an unknown
-// name, an unknown parameter or a value out of range.
+// name, an unknown parameter, a value out of range or a drafter the model config does not provide.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "decoding/acceptance.h"
+#include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
 #include "decoding/sampler.h"
 #include "io/decoder_spec.h"
 #include "models/gpt.h"
+#include "models/model_config.h"
+#include "models/vq.h"
 
 namespace vispec {
 
-// The networks a decoder may use, loaded once per worker.
+// The networks a decoder may use, on one device, in eval mode. load_decoder_models() fills what the spec
+// needs from the model config's drafters section.
 struct DecoderModels {
   Gpt target{nullptr};
+  Gpt draft_gpt{nullptr};
+  std::shared_ptr<const CodebookNeighbours> neighbours;
 };
 
 std::vector<std::string> known_decoders();
-// Checks name and parameters without building anything (run before any output is written).
+// Checks name and parameters without building anything (run before any output is written); with a model
+// config, also that it provides the drafters the decoder needs.
 void validate_decoder_spec(const DecoderSpec& spec);
+void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model);
 SamplingParams sampling_params(const DecoderSpec& spec);
+AcceptanceParams acceptance_params(const DecoderSpec& spec);
+// Weight files beyond the target and VQ that the decoder reads (role -> path): part of a job's identity.
+std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec, const ModelConfig& model);
+
+DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& model, Gpt target, VqModel vq,
+                                  torch::Device device);
 std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderModels& models);
 
 }  // namespace vispec

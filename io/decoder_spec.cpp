@@ -1,5 +1,7 @@
 #include "io/decoder_spec.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include "io/yaml_util.h"
 
 namespace vispec {
@@ -12,7 +14,12 @@ DecoderSpec parse_decoder_spec(const YamlView& dec) {
   for (const auto& key : dec.keys()) {
     if (key == "name") continue;
     const auto field = dec.at(key);
-    spec.params[key] = field.as<double>();
+    double number = 0;
+    if (YAML::convert<double>::decode(field.node(), number)) {
+      spec.params[key] = number;
+    } else {
+      spec.words[key] = field.as<std::string>();
+    }
     spec.where[key] = field.where();
   }
   return spec;

@@ -15,11 +15,18 @@ std::string lower(std::string s) {
   return s;
 }
 
-GptConfig parse_gpt(const YamlView& v) {
+// base: the defaults (a drafter starts from its target: same vocabulary, grid and conditioning).
+GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   v.reject_unknown_keys({"weights", "preset", "vocab_size", "dim", "n_layer", "n_head", "n_kv_head", "multiple_of",
                          "ffn_dim_multiplier", "rope_base", "norm_eps", "grid_size", "num_classes", "cls_token_num",
                          "caption_dim"});
-  GptConfig c = v.has("preset") ? gpt_preset(v.need<std::string>("preset")) : GptConfig{};
+  GptConfig c = base;
+  if (v.has("preset")) {
+    const auto preset = gpt_preset(v.need<std::string>("preset"));
+    c.dim = preset.dim;
+    c.n_layer = preset.n_layer;
+    c.n_head = preset.n_head;
+  }
   c.vocab_size = v.get<int64_t>("vocab_size", c.vocab_size);
   c.dim = v.get<int64_t>("dim", c.dim);
   c.n_layer = v.get<int64_t>("n_layer", c.n_layer);
@@ -70,7 +77,7 @@ int64_t ModelConfig::class_id(const std::string& prompt) const {
 
 ModelConfig load_model_config(const std::string& path) {
   YamlView root(load_yaml_file(path), path);
-  root.reject_unknown_keys({"name", "classes", "gpt", "vq", "classifier"});
+  root.reject_unknown_keys({"name", "classes", "gpt", "vq", "classifier", "drafters"});
   ModelConfig m;
   m.file = path;
   m.name = root.need<std::string>("name");
@@ -96,6 +103,19 @@ ModelConfig load_model_config(const std::string& path) {
     m.classifier.width = cls.get<int64_t>("width", m.classifier.width);
     m.classifier.features = cls.get<int64_t>("features", m.classifier.features);
     if (m.image_size() % 8 != 0) cls.fail("the classifier needs an image size that is a multiple of 8");
+  }
+  if (root.has("drafters")) {
+    const auto d = root.at("drafters");
+    d.reject_unknown_keys({"gpt", "eagle_head", "ssd_heads"});
+    if (d.has("gpt")) {
+      const auto g = d.at("gpt");
+      m.draft_gpt = parse_gpt(g, m.gpt);
+      m.draft_gpt_weights = g.need_path("weights");
+      for (const char* key : {"vocab_size", "grid_size", "num_classes", "cls_token_num", "caption_dim"})
+        if (g.has(key)) g.at(key).fail("a drafter shares the target's vocabulary, grid and conditioning: leave it out");
+    }
+    if (d.has("eagle_head")) m.eagle_head = d.need_path("eagle_head");
+    if (d.has("ssd_heads")) m.ssd_heads = d.need_path("ssd_heads");
   }
   if (m.gpt.vocab_size != m.vq.codebook_size)
     gpt.at("vocab_size").fail("must equal vq.codebook_size (" + std::to_string(m.vq.codebook_size) + ")");

@@ -6,6 +6,10 @@
 //   gpt: {weights: fmnist/gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, n_head: 4, ...}
 //   vq:  {weights: fmnist/vq.safetensors, codebook_size: 512, ch: 64, ch_mult: [1, 2], ...}
 //   classifier: {weights: fmnist/classifier.safetensors, width: 32, features: 128}   # optional: vispec eval
+//   drafters:                                   # optional: what speculative decoders draft with
+//     gpt: {weights: fmnist/draft_gpt.safetensors, dim: 64, n_layer: 2, n_head: 2}  # SD's small AR drafter
+//     eagle_head: fmnist/eagle_head.safetensors   # vispec train eagle-head
+//     ssd_heads: fmnist/ssd_heads.safetensors     # vispec train ssd-heads
 #pragma once
 
 #include <string>
@@ -29,6 +33,12 @@ struct ModelConfig {
   bool has_classifier = false;
   ClassifierConfig classifier;
   std::string classifier_weights;
+  // Drafters (empty weights = none configured). The draft GPT shares vocabulary, grid and conditioning.
+  GptConfig draft_gpt;
+  std::string draft_gpt_weights;
+  std::string eagle_head;
+  std::string ssd_heads;
+  bool has_draft_gpt() const { return !draft_gpt_weights.empty(); }
 
   int64_t image_size() const { return gpt.grid_size * vq.downsample(); }
   // A prompt names a class by name (case-insensitive) or by id; -1 if it names none.

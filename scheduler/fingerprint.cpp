@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "decoding/decoder_factory.h"
 #include "io/atomic_file.h"
 
 namespace vispec {
@@ -40,12 +41,16 @@ nlohmann::json job_identity(const JobPlan& plan) {
   const auto& job = plan.job;
   nlohmann::json weights = {{"gpt", weights_identity(plan.model.gpt_weights)},
                             {"vq", weights_identity(plan.model.vq_weights)}};
+  // Word fields and drafter weights only when present, so the identity of earlier AR jobs is unchanged.
+  nlohmann::json decoder = {{"name", job.decoder.name}, {"params", job.decoder.params}};
+  if (!job.decoder.words.empty()) decoder["words"] = job.decoder.words;
+  for (const auto& [role, path] : decoder_weight_files(job.decoder, plan.model)) weights[role] = weights_identity(path);
   return {{"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
           {"weights", weights},
           {"prompts_fnv", fnv1a_hex(read_file(job.prompts_file))},
           {"images_per_prompt", job.images_per_prompt},
           {"seed", job.seed},
-          {"decoder", {{"name", job.decoder.name}, {"params", job.decoder.params}}},
+          {"decoder", decoder},
           {"unit_size", job.unit_size},
           {"batch_size", job.batch_size},
           {"distill", job.distill.enabled ? nlohmann::json{{"streams", job.distill.streams},

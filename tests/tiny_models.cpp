@@ -15,9 +15,11 @@ GptConfig tiny_gpt_config() {
   return c;
 }
 
-Gpt tiny_gpt(uint64_t seed) {
+Gpt tiny_gpt(uint64_t seed, int64_t vocab) {
   torch::manual_seed(seed);
-  Gpt g(tiny_gpt_config());
+  auto config = tiny_gpt_config();
+  config.vocab_size = vocab;
+  Gpt g(config);
   // Larger weights than LlamaGen's 0.02 init so that logits are far from uniform and differences show.
   torch::NoGradGuard no_grad;
   for (auto& p : g->parameters()) p.normal_(0.0, 0.3);

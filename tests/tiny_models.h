@@ -8,7 +8,8 @@ namespace vispec::test {
 
 // vocab 64, dim 32, 2 layers, 4 heads (head_dim 8), 4x4 grid, 3 classes.
 GptConfig tiny_gpt_config();
-Gpt tiny_gpt(uint64_t seed = 1);
+// weights ~ N(0, 0.3): logits far from uniform. vocab: a smaller one makes exact distributions cheap.
+Gpt tiny_gpt(uint64_t seed = 1, int64_t vocab = 64);
 VqConfig tiny_vq_config();
 
 }  // namespace vispec::test

@@ -2,6 +2,7 @@
 // cross-entropy over the 256 image tokens, 10% of conditions dropped to the null class for CFG).
 #include <spdlog/spdlog.h>
 
+#include "core/check.h"
 #include "io/atomic_file.h"
 #include "models/gpt.h"
 #include "models/load.h"
@@ -72,7 +73,9 @@ void train_gpt(const TrainOptions& o) {
   const auto data = token_dataset(model, o.out_dir, device);
   const auto& tokens = data.at("train_tokens");
   const auto& labels = data.at("train_labels");
-  Gpt gpt(model.gpt);
+  VISPEC_CHECK(!o.drafter || model.has_draft_gpt(), o.config, ": no drafters.gpt section to train (--drafter)");
+  const GptConfig& arch = o.drafter ? model.draft_gpt : model.gpt;
+  Gpt gpt(arch);
   gpt->to(device);
   int64_t n_params = 0;
   for (const auto& p : gpt->parameters()) n_params += p.numel();
@@ -91,7 +94,7 @@ void train_gpt(const TrainOptions& o) {
     return {torch::cross_entropy_loss(out.logits.reshape({-1, out.logits.size(-1)}), x.reshape(-1)), {}};
   };
   auto eval_fn = [&]() -> nlohmann::json { return {{"test_loss", test_loss(gpt, data, 500, device)}}; };
-  run_training(o, *gpt, opt, step_fn, eval_fn, {{"kind", "gpt"}});
+  run_training(o, *gpt, opt, step_fn, eval_fn, {{"kind", o.drafter ? "draft_gpt" : "gpt"}});
 }
 
 }  // namespace vispec

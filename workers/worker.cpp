@@ -102,8 +102,10 @@ class UnitWriter {
                                   {"seed", job.seed}, {"decoder", job.decoder.name}, {"unit", unit.id},
                                   {"target_forwards", st.target_forwards}, {"draft_forwards", st.draft_forwards},
                                   {"mean_accepted_length", st.mean_accepted_length()},
-                                  {"acceptance_rate", st.acceptance_rate()}, {"wall_ms", batch_ms / double(B)},
-                                  {"batch_size", B}}
+                                  {"acceptance_rate", st.acceptance_rate()}, {"drafted", st.drafted},
+                                  {"accepted", st.accepted}, {"draft_ms", st.draft_ms}, {"verify_ms", st.verify_ms},
+                                  {"resample_ms", st.resample_ms}, {"bookkeeping_ms", st.bookkeeping_ms},
+                                  {"wall_ms", batch_ms / double(B)}, {"batch_size", B}}
                        .dump() +
                    "\n";
       }
@@ -152,7 +154,8 @@ void run_worker(const JobPlan& plan, const WorkerOptions& o, UnitSource& source)
     // convolutions (im2col + BLAS) give the same bits whatever those are, at a small cost for the VQ decode.
     if (device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);
     auto models = load_models(plan.model, device);
-    auto decoder = make_decoder(plan.job.decoder, DecoderModels{models.gpt});
+    auto decoder = make_decoder(plan.job.decoder,
+                                 load_decoder_models(plan.job.decoder, plan.model, models.gpt, models.vq, device));
     spdlog::debug("rank {}: {} on {} with {} threads", o.rank, decoder->name(), device.str(), threads);
     UnitWriter writer(plan, models, *decoder, device);
     for (;;) {

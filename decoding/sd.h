@@ -1,0 +1,29 @@
+// Speculative decoding with a small AR drafter (Leviathan et al. 2023; Chen et al. 2023), any acceptance rule.
+#pragma once
+
+#include <memory>
+
+#include "decoding/acceptance.h"
+#include "decoding/cfg_model.h"
+#include "decoding/codebook_neighbours.h"
+#include "decoding/decoder.h"
+
+namespace vispec {
+
+class SdDecoder : public Decoder {
+ public:
+  // neighbours: needed by the LANTERN rules only (may be null otherwise).
+  SdDecoder(Gpt target, Gpt drafter, SamplingParams params, int64_t gamma, AcceptanceParams accept,
+            std::shared_ptr<const CodebookNeighbours> neighbours);
+  std::string name() const override { return "sd"; }
+  DecodeResult decode(const DecodeRequest& request) override;
+
+ private:
+  CfgModel target_, drafter_;
+  SamplingParams params_;
+  int64_t gamma_;
+  AcceptanceParams accept_;
+  std::shared_ptr<const CodebookNeighbours> neighbours_;
+};
+
+}  // namespace vispec
