@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
+#include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "models/load.h"
 
@@ -17,17 +18,21 @@ const std::vector<std::string> kAcceptKeys = {"accept", "k", "delta", "lambda", 
                                               "slope", "optimal_resampling"};
 const std::vector<std::string> kWordKeys = {"accept", "schedule"};
 
+bool uses_tree(const std::string& name) { return name == "eagle2" || name == "lantern"; }
+
 // Parameters each decoder accepts beyond the sampling chain.
 std::vector<std::string> method_keys(const std::string& name) {
-  if (name == "sd") {
-    auto keys = kAcceptKeys;
-    keys.push_back("gamma");
-    return keys;
-  }
-  return {};
+  auto keys = kAcceptKeys;
+  if (name == "sd") keys.push_back("gamma");
+  if (uses_tree(name)) keys.insert(keys.end(), {"depth", "tree_k", "total_tokens"});
+  return name == "ar" ? std::vector<std::string>{} : keys;
 }
 
 bool uses_draft_gpt(const std::string& name) { return name == "sd"; }
+bool uses_eagle_head(const std::string& name) { return uses_tree(name); }
+
+// The rule a decoder uses when the job file does not name one.
+std::string default_rule(const std::string& name) { return name == "lantern" ? "lantern" : "exact"; }
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -38,7 +43,7 @@ std::string join(const std::vector<std::string>& v) {
 bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 }  // namespace
 
-std::vector<std::string> known_decoders() { return {"ar", "sd"}; }
+std::vector<std::string> known_decoders() { return {"ar", "sd", "eagle2", "lantern"}; }
 
 void validate_decoder_spec(const DecoderSpec& spec) {
   const auto names = known_decoders();
@@ -64,14 +69,36 @@ void validate_decoder_spec(const DecoderSpec& spec) {
     const double gamma = spec.get("gamma", 4);
     VISPEC_CHECK(gamma >= 1 && gamma <= 64 && gamma == std::floor(gamma), spec.where_of("gamma"),
                  ": must be a whole number in [1, 64]");
-    acceptance_params(spec);
   }
+  if (uses_tree(spec.name)) {
+    const auto s = tree_shape(spec);
+    VISPEC_CHECK(s.depth >= 0 && s.depth <= 32, spec.where_of("depth"), ": must be a whole number in [0, 32]");
+    VISPEC_CHECK(s.top_k >= 1 && s.top_k <= 64, spec.where_of("tree_k"), ": must be a whole number in [1, 64]");
+    VISPEC_CHECK(s.total_tokens >= 2 && s.total_tokens <= 1 + s.top_k + s.depth * s.top_k * s.top_k,
+                 spec.where_of("total_tokens"), ": must be in [2, 1 + tree_k + depth tree_k^2]");
+  }
+  if (spec.name != "ar") acceptance_params(spec);
+}
+
+TreeShape tree_shape(const DecoderSpec& spec) {
+  TreeShape s;  // LANTERN/ADT-Tree's LlamaGen defaults: 59 nodes, depth 4, top-k 10
+  auto whole = [&](const char* key, int64_t fallback) {
+    const double v = spec.get(key, double(fallback));
+    VISPEC_CHECK(v == std::floor(v), spec.where_of(key), ": must be a whole number");
+    return int64_t(v);
+  };
+  s.depth = whole("depth", s.depth);
+  s.top_k = whole("tree_k", s.top_k);
+  s.total_tokens = whole("total_tokens", s.total_tokens);
+  return s;
 }
 
 void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model) {
   validate_decoder_spec(spec);
   VISPEC_CHECK(!uses_draft_gpt(spec.name) || model.has_draft_gpt(), spec.name_where, ": decoder '", spec.name,
                "' drafts with a small GPT, but ", model.file, " has no drafters.gpt section");
+  VISPEC_CHECK(!uses_eagle_head(spec.name) || !model.eagle_head.empty(), spec.name_where, ": decoder '", spec.name,
+               "' drafts with an EAGLE head, but ", model.file, " has no drafters.eagle_head");
   if (acceptance_params(spec).needs_neighbours()) {
     const double k = spec.get("k", AcceptanceParams{}.k);
     VISPEC_CHECK(k < double(model.vq.codebook_size), spec.where_of("k"), ": ", int64_t(k), " neighbours but the codebook of ",
@@ -92,7 +119,7 @@ AcceptanceParams acceptance_params(const DecoderSpec& spec) {
   AcceptanceParams a;
   // A bad word names its own field: "jobs/x.yaml:5: decoder.accept: unknown acceptance rule 'lanter' (...)".
   try {
-    a.rule = parse_accept_rule(spec.word("accept", "exact"));
+    a.rule = parse_accept_rule(spec.word("accept", default_rule(spec.name)));
   } catch (const Error& e) {
     VISPEC_FAIL(spec.where_of("accept"), ": ", e.what());
   }
@@ -120,6 +147,7 @@ AcceptanceParams acceptance_params(const DecoderSpec& spec) {
 std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec, const ModelConfig& model) {
   std::map<std::string, std::string> files;
   if (uses_draft_gpt(spec.name) && model.has_draft_gpt()) files["draft_gpt"] = model.draft_gpt_weights;
+  if (uses_eagle_head(spec.name) && !model.eagle_head.empty()) files["eagle_head"] = model.eagle_head;
   return files;
 }
 
@@ -134,7 +162,12 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
     m.draft_gpt->to(device);
     m.draft_gpt->eval();
   }
-  const auto accept = acceptance_params(spec);
+  if (uses_eagle_head(spec.name)) {
+    m.eagle = load_eagle_drafter(model.eagle_head, model);
+    m.eagle->to(device);
+    m.eagle->eval();
+  }
+  const auto accept = spec.name == "ar" ? AcceptanceParams{} : acceptance_params(spec);
   if (accept.needs_neighbours())
     m.neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::cached(
         vq->quantize->embedding->weight, accept.k, CodebookNeighbours::default_cache_dir()));
@@ -148,6 +181,9 @@ std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderMode
   if (spec.name == "sd")
     return std::make_unique<SdDecoder>(models.target, models.draft_gpt, sampling, int64_t(spec.get("gamma", 4)),
                                        acceptance_params(spec), models.neighbours);
+  if (uses_tree(spec.name))
+    return std::make_unique<Eagle2Decoder>(spec.name, models.target, models.eagle, sampling, tree_shape(spec),
+                                           acceptance_params(spec), models.neighbours);
   VISPEC_FAIL(spec.name_where, ": unknown decoder '", spec.name, "'");
 }
 

@@ -10,8 +10,10 @@
 #include "decoding/acceptance.h"
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
+#include "decoding/draft_tree.h"
 #include "decoding/sampler.h"
 #include "io/decoder_spec.h"
+#include "models/eagle_drafter.h"
 #include "models/gpt.h"
 #include "models/model_config.h"
 #include "models/vq.h"
@@ -23,6 +25,7 @@ namespace vispec {
 struct DecoderModels {
   Gpt target{nullptr};
   Gpt draft_gpt{nullptr};
+  EagleDrafter eagle{nullptr};
   std::shared_ptr<const CodebookNeighbours> neighbours;
 };
 
@@ -33,6 +36,7 @@ void validate_decoder_spec(const DecoderSpec& spec);
 void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model);
 SamplingParams sampling_params(const DecoderSpec& spec);
 AcceptanceParams acceptance_params(const DecoderSpec& spec);
+TreeShape tree_shape(const DecoderSpec& spec);  // depth, tree_k, total_tokens
 // Weight files beyond the target and VQ that the decoder reads (role -> path): part of a job's identity.
 std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec, const ModelConfig& model);
 

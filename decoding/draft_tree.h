@@ -1,0 +1,47 @@
+// Draft trees: the structure every tree decoder verifies, and EAGLE-2's dynamic builder
+// (research/tree_spatial_sd.md §1.4), written once so that ADT-Tree is only a policy choosing
+// (depth, top_k, total_tokens) per step and any acceptance rule walks the same trees.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+namespace vispec {
+
+struct DraftTree {
+  // Node 0 is the root (the last committed token, not yet in the target's cache); parents precede children.
+  std::vector<int64_t> token, parent, depth;  // parent -1 and depth 0 for the root
+  std::vector<double> score;                  // summed drafter log-probs along the path (root 0)
+
+  int64_t size() const { return int64_t(token.size()); }
+  // Children of every node, best score first.
+  std::vector<std::vector<int64_t>> children() const;
+};
+
+// [B, T, T] bool for trees padded to T nodes: node i attends j iff j is i or an ancestor of i (padding nodes
+// attend only themselves).
+torch::Tensor tree_masks(const std::vector<DraftTree>& trees, int64_t T);
+
+struct TreeShape {
+  int64_t depth = 4;          // expansions after the root's children: drafts reach depth + 1 levels
+  int64_t top_k = 10;         // children per expanded node, and frontier width
+  int64_t total_tokens = 59;  // nodes verified, root included
+};
+
+// The drafter as the builder sees it. Given the frontier nodes of levels 0 .. level as one block per row
+// (tokens [B, M], parent_slot [B, M]: the block index of each node's parent, -1 for the root's children;
+// mask [B, M, M] from their ancestry), returns the drafter's log-probs of each node's children [B, M, V].
+// Earlier levels come first and are the same nodes as in the previous call.
+using TreeExpand = std::function<torch::Tensor(const torch::Tensor& tokens, const torch::Tensor& parent_slot,
+                                               const torch::Tensor& mask, int64_t level)>;
+
+// EAGLE-2's builder for B rows: root_log_probs [B, V] (the drafter's log-probs after the root); top-k at the
+// root, then `depth` expansions keeping the top_k best paths by summed log-prob, then the best
+// total_tokens - 1 of every scored candidate (K + depth K^2 of them), in level order so parents precede
+// children. Candidates of log-prob -inf (filtered by top-k/top-p) are never selected.
+std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
+                                           const TreeShape& shape, const TreeExpand& expand);
+
+}  // namespace vispec

@@ -1,0 +1,248 @@
+// EAGLE-2 (Li et al. 2024) on an image raster, as LANTERN's LlamaGen port runs it
+// (research/tree_spatial_sd.md §1; ALGORITHMS.md "EAGLE-2", "LANTERN"):
+//
+//   catch up  the drafter reads the new pairs (feature_t, token_t): features are the target's post-norm
+//             states at the accepted positions, both CFG streams, the same tokens
+//   build     from the drafter's guided log-probs after the root (the newest committed token), EAGLE-2's
+//             dynamic tree (decoding/draft_tree: top-k, `depth` expansions, rerank to total_tokens)
+//   verify    ONE target forward over [root, tree nodes] under the tree's ancestor mask
+//   walk      from the root: try the children best-first; child x is accepted with rule(p, 1_x, x, depth)
+//             (drafts are deterministic top-k picks, so q(x) := 1); on rejection p becomes the rule's
+//             rejection distribution (exact: p without x, renormalised) and the next child is tried; when
+//             every child is rejected, or at a leaf, the next token is sampled from the current p
+//   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
+// With the exact rule this samples the target exactly (each child is accepted with its current residual
+// probability: sequential sampling without replacement); at temperature 0 it gives AR's greedy tokens.
+// Randomness per (seed, sample id, position): kSample for the first root and bonus tokens, kAccept (draw =
+// child rank) for tests, kResample after every child was rejected.
+#include "decoding/eagle2.h"
+
+#include <chrono>
+
+#include "core/check.h"
+#include "core/rng.h"
+
+namespace vispec {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+int64_t sample_one(const torch::Tensor& probs, double u) {
+  return sample_from_probs(probs.unsqueeze(0), torch::full({1}, u, torch::kFloat64)).item<int64_t>();
+}
+
+torch::Tensor one_hot(int64_t x, int64_t V) {
+  auto q = torch::zeros({V}, torch::kFloat64);
+  q[x] = 1.0;
+  return q;
+}
+}  // namespace
+
+Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
+                             TreeShape shape, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours)
+    : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
+      params_(params), shape_(shape), accept_(accept), neighbours_(std::move(neighbours)) {
+  VISPEC_ASSERT(!accept_.needs_neighbours() || neighbours_, "LANTERN rules need the codebook neighbour table");
+}
+
+DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
+  torch::NoGradGuard no_grad;
+  Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
+  const int64_t B = request.class_ids.size(0), N = gpt->config().image_tokens(), V = gpt->config().vocab_size;
+  const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
+  const auto device = gpt->tok_embeddings->weight.device();
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  std::vector<SampleStats> stats(static_cast<size_t>(B));
+  auto tokens = torch::zeros({B, N}, i64);
+  std::vector<int64_t> root_index(static_cast<size_t>(B), 0), roots(static_cast<size_t>(B), 0);
+  std::vector<char> done(static_cast<size_t>(B), 0);
+
+  // Guided drafter log-probs for tree building: the processed distribution's log (raw CFG logits at T = 0,
+  // where the processed distribution is one-hot and would leave only one candidate).
+  auto draft_log_probs = [&](const torch::Tensor& features) {  // [R, ..., D] -> [B, ..., V]
+    auto logits = gpt->output(features).to(torch::kFloat32);
+    if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
+    return params_.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params_).log();
+  };
+  auto keep_rows = [&](KvCache& cache, int64_t b, const std::vector<int64_t>& idx) {
+    cache.keep(b, idx);
+    if (R > B) cache.keep(b + B, idx);
+  };
+
+  auto t0 = Clock::now();
+  auto tcache = target_.make_cache(B, shape_.total_tokens);
+  auto dcache = drafter_->make_cache(R, shape_.top_k * (shape_.depth + 1) + shape_.depth + 2);
+  auto pre = target_.prefill(tcache, request.class_ids);
+  tcache.keep_all();
+  {
+    auto p0 = target_probs(pre.logits.select(1, -1), params_).to(torch::kCPU, torch::kFloat64);
+    for (int64_t b = 0; b < B; ++b) {
+      roots[size_t(b)] = sample_one(p0[b], uniform({request.seed, request.sample_ids[size_t(b)]}, 0, Purpose::kSample));
+      tokens[b][0] = roots[size_t(b)];
+    }
+  }
+  // Pairs waiting for the drafter, per row: features [R, P, D] (post-norm) and the tokens they gave.
+  std::vector<std::vector<int64_t>> pair_tokens(static_cast<size_t>(B));
+  std::vector<torch::Tensor> pair_features(static_cast<size_t>(B));  // [R, P, D] per row (both streams)
+  const auto f0 = gpt->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));  // [R, 1, D]
+  for (int64_t b = 0; b < B; ++b) {
+    pair_tokens[size_t(b)] = {roots[size_t(b)]};
+    pair_features[size_t(b)] = R > B ? torch::stack({f0[b], f0[b + B]}) : f0[b].unsqueeze(0);
+  }
+  for (auto& s : stats) {
+    s.target_forwards = 1;
+    s.bookkeeping_ms += ms_since(t0) / double(B);
+  }
+
+  for (;;) {
+    std::vector<int64_t> active;
+    for (int64_t b = 0; b < B; ++b)
+      if (!done[size_t(b)]) active.push_back(b);
+    if (active.empty()) break;
+
+    // ---- catch up: the new pairs of every row as one block (rows padded at the end; padding is dropped)
+    t0 = Clock::now();
+    int64_t P = 1;
+    for (auto& pairs : pair_tokens) P = std::max<int64_t>(P, int64_t(pairs.size()));
+    auto feats = torch::zeros({R, P, gpt->config().dim}, pre.hidden.options());
+    auto ptok = torch::zeros({R, P}, i64), cells = torch::zeros({R, P}, i64);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t n = int64_t(pair_tokens[size_t(b)].size());
+      const int64_t first_cell = std::max<int64_t>(0, root_index[size_t(b)] - (n - 1));
+      for (int64_t s = 0; s < R / B; ++s) {
+        const int64_t row = b + s * B;
+        if (n > 0) feats[row].narrow(0, 0, n).copy_(pair_features[size_t(b)][s]);
+        for (int64_t j = 0; j < P; ++j) {
+          ptok[row][j] = j < n ? pair_tokens[size_t(b)][size_t(j)] : 0;
+          cells[row][j] = std::min(N - 1, first_cell + std::min(j, std::max<int64_t>(0, n - 1)));
+        }
+      }
+    }
+    ptok = ptok.to(device);
+    auto out = drafter_(feats.to(device), gpt->tok_embeddings(ptok), cells.to(device), causal_mask(P, device), &dcache);
+    std::vector<int64_t> last(static_cast<size_t>(R));
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t n = int64_t(pair_tokens[size_t(b)].size());
+      std::vector<int64_t> idx(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) idx[size_t(j)] = j;
+      keep_rows(dcache, b, idx);
+      for (int64_t s = 0; s < R / B; ++s) last[size_t(b + s * B)] = (b + s * B) * P + std::max<int64_t>(0, n - 1);
+    }
+    const auto catchup = out.reshape({R * P, -1}).index_select(0, torch::tensor(last, i64).to(device));  // [R, D]
+
+    // ---- build the trees: expansions re-run the frontier levels so far as one pending block
+    torch::Tensor previous;  // drafter outputs of the previous expansion [R, M_prev, D]
+    const auto root_cells = torch::tensor(root_index, i64).view({B, 1});
+    TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
+                            int64_t /*level*/) {
+      const int64_t M = tok.size(1);
+      auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
+      // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; previous]).
+      auto source = previous.defined() ? torch::cat({catchup.unsqueeze(1), previous}, 1) : catchup.unsqueeze(1);
+      auto slot = twice(parent_slot + 1).to(device).unsqueeze(-1).expand({R, M, source.size(-1)});
+      auto node_cells = (root_cells + 1 + torch::arange(M, i64).div(shape_.top_k, "floor").view({1, M})).clamp_max(N - 1);
+      previous = drafter_(source.gather(1, slot), gpt->tok_embeddings(twice(tok).to(device)), twice(node_cells).to(device),
+                          twice(mask).to(device), &dcache);
+      return draft_log_probs(previous);
+    };
+    auto trees = build_dynamic_trees(draft_log_probs(catchup), roots, shape_, expand);
+    const double draft_ms = ms_since(t0);
+
+    // ---- verify: one target forward over every row's tree
+    t0 = Clock::now();
+    int64_t T = 1;
+    for (const auto& t : trees) T = std::max(T, t.size());
+    auto vtok = torch::zeros({B, T}, i64), vpos = torch::zeros({B, T}, i64);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < T; ++i) {
+        const bool real = i < trees[size_t(b)].size();
+        vtok[b][i] = real ? trees[size_t(b)].token[size_t(i)] : 0;
+        vpos[b][i] = std::min(N - 1, root_index[size_t(b)] + (real ? trees[size_t(b)].depth[size_t(i)] : 0));
+      }
+    auto vout = target_.decode_block(tcache, vtok, vpos, tree_masks(trees, T));
+    auto probs = target_probs(vout.logits, params_).to(torch::kCPU, torch::kFloat64);  // [B, T, V]
+    const double verify_ms = ms_since(t0);
+
+    // ---- walk every row's tree from the root
+    t0 = Clock::now();
+    std::vector<std::vector<int64_t>> paths(static_cast<size_t>(B));
+    for (int64_t b : active) {
+      const auto& tree = trees[size_t(b)];
+      const auto children = tree.children();
+      const RngKey key{request.seed, request.sample_ids[size_t(b)]};
+      auto& s = stats[size_t(b)];
+      auto& path = paths[size_t(b)];
+      path = {0};
+      int64_t node = 0, index = root_index[size_t(b)];  // index: the raster index of `node`'s token
+      bool sampled = false;
+      while (index < N - 1) {
+        auto p = probs[b][node];
+        bool accepted = false;
+        int64_t rank = 0;
+        for (int64_t child : children[size_t(node)]) {
+          const int64_t x = tree.token[size_t(child)], depth = tree.depth[size_t(child)];
+          const int32_t* nn = accept_.needs_neighbours() ? neighbours_->row(x) : nullptr;
+          const auto q = one_hot(x, V);
+          const double prob = acceptance_probability(p, q, x, depth, shape_.depth + 1, accept_, nn);
+          ++s.drafted;
+          if (uniform(key, uint32_t(index + 1), Purpose::kAccept, uint32_t(rank++)) < prob) {
+            accepted = true;
+            node = child;
+            break;
+          }
+          p = rejection_distribution(p, q, x, depth, shape_.depth + 1, accept_, nn);
+        }
+        ++index;
+        if (!accepted) {  // every child rejected (p is the residual), or a leaf (p is the target's own)
+          const Purpose why = children[size_t(node)].empty() ? Purpose::kSample : Purpose::kResample;
+          roots[size_t(b)] = sample_one(p, uniform(key, uint32_t(index), why));
+          tokens[b][index] = roots[size_t(b)];
+          sampled = true;
+          break;
+        }
+        ++s.accepted;
+        path.push_back(node);
+        tokens[b][index] = tree.token[size_t(node)];
+      }
+      root_index[size_t(b)] = index;
+      // Done when the raster is full: by accepted drafts, or by a sampled token in the last cell.
+      if (!sampled || index == N - 1) {
+        done[size_t(b)] = 1;
+        pair_tokens[size_t(b)].clear();  // nothing more for the drafter to read
+      }
+    }
+    const double resample_ms = ms_since(t0);
+
+    // ---- keep the accepted path in the target cache; queue its pairs for the drafter
+    t0 = Clock::now();
+    for (int64_t b : active) {
+      const auto& path = paths[size_t(b)];
+      if (done[size_t(b)]) continue;
+      keep_rows(tcache, b, path);
+      std::vector<int64_t> next_tokens;
+      for (size_t j = 1; j < path.size(); ++j) next_tokens.push_back(trees[size_t(b)].token[size_t(path[j])]);
+      next_tokens.push_back(roots[size_t(b)]);
+      pair_tokens[size_t(b)] = next_tokens;
+      auto idx = torch::tensor(path, i64).to(device);
+      std::vector<torch::Tensor> per_stream;
+      for (int64_t s = 0; s < R / B; ++s) per_stream.push_back(gpt->norm(vout.hidden[b + s * B].index_select(0, idx)));
+      pair_features[size_t(b)] = torch::stack(per_stream);
+    }
+    const double bookkeeping_ms = ms_since(t0);
+    for (int64_t b : active) {
+      auto& s = stats[size_t(b)];
+      s.target_forwards += 1;
+      s.draft_forwards += 1 + shape_.depth;
+      const double share = 1.0 / double(active.size());
+      s.draft_ms += draft_ms * share;
+      s.verify_ms += verify_ms * share;
+      s.resample_ms += resample_ms * share;
+      s.bookkeeping_ms += bookkeeping_ms * share;
+    }
+  }
+  for (auto& s : stats) s.tokens = N;
+  return {tokens, stats};
+}
+
+}  // namespace vispec

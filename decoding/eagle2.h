@@ -1,0 +1,33 @@
+// EAGLE-2: a one-layer feature-level drafter, a dynamic draft tree, one target forward per tree; LANTERN,
+// LANTERN++ and Cool-SD are acceptance rules on the same trees (`accept:` in the job file).
+#pragma once
+
+#include <memory>
+
+#include "decoding/acceptance.h"
+#include "decoding/cfg_model.h"
+#include "decoding/codebook_neighbours.h"
+#include "decoding/decoder.h"
+#include "decoding/draft_tree.h"
+#include "models/eagle_drafter.h"
+
+namespace vispec {
+
+class Eagle2Decoder : public Decoder {
+ public:
+  Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params, TreeShape shape,
+                AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours);
+  std::string name() const override { return name_; }
+  DecodeResult decode(const DecodeRequest& request) override;
+
+ private:
+  std::string name_;
+  CfgModel target_;
+  EagleDrafter drafter_;
+  SamplingParams params_;
+  TreeShape shape_;
+  AcceptanceParams accept_;
+  std::shared_ptr<const CodebookNeighbours> neighbours_;
+};
+
+}  // namespace vispec
