@@ -53,12 +53,12 @@ void validate_decoder_spec(const DecoderSpec& spec) {
   for (const auto& [key, value] : spec.params) {
     VISPEC_CHECK(contains(allowed, key), spec.where.at(key), ": unknown parameter for decoder '", spec.name,
                  "' (known: ", join(allowed), ")");
-    VISPEC_CHECK(!contains(kWordKeys, key), spec.where.at(key), ": expects a word, not a number");
+    VISPEC_CHECK(!contains(kWordKeys, key), spec.where.at(key), ": expected a word (e.g. exact, lantern), got a number");
   }
   for (const auto& [key, value] : spec.words) {
     VISPEC_CHECK(contains(allowed, key), spec.where.at(key), ": unknown parameter for decoder '", spec.name,
                  "' (known: ", join(allowed), ")");
-    VISPEC_CHECK(contains(kWordKeys, key), spec.where.at(key), ": expects a number, not '", value, "'");
+    VISPEC_CHECK(contains(kWordKeys, key), spec.where.at(key), ": expected a number, got '", value, "'");
   }
   const auto p = sampling_params(spec);
   VISPEC_CHECK(p.temperature >= 0, spec.where_of("temperature"), ": must be >= 0");
@@ -99,8 +99,9 @@ void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model) {
                "' drafts with a small GPT, but ", model.file, " has no drafters.gpt section");
   VISPEC_CHECK(!uses_eagle_head(spec.name) || !model.eagle_head.empty(), spec.name_where, ": decoder '", spec.name,
                "' drafts with an EAGLE head, but ", model.file, " has no drafters.eagle_head");
-  if (acceptance_params(spec).needs_neighbours()) {
-    const double k = spec.get("k", AcceptanceParams{}.k);
+  // k defaults to LANTERN's 1000, capped at the codebook's other codes; a k the job names must fit.
+  if (acceptance_params(spec).needs_neighbours() && spec.params.count("k")) {
+    const double k = spec.get("k", 0);
     VISPEC_CHECK(k < double(model.vq.codebook_size), spec.where_of("k"), ": ", int64_t(k), " neighbours but the codebook of ",
                  model.file, " has ", model.vq.codebook_size, " codes");
   }
@@ -170,20 +171,23 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
   const auto accept = spec.name == "ar" ? AcceptanceParams{} : acceptance_params(spec);
   if (accept.needs_neighbours())
     m.neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::cached(
-        vq->quantize->embedding->weight, accept.k, CodebookNeighbours::default_cache_dir()));
+        vq->quantize->embedding->weight, std::min(accept.k, model.vq.codebook_size - 1),
+        CodebookNeighbours::default_cache_dir()));
   return m;
 }
 
 std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderModels& models) {
   validate_decoder_spec(spec);
   const auto sampling = sampling_params(spec);
+  auto accept = spec.name == "ar" ? AcceptanceParams{} : acceptance_params(spec);
+  if (models.neighbours) accept.k = std::min(accept.k, models.neighbours->columns());
   if (spec.name == "ar") return std::make_unique<ArDecoder>(models.target, sampling);
   if (spec.name == "sd")
-    return std::make_unique<SdDecoder>(models.target, models.draft_gpt, sampling, int64_t(spec.get("gamma", 4)),
-                                       acceptance_params(spec), models.neighbours);
+    return std::make_unique<SdDecoder>(models.target, models.draft_gpt, sampling, int64_t(spec.get("gamma", 4)), accept,
+                                       models.neighbours);
   if (uses_tree(spec.name))
-    return std::make_unique<Eagle2Decoder>(spec.name, models.target, models.eagle, sampling, tree_shape(spec),
-                                           acceptance_params(spec), models.neighbours);
+    return std::make_unique<Eagle2Decoder>(spec.name, models.target, models.eagle, sampling, tree_shape(spec), accept,
+                                           models.neighbours);
   VISPEC_FAIL(spec.name_where, ": unknown decoder '", spec.name, "'");
 }
 
