@@ -17,21 +17,14 @@
 // child rank) for tests, kResample after every child was rejected.
 #include "decoding/eagle2.h"
 
-#include <chrono>
-
 #include "core/check.h"
 #include "core/rng.h"
+#include "decoding/iteration_stats.h"
 
 namespace vispec {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-int64_t sample_one(const torch::Tensor& probs, double u) {
-  return sample_from_probs(probs.unsqueeze(0), torch::full({1}, u, torch::kFloat64)).item<int64_t>();
-}
-
+// q for a deterministic draft: EAGLE-2 takes the draft probability of a top-k pick as 1.
 torch::Tensor one_hot(int64_t x, int64_t V) {
   auto q = torch::zeros({V}, torch::kFloat64);
   q[x] = 1.0;
@@ -70,7 +63,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     if (R > B) cache.keep(b + B, idx);
   };
 
-  auto t0 = Clock::now();
+  auto t0 = IterationTimes::Clock::now();
   auto tcache = target_.make_cache(B, shape_.total_tokens);
   auto dcache = drafter_->make_cache(R, shape_.top_k * (shape_.depth + 1) + shape_.depth + 2);
   auto pre = target_.prefill(tcache, request.class_ids);
@@ -78,7 +71,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   {
     auto p0 = target_probs(pre.logits.select(1, -1), params_).to(torch::kCPU, torch::kFloat64);
     for (int64_t b = 0; b < B; ++b) {
-      roots[size_t(b)] = sample_one(p0[b], uniform({request.seed, request.sample_ids[size_t(b)]}, 0, Purpose::kSample));
+      roots[size_t(b)] = sample_token(p0[b], uniform({request.seed, request.sample_ids[size_t(b)]}, 0, Purpose::kSample));
       tokens[b][0] = roots[size_t(b)];
     }
   }
@@ -92,7 +85,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   }
   for (auto& s : stats) {
     s.target_forwards = 1;
-    s.bookkeeping_ms += ms_since(t0) / double(B);
+    s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
   }
 
   for (;;) {
@@ -102,7 +95,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     if (active.empty()) break;
 
     // ---- catch up: the new pairs of every row as one block (rows padded at the end; padding is dropped)
-    t0 = Clock::now();
+    IterationTimes times;
+    t0 = IterationTimes::Clock::now();
     int64_t P = 1;
     for (auto& pairs : pair_tokens) P = std::max<int64_t>(P, int64_t(pairs.size()));
     auto feats = torch::zeros({R, P, gpt->config().dim}, pre.hidden.options());
@@ -147,10 +141,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       return draft_log_probs(previous);
     };
     auto trees = build_dynamic_trees(draft_log_probs(catchup), roots, shape_, expand);
-    const double draft_ms = ms_since(t0);
+    times.draft_ms = IterationTimes::lap(t0);
 
     // ---- verify: one target forward over every row's tree
-    t0 = Clock::now();
     int64_t T = 1;
     for (const auto& t : trees) T = std::max(T, t.size());
     auto vtok = torch::zeros({B, T}, i64), vpos = torch::zeros({B, T}, i64);
@@ -162,10 +155,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       }
     auto vout = target_.decode_block(tcache, vtok, vpos, tree_masks(trees, T));
     auto probs = target_probs(vout.logits, params_).to(torch::kCPU, torch::kFloat64);  // [B, T, V]
-    const double verify_ms = ms_since(t0);
+    times.verify_ms = IterationTimes::lap(t0);
 
     // ---- walk every row's tree from the root
-    t0 = Clock::now();
     std::vector<std::vector<int64_t>> paths(static_cast<size_t>(B));
     for (int64_t b : active) {
       const auto& tree = trees[size_t(b)];
@@ -196,7 +188,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
         ++index;
         if (!accepted) {  // every child rejected (p is the residual), or a leaf (p is the target's own)
           const Purpose why = children[size_t(node)].empty() ? Purpose::kSample : Purpose::kResample;
-          roots[size_t(b)] = sample_one(p, uniform(key, uint32_t(index), why));
+          roots[size_t(b)] = sample_token(p, uniform(key, uint32_t(index), why));
           tokens[b][index] = roots[size_t(b)];
           sampled = true;
           break;
@@ -212,10 +204,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
         pair_tokens[size_t(b)].clear();  // nothing more for the drafter to read
       }
     }
-    const double resample_ms = ms_since(t0);
+    times.resample_ms = IterationTimes::lap(t0);
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-    t0 = Clock::now();
     for (int64_t b : active) {
       const auto& path = paths[size_t(b)];
       if (done[size_t(b)]) continue;
@@ -229,17 +220,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       for (int64_t s = 0; s < R / B; ++s) per_stream.push_back(gpt->norm(vout.hidden[b + s * B].index_select(0, idx)));
       pair_features[size_t(b)] = torch::stack(per_stream);
     }
-    const double bookkeeping_ms = ms_since(t0);
-    for (int64_t b : active) {
-      auto& s = stats[size_t(b)];
-      s.target_forwards += 1;
-      s.draft_forwards += 1 + shape_.depth;
-      const double share = 1.0 / double(active.size());
-      s.draft_ms += draft_ms * share;
-      s.verify_ms += verify_ms * share;
-      s.resample_ms += resample_ms * share;
-      s.bookkeeping_ms += bookkeeping_ms * share;
-    }
+    times.bookkeeping_ms = IterationTimes::lap(t0);
+    charge_iteration(stats, active, times, 1 + shape_.depth);
   }
   for (auto& s : stats) s.tokens = N;
   return {tokens, stats};

@@ -47,4 +47,8 @@ torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor&
   return idx.clamp_max(probs.size(-1) - 1).to(torch::kInt64);
 }
 
+int64_t sample_token(const torch::Tensor& probs, double u) {
+  return sample_from_probs(probs.unsqueeze(0), torch::full({1}, u, torch::kFloat64)).item<int64_t>();
+}
+
 }  // namespace vispec

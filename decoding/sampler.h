@@ -31,5 +31,7 @@ torch::Tensor apply_top_p(const torch::Tensor& logits, double p);
 torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& params);
 // Inverse-CDF sampling: probs [B, V] (need not be normalised), u [B] in [0, 1) -> tokens [B] int64.
 torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u);
+// The same for one distribution probs [V] and one uniform.
+int64_t sample_token(const torch::Tensor& probs, double u);
 
 }  // namespace vispec

@@ -15,27 +15,19 @@
 // rejection, kSample for bonus tokens.
 #include "decoding/sd.h"
 
-#include <chrono>
-
 #include "core/check.h"
 #include "core/rng.h"
+#include "decoding/iteration_stats.h"
 
 namespace vispec {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
 // One uniform per row, each at its own position.
 torch::Tensor row_uniforms(const DecodeRequest& r, const std::vector<int64_t>& positions, Purpose purpose) {
   auto u = torch::empty({int64_t(positions.size())}, torch::kFloat64);
   for (size_t b = 0; b < positions.size(); ++b)
     u[int64_t(b)] = uniform(RngKey{r.seed, r.sample_ids[b]}, uint32_t(positions[b]), purpose);
   return u;
-}
-
-int64_t sample_one(const torch::Tensor& probs, double u) {
-  return sample_from_probs(probs.unsqueeze(0), torch::full({1}, u, torch::kFloat64)).item<int64_t>();
 }
 }  // namespace
 
@@ -55,7 +47,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   auto tokens = torch::zeros({B, N}, i64);
   std::vector<int64_t> n(static_cast<size_t>(B), 0), pending(static_cast<size_t>(B), 0);
 
-  auto t0 = Clock::now();
+  auto t0 = IterationTimes::Clock::now();
   auto tcache = target_.make_cache(B, G + 1), dcache = drafter_.make_cache(B, G + 1);
   auto first_p = target_probs(target_.prefill(tcache, request.class_ids).logits.select(1, -1), params_);
   tcache.keep_all();
@@ -64,7 +56,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   std::vector<int64_t> drafter_committed(static_cast<size_t>(B), dcache.length(0));
   for (auto& s : stats) {
     s.target_forwards = s.draft_forwards = 1;
-    s.bookkeeping_ms += ms_since(t0) / double(B);
+    s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
   }
 
   for (bool first = true;; first = false) {
@@ -81,7 +73,8 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
     auto pending_tokens = torch::tensor(pending, i64).view({B, 1});
 
     // ---- draft
-    t0 = Clock::now();
+    IterationTimes times;
+    t0 = IterationTimes::Clock::now();
     const auto one = torch::ones({1, 1}, torch::kBool);
     if (!first) {
       q_logits = drafter_.decode_block(dcache, pending_tokens, positions_from(-1, 1), one).logits.select(1, 0);
@@ -100,20 +93,18 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       dcache.keep_all();
     }
     auto q = torch::stack(q_steps, 1);  // [B, G, V]
-    const double draft_ms = ms_since(t0);
+    times.draft_ms = IterationTimes::lap(t0);
 
     // ---- verify: one target forward
-    t0 = Clock::now();
     auto block = first ? drafts : torch::cat({pending_tokens, drafts}, 1);
     auto out = target_.decode_block(tcache, block, positions_from(first ? 0 : -1, block.size(1)),
                                     causal_mask(block.size(1), device));
     auto p = target_probs(out.logits, params_);
     if (first) p = torch::cat({first_p.unsqueeze(1), p.narrow(1, 0, G)}, 1);
     p = p.to(torch::kCPU, torch::kFloat64);  // [B, G + 1, V]: p[b, j] is the distribution at n_b + j
-    const double verify_ms = ms_since(t0);
+    times.verify_ms = IterationTimes::lap(t0);
 
     // ---- accept, resample
-    t0 = Clock::now();
     std::vector<int64_t> accepted(static_cast<size_t>(B), 0);
     for (int64_t b : active) {
       const int64_t nb = n[size_t(b)], limit = std::min(G, N - nb);
@@ -135,9 +126,9 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
         const int64_t x = drafts[b][a].item<int64_t>();
         const int32_t* nn = accept_.needs_neighbours() ? neighbours_->row(x) : nullptr;
         auto r = rejection_distribution(p[b][a], q[b][a], x, a + 1, G, accept_, nn);
-        pending[size_t(b)] = sample_one(r, uniform(key, uint32_t(next), Purpose::kResample));
+        pending[size_t(b)] = sample_token(r, uniform(key, uint32_t(next), Purpose::kResample));
       } else if (next < N) {  // all accepted: the bonus token from the target's last distribution
-        pending[size_t(b)] = sample_one(p[b][a], uniform(key, uint32_t(next), Purpose::kSample));
+        pending[size_t(b)] = sample_token(p[b][a], uniform(key, uint32_t(next), Purpose::kSample));
       } else {
         n[size_t(b)] = N;
         continue;
@@ -145,10 +136,9 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       tokens[b][next] = pending[size_t(b)];
       n[size_t(b)] = next + 1;
     }
-    const double resample_ms = ms_since(t0);
+    times.resample_ms = IterationTimes::lap(t0);
 
     // ---- keep what was accepted in both caches
-    t0 = Clock::now();
     for (int64_t b : active) {
       const int64_t kept = accepted[size_t(b)] + (first ? 0 : 1);  // [pending,] x_1 .. x_a
       std::vector<int64_t> idx(static_cast<size_t>(kept));
@@ -160,17 +150,8 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       if (was_active) drafter_committed[size_t(b)] += accepted[size_t(b)] + (first ? 0 : 1);
       drafter_.truncate(dcache, b, drafter_committed[size_t(b)]);
     }
-    const double bookkeeping_ms = ms_since(t0);
-    for (int64_t b : active) {
-      auto& s = stats[size_t(b)];
-      s.target_forwards += 1;
-      s.draft_forwards += G + (first ? 0 : 1);
-      const double share = 1.0 / double(active.size());
-      s.draft_ms += draft_ms * share;
-      s.verify_ms += verify_ms * share;
-      s.resample_ms += resample_ms * share;
-      s.bookkeeping_ms += bookkeeping_ms * share;
-    }
+    times.bookkeeping_ms = IterationTimes::lap(t0);
+    charge_iteration(stats, active, times, G + (first ? 0 : 1));
   }
   for (auto& s : stats) s.tokens = N;
   return {tokens, stats};

@@ -12,95 +12,15 @@
 #include "decoding/sd.h"
 #include "models/load.h"
 #include "models/model_config.h"
+#include "exact_distribution.h"
 #include "tiny_models.h"
 
 namespace vispec {
 
-namespace {
-DecodeRequest requests(int64_t first, int64_t count) {
-  DecodeRequest r{torch::empty({count}, torch::kInt64), {}, 99};
-  for (int64_t i = 0; i < count; ++i) {
-    r.class_ids[i] = (first + i) % 3;
-    r.sample_ids.push_back(uint64_t(first + i));
-  }
-  return r;
-}
-
-// Exact distribution of the next token after `prefix` [M, t] for class c under CFG (what AR samples from).
-torch::Tensor exact_next(Gpt& gpt, int64_t cls, const torch::Tensor& prefix, const SamplingParams& params) {
-  torch::NoGradGuard no_grad;
-  const int64_t M = prefix.size(0);
-  auto ids = torch::cat({torch::full({M}, cls, torch::kInt64), torch::full({M}, gpt->config().num_classes, torch::kInt64)});
-  auto out = gpt->forward_sequence(gpt->embed_classes(ids), torch::cat({prefix, prefix}));
-  return target_probs(cfg_combine(out.logits.select(1, -1), params.cfg_scale), params).to(torch::kFloat64);
-}
-
-// Pearson chi-square of counts against probabilities, cells with expected count < 5 pooled into one.
-struct ChiSquare {
-  double stat = 0;
-  int64_t df = 0;
-  // Upper 0.1% point (Wilson-Hilferty): exceeded by chance once in a thousand runs of a correct sampler.
-  double critical() const {
-    const double k = double(df), z = 3.090;
-    return k * std::pow(1 - 2 / (9 * k) + z * std::sqrt(2 / (9 * k)), 3);
-  }
-};
-ChiSquare chi_square(const torch::Tensor& counts, const torch::Tensor& probs) {
-  const double n = counts.sum().item<double>();
-  ChiSquare c;
-  double pooled_obs = 0, pooled_exp = 0;
-  int64_t cells = 0;
-  for (int64_t i = 0; i < counts.numel(); ++i) {
-    const double e = n * probs.reshape(-1)[i].item<double>(), o = counts.reshape(-1)[i].item<double>();
-    if (e < 5) {
-      pooled_obs += o;
-      pooled_exp += e;
-      continue;
-    }
-    c.stat += (o - e) * (o - e) / e;
-    ++cells;
-  }
-  if (pooled_exp > 0) {
-    c.stat += (pooled_obs - pooled_exp) * (pooled_obs - pooled_exp) / pooled_exp;
-    ++cells;
-  }
-  c.df = cells - 1;
-  return c;
-}
-
-struct FirstTokens {
-  torch::Tensor joint01;  // [V, V] counts of (x0, x1)
-  torch::Tensor x2;       // [V] counts
-};
-FirstTokens count_first_tokens(Decoder& decoder, int64_t cls, int64_t samples, int64_t V) {
-  FirstTokens f{torch::zeros({V, V}, torch::kFloat64), torch::zeros({V}, torch::kFloat64)};
-  for (int64_t start = 0; start < samples; start += 500) {
-    auto r = requests(start * 3, 500);
-    r.class_ids.fill_(cls);
-    auto tokens = decoder.decode(r).tokens;
-    for (int64_t b = 0; b < 500; ++b) {
-      f.joint01[tokens[b][0].item<int64_t>()][tokens[b][1].item<int64_t>()] += 1;
-      f.x2[tokens[b][2].item<int64_t>()] += 1;
-    }
-  }
-  return f;
-}
-
-struct ExactFirstTokens {
-  torch::Tensor joint01, x2;
-};
-ExactFirstTokens exact_first_tokens(Gpt& gpt, int64_t cls, const SamplingParams& params, int64_t V) {
-  ExactFirstTokens e;
-  const auto p0 = exact_next(gpt, cls, torch::zeros({1, 0}, torch::kInt64), params)[0];  // [V]
-  const auto x0 = torch::arange(V, torch::kInt64).view({V, 1});
-  const auto p1 = exact_next(gpt, cls, x0, params);                                    // [V, V]
-  e.joint01 = p0.unsqueeze(1) * p1;
-  const auto pairs = torch::stack({x0.repeat({1, V}).reshape(-1), torch::arange(V, torch::kInt64).repeat(V)}, 1);
-  const auto p2 = exact_next(gpt, cls, pairs, params);                                 // [V*V, V]
-  e.x2 = (e.joint01.reshape({-1, 1}) * p2).sum(0);
-  return e;
-}
-}  // namespace
+using test::chi_square;
+using test::count_first_tokens;
+using test::exact_first_tokens;
+using test::requests;
 
 TEST(SdDecoder, GreedyTokensEqualArGreedyForEveryDraftLength) {
   SamplingParams p;
@@ -152,7 +72,7 @@ TEST(SdDecoder, GreedyOnTheEmbeddedModelAndItsDraftGptEqualsAr) {
 }
 
 TEST(SdDecoder, SamplesTheExactTargetDistributionAtTemperatureOne) {
-  const int64_t V = 8, samples = 4000;
+  const int64_t V = 8, samples = test::chi_samples();
   SamplingParams p;
   p.cfg_scale = 2.0;
   p.temperature = 1.0;
