@@ -7,6 +7,7 @@
 #include "decoding/ar.h"
 #include "decoding/eagle2.h"
 #include "decoding/sd.h"
+#include "decoding/sjd.h"
 #include "models/load.h"
 
 namespace vispec {
@@ -22,6 +23,7 @@ bool uses_tree(const std::string& name) { return name == "eagle2" || name == "la
 
 // Parameters each decoder accepts beyond the sampling chain.
 std::vector<std::string> method_keys(const std::string& name) {
+  if (name == "sjd") return {"window"};
   auto keys = kAcceptKeys;
   if (name == "sd") keys.push_back("gamma");
   if (uses_tree(name)) keys.insert(keys.end(), {"depth", "tree_k", "total_tokens"});
@@ -43,7 +45,7 @@ std::string join(const std::vector<std::string>& v) {
 bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 }  // namespace
 
-std::vector<std::string> known_decoders() { return {"ar", "sd", "eagle2", "lantern"}; }
+std::vector<std::string> known_decoders() { return {"ar", "sd", "eagle2", "lantern", "sjd"}; }
 
 void validate_decoder_spec(const DecoderSpec& spec) {
   const auto names = known_decoders();
@@ -77,7 +79,11 @@ void validate_decoder_spec(const DecoderSpec& spec) {
     VISPEC_CHECK(s.total_tokens >= 2 && s.total_tokens <= 1 + s.top_k + s.depth * s.top_k * s.top_k,
                  spec.where_of("total_tokens"), ": must be in [2, 1 + tree_k + depth tree_k^2]");
   }
-  if (spec.name != "ar") acceptance_params(spec);
+  if (spec.name == "sjd") {
+    const double w = spec.get("window", 15);
+    VISPEC_CHECK(w >= 1 && w <= 64 && w == std::floor(w), spec.where_of("window"), ": must be a whole number in [1, 64]");
+  }
+  if (spec.name != "ar" && spec.name != "sjd") acceptance_params(spec);
 }
 
 TreeShape tree_shape(const DecoderSpec& spec) {
@@ -168,7 +174,7 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
     m.eagle->to(device);
     m.eagle->eval();
   }
-  const auto accept = spec.name == "ar" ? AcceptanceParams{} : acceptance_params(spec);
+  const auto accept = spec.name == "ar" || spec.name == "sjd" ? AcceptanceParams{} : acceptance_params(spec);
   if (accept.needs_neighbours())
     m.neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::cached(
         vq->quantize->embedding->weight, std::min(accept.k, model.vq.codebook_size - 1),
@@ -179,12 +185,13 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
 std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderModels& models) {
   validate_decoder_spec(spec);
   const auto sampling = sampling_params(spec);
-  auto accept = spec.name == "ar" ? AcceptanceParams{} : acceptance_params(spec);
+  auto accept = spec.name == "ar" || spec.name == "sjd" ? AcceptanceParams{} : acceptance_params(spec);
   if (models.neighbours) accept.k = std::min(accept.k, models.neighbours->columns());
   if (spec.name == "ar") return std::make_unique<ArDecoder>(models.target, sampling);
   if (spec.name == "sd")
     return std::make_unique<SdDecoder>(models.target, models.draft_gpt, sampling, int64_t(spec.get("gamma", 4)), accept,
                                        models.neighbours);
+  if (spec.name == "sjd") return std::make_unique<SjdDecoder>(models.target, sampling, int64_t(spec.get("window", 15)));
   if (uses_tree(spec.name))
     return std::make_unique<Eagle2Decoder>(spec.name, models.target, models.eagle, sampling, tree_shape(spec), accept,
                                            models.neighbours);
