@@ -105,6 +105,8 @@ void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model) {
                "' drafts with a small GPT, but ", model.file, " has no drafters.gpt section");
   VISPEC_CHECK(!uses_eagle_head(spec.name) || !model.eagle_head.empty(), spec.name_where, ": decoder '", spec.name,
                "' drafts with an EAGLE head, but ", model.file, " has no drafters.eagle_head");
+  VISPEC_CHECK(!uses_tree(spec.name) || tree_shape(spec).top_k <= model.gpt.vocab_size, spec.where_of("tree_k"),
+               ": larger than the vocabulary of ", model.file, " (", model.gpt.vocab_size, ")");
   // k defaults to LANTERN's 1000, capped at the codebook's other codes; a k the job names must fit.
   if (acceptance_params(spec).needs_neighbours() && spec.params.count("k")) {
     const double k = spec.get("k", 0);
