@@ -101,6 +101,7 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
                     {"draft_forwards_per_image", double(s.draft_forwards) / double(n)},
                     {"mean_accepted_length", s.mean_accepted_length()},
                     {"acceptance_rate", s.acceptance_rate()},
+                    {"mean_tree_depth", s.mean_tree_depth()},
                     {"ms_per_image", 1e3 * t.seconds / double(n)},
                     {"images_per_s", double(n) / t.seconds},
                     {"speedup", tally[base].seconds / t.seconds},

@@ -25,6 +25,7 @@ struct SampleStats {
   int64_t accepted = 0;          // of those, accepted
   int64_t tokens = 0;            // tokens committed
   double draft_ms = 0, verify_ms = 0, resample_ms = 0, bookkeeping_ms = 0;
+  double tree_depth = 0;         // summed depth parameter of the trees drafted (tree decoders; ADT-Tree varies it)
 
   SampleStats& operator+=(const SampleStats& o) {
     target_forwards += o.target_forwards;
@@ -36,11 +37,14 @@ struct SampleStats {
     verify_ms += o.verify_ms;
     resample_ms += o.resample_ms;
     bookkeeping_ms += o.bookkeeping_ms;
+    tree_depth += o.tree_depth;
     return *this;
   }
   // Tokens committed per target forward (AR: 1).
   double mean_accepted_length() const { return target_forwards ? double(tokens) / double(target_forwards) : 0.0; }
   double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
+  // Mean tree depth over the trees drafted (one per target forward after the prefill); 0 without trees.
+  double mean_tree_depth() const { return target_forwards > 1 ? tree_depth / double(target_forwards - 1) : 0.0; }
 };
 
 struct DecodeResult {

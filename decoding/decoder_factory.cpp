@@ -19,7 +19,8 @@ const std::vector<std::string> kAcceptKeys = {"accept", "k", "delta", "lambda", 
                                               "slope", "optimal_resampling"};
 const std::vector<std::string> kWordKeys = {"accept", "schedule"};
 
-bool uses_tree(const std::string& name) { return name == "eagle2" || name == "lantern"; }
+bool uses_tree(const std::string& name) { return name == "eagle2" || name == "lantern" || name == "adt_tree"; }
+const std::vector<std::string> kAdtKeys = {"beta", "step_depth", "step_k", "min_depth", "max_depth", "min_k", "max_k"};
 
 // Parameters each decoder accepts beyond the sampling chain.
 std::vector<std::string> method_keys(const std::string& name) {
@@ -27,6 +28,7 @@ std::vector<std::string> method_keys(const std::string& name) {
   auto keys = kAcceptKeys;
   if (name == "sd") keys.push_back("gamma");
   if (uses_tree(name)) keys.insert(keys.end(), {"depth", "tree_k", "total_tokens"});
+  if (name == "adt_tree") keys.insert(keys.end(), kAdtKeys.begin(), kAdtKeys.end());
   return name == "ar" ? std::vector<std::string>{} : keys;
 }
 
@@ -45,7 +47,28 @@ std::string join(const std::vector<std::string>& v) {
 bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 }  // namespace
 
-std::vector<std::string> known_decoders() { return {"ar", "sd", "eagle2", "lantern", "sjd"}; }
+std::vector<std::string> known_decoders() { return {"ar", "sd", "eagle2", "lantern", "adt_tree", "sjd"}; }
+
+AdtParams adt_params(const DecoderSpec& spec) {
+  AdtParams a;
+  auto whole = [&](const char* key, int64_t fallback) {
+    const double v = spec.get(key, double(fallback));
+    VISPEC_CHECK(v == std::floor(v) && v >= 0, spec.where_of(key), ": must be a whole number >= 0");
+    return int64_t(v);
+  };
+  a.beta = spec.get("beta", a.beta);
+  a.step_depth = whole("step_depth", a.step_depth);
+  a.step_k = whole("step_k", a.step_k);
+  a.min_depth = whole("min_depth", a.min_depth);
+  a.max_depth = whole("max_depth", a.max_depth);
+  a.min_k = whole("min_k", a.min_k);
+  a.max_k = whole("max_k", a.max_k);
+  VISPEC_CHECK(a.min_depth <= a.max_depth && a.max_depth <= 32, spec.where_of("max_depth"),
+               ": needs min_depth <= max_depth <= 32");
+  VISPEC_CHECK(a.min_k >= 1 && a.min_k <= a.max_k && a.max_k <= 64, spec.where_of("max_k"),
+               ": needs 1 <= min_k <= max_k <= 64");
+  return a;
+}
 
 void validate_decoder_spec(const DecoderSpec& spec) {
   const auto names = known_decoders();
@@ -79,6 +102,7 @@ void validate_decoder_spec(const DecoderSpec& spec) {
     VISPEC_CHECK(s.total_tokens >= 2 && s.total_tokens <= 1 + s.top_k + s.depth * s.top_k * s.top_k,
                  spec.where_of("total_tokens"), ": must be in [2, 1 + tree_k + depth tree_k^2]");
   }
+  if (spec.name == "adt_tree") adt_params(spec);
   if (spec.name == "sjd") {
     const double w = spec.get("window", 15);
     VISPEC_CHECK(w >= 1 && w <= 64 && w == std::floor(w), spec.where_of("window"), ": must be a whole number in [1, 64]");
@@ -106,6 +130,8 @@ void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model) {
   VISPEC_CHECK(!uses_eagle_head(spec.name) || !model.eagle_head.empty(), spec.name_where, ": decoder '", spec.name,
                "' drafts with an EAGLE head, but ", model.file, " has no drafters.eagle_head");
   VISPEC_CHECK(!uses_tree(spec.name) || tree_shape(spec).top_k <= model.gpt.vocab_size, spec.where_of("tree_k"),
+               ": larger than the vocabulary of ", model.file, " (", model.gpt.vocab_size, ")");
+  VISPEC_CHECK(spec.name != "adt_tree" || adt_params(spec).max_k <= model.gpt.vocab_size, spec.where_of("max_k"),
                ": larger than the vocabulary of ", model.file, " (", model.gpt.vocab_size, ")");
   // k defaults to LANTERN's 1000, capped at the codebook's other codes; a k the job names must fit.
   if (acceptance_params(spec).needs_neighbours() && spec.params.count("k")) {
@@ -195,8 +221,9 @@ std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderMode
                                        models.neighbours);
   if (spec.name == "sjd") return std::make_unique<SjdDecoder>(models.target, sampling, int64_t(spec.get("window", 15)));
   if (uses_tree(spec.name))
-    return std::make_unique<Eagle2Decoder>(spec.name, models.target, models.eagle, sampling, tree_shape(spec), accept,
-                                           models.neighbours);
+    return std::make_unique<Eagle2Decoder>(
+        spec.name, models.target, models.eagle, sampling, tree_shape(spec), accept, models.neighbours,
+        spec.name == "adt_tree" ? std::optional<AdtParams>(adt_params(spec)) : std::nullopt);
   VISPEC_FAIL(spec.name_where, ": unknown decoder '", spec.name, "'");
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "decoding/acceptance.h"
+#include "decoding/adt_tree.h"
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
 #include "decoding/draft_tree.h"
@@ -37,6 +38,7 @@ void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model);
 SamplingParams sampling_params(const DecoderSpec& spec);
 AcceptanceParams acceptance_params(const DecoderSpec& spec);
 TreeShape tree_shape(const DecoderSpec& spec);  // depth, tree_k, total_tokens
+AdtParams adt_params(const DecoderSpec& spec);   // ADT-Tree's beta, steps and bounds
 // Weight files beyond the target and VQ that the decoder reads (role -> path): part of a job's identity.
 std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec, const ModelConfig& model);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/check.h"
@@ -35,49 +36,82 @@ struct Candidate {
 
 std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
                                            const TreeShape& shape, const TreeExpand& expand) {
-  const int64_t B = root_log_probs.size(0), K = shape.top_k;
-  VISPEC_ASSERT(K >= 1 && shape.depth >= 0 && shape.total_tokens >= 1, "tree shape");
+  return build_dynamic_trees(root_log_probs, roots,
+                             std::vector<TreeShape>(size_t(root_log_probs.size(0)), shape), expand);
+}
+
+std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
+                                           const std::vector<TreeShape>& shapes, const TreeExpand& expand) {
+  // Rows may ask for different shapes (ADT-Tree): the block is sized by the largest; in a smaller row the
+  // nodes beyond its own top_k or depth are scored -inf, so they are expanded with the rest but never chosen.
+  const int64_t B = root_log_probs.size(0);
+  int64_t K = 1, D = 0;
+  for (const auto& s : shapes) {
+    VISPEC_ASSERT(s.top_k >= 1 && s.depth >= 0 && s.total_tokens >= 1, "tree shape");
+    K = std::max(K, s.top_k);
+    D = std::max(D, s.depth);
+  }
+  const double kNone = -std::numeric_limits<double>::infinity();
+  // Per row, which nodes of the newest frontier level may be expanded (the root's children: all K; those
+  // beyond a row's top_k already score -inf).
+  std::vector<std::vector<char>> expandable(static_cast<size_t>(B), std::vector<char>(static_cast<size_t>(K), 1));
   std::vector<std::vector<Candidate>> cands(static_cast<size_t>(B));
   std::vector<std::vector<int64_t>> frontier(static_cast<size_t>(B));  // candidate indices of every frontier level, in order
   {
-    auto [lp, idx] = root_log_probs.to(torch::kCPU, torch::kFloat64).topk(K, -1);
+    const auto [lp, idx] = root_log_probs.to(torch::kCPU, torch::kFloat64).topk(K, -1);
+    const auto lp_a = lp.accessor<double, 2>();
+    const auto idx_a = idx.accessor<int64_t, 2>();
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < K; ++j) {
-        cands[size_t(b)].push_back({idx[b][j].item<int64_t>(), -1, 0, lp[b][j].item<double>()});
+        const double score = j < shapes[size_t(b)].top_k ? lp_a[b][j] : kNone;
+        cands[size_t(b)].push_back({idx_a[b][j], -1, 0, score});
         frontier[size_t(b)].push_back(j);
       }
   }
-  for (int64_t level = 0; level < shape.depth; ++level) {
+  for (int64_t level = 0; level < D; ++level) {
     const int64_t M = K * (level + 1);  // frontier levels 0 .. level
     auto tokens = torch::empty({B, M}, torch::kInt64), parent_slot = torch::empty({B, M}, torch::kInt64);
     auto mask = torch::eye(M, torch::kBool).unsqueeze(0).repeat({B, 1, 1});
+    auto tok_a = tokens.accessor<int64_t, 2>(), slot_a = parent_slot.accessor<int64_t, 2>();
+    auto mask_a = mask.accessor<bool, 3>();
     for (int64_t b = 0; b < B; ++b) {
       const auto& f = frontier[size_t(b)];
       for (int64_t m = 0; m < M; ++m) {
         const auto& c = cands[size_t(b)][size_t(f[size_t(m)])];
-        tokens[b][m] = c.token;
+        tok_a[b][m] = c.token;
         // The parent of a level-l frontier node is a level-(l-1) frontier node: find its slot.
         int64_t slot = -1;
         if (c.parent >= 0) slot = int64_t(std::find(f.begin(), f.end(), c.parent) - f.begin());
-        parent_slot[b][m] = slot;
-        for (int64_t a = slot; a >= 0; a = parent_slot[b][a].item<int64_t>()) mask[b][m][a] = true;
+        slot_a[b][m] = slot;
+        for (int64_t a = slot; a >= 0; a = slot_a[b][a]) mask_a[b][m][a] = true;
       }
     }
-    const auto lp_all = expand(tokens, parent_slot, mask, level).to(torch::kCPU, torch::kFloat64);  // [B, M, V]
+    const auto lp_new = expand(tokens, parent_slot, mask, level).to(torch::kCPU, torch::kFloat64);  // [B, K, V]
     for (int64_t b = 0; b < B; ++b) {
       auto& cb = cands[size_t(b)];
       auto& f = frontier[size_t(b)];
-      const auto last = lp_all[b].narrow(0, M - K, K);  // the newest frontier level
-      auto [child_lp, child_idx] = last.topk(K, -1);     // [K, K]
+      auto [child_lp, child_idx] = lp_new[b].topk(K, -1);  // [K, K]: children of the newest frontier level
       std::vector<double> parent_score(static_cast<size_t>(K));
       for (int64_t i = 0; i < K; ++i) parent_score[size_t(i)] = cb[size_t(f[size_t(M - K + i)])].score;
       auto cu = child_lp + torch::tensor(parent_score, torch::kFloat64).unsqueeze(1);
-      const int64_t first = int64_t(cb.size());
+      const auto& own = shapes[size_t(b)];
+      if (level >= own.depth) cu.fill_(kNone);                          // deeper than this row's tree
       for (int64_t i = 0; i < K; ++i)
-        for (int64_t j = 0; j < K; ++j)
-          cb.push_back({child_idx[i][j].item<int64_t>(), f[size_t(M - K + i)], level + 1, cu[i][j].item<double>()});
-      auto best = std::get<1>(cu.reshape(-1).topk(K));
-      for (int64_t j = 0; j < K; ++j) f.push_back(first + best[j].item<int64_t>());
+        if (!expandable[size_t(b)][size_t(i)]) cu[i].fill_(kNone);
+      if (own.top_k < K) cu.narrow(1, own.top_k, K - own.top_k).fill_(kNone);  // more children than its top_k
+      const int64_t first = int64_t(cb.size());
+      const auto idx_a = child_idx.accessor<int64_t, 2>();
+      const auto cu_a = cu.accessor<double, 2>();
+      for (int64_t i = 0; i < K; ++i)
+        for (int64_t j = 0; j < K; ++j) cb.push_back({idx_a[i][j], f[size_t(M - K + i)], level + 1, cu_a[i][j]});
+      const auto best = std::get<1>(cu.reshape(-1).topk(K)).contiguous();
+      const int64_t* best_p = best.data_ptr<int64_t>();
+      for (int64_t j = 0; j < K; ++j) {
+        const int64_t chosen = first + best_p[j];
+        f.push_back(chosen);
+        // A frontier wider than the row's top_k: the extra nodes stay candidates but are not expanded.
+        expandable[size_t(b)][size_t(j)] = j < own.top_k;
+      }
     }
   }
   // Rerank: the best total_tokens - 1 candidates overall, kept in candidate (level) order.
@@ -90,7 +124,7 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
     std::vector<char> chosen(cb.size(), 0);
     int64_t count = 0;
     for (int64_t i : order) {
-      if (count == shape.total_tokens - 1 || !std::isfinite(cb[size_t(i)].score)) break;
+      if (count == shapes[size_t(b)].total_tokens - 1 || !std::isfinite(cb[size_t(i)].score)) break;
       chosen[size_t(i)] = 1;
       ++count;
     }

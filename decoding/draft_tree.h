@@ -32,8 +32,9 @@ struct TreeShape {
 
 // The drafter as the builder sees it. Given the frontier nodes of levels 0 .. level as one block per row
 // (tokens [B, M], parent_slot [B, M]: the block index of each node's parent, -1 for the root's children;
-// mask [B, M, M] from their ancestry), returns the drafter's log-probs of each node's children [B, M, V].
-// Earlier levels come first and are the same nodes as in the previous call.
+// mask [B, M, M] from their ancestry), returns the drafter's log-probs of the children of the newest level's
+// nodes (the last K of the block) [B, K, V]. Earlier levels come first and are the same nodes as in the
+// previous call.
 using TreeExpand = std::function<torch::Tensor(const torch::Tensor& tokens, const torch::Tensor& parent_slot,
                                                const torch::Tensor& mask, int64_t level)>;
 
@@ -43,5 +44,8 @@ using TreeExpand = std::function<torch::Tensor(const torch::Tensor& tokens, cons
 // children. Candidates of log-prob -inf (filtered by top-k/top-p) are never selected.
 std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
                                            const TreeShape& shape, const TreeExpand& expand);
+// The same with one shape per row (ADT-Tree's per-position depth and width).
+std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
+                                           const std::vector<TreeShape>& shapes, const TreeExpand& expand);
 
 }  // namespace vispec

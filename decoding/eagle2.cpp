@@ -33,9 +33,10 @@ torch::Tensor one_hot(int64_t x, int64_t V) {
 }  // namespace
 
 Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
-                             TreeShape shape, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours)
+                             TreeShape shape, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours,
+                             std::optional<AdtParams> adt)
     : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
-      params_(params), shape_(shape), accept_(accept), neighbours_(std::move(neighbours)) {
+      params_(params), shape_(shape), accept_(accept), neighbours_(std::move(neighbours)), adt_(adt) {
   VISPEC_ASSERT(!accept_.needs_neighbours() || neighbours_, "LANTERN rules need the codebook neighbour table");
 }
 
@@ -65,7 +66,14 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
 
   auto t0 = IterationTimes::Clock::now();
   auto tcache = target_.make_cache(B, shape_.total_tokens);
-  auto dcache = drafter_->make_cache(R, shape_.top_k * (shape_.depth + 1) + shape_.depth + 2);
+  // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.
+  TreeShape widest = shape_;
+  if (adt_) widest = {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};
+  auto dcache = drafter_->make_cache(R, widest.top_k * (widest.depth + 1) + widest.depth + 2);
+  std::vector<AdtPolicy> policies;
+  if (adt_)
+    for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);
+  std::vector<TreeShape> shapes(static_cast<size_t>(B), shape_);
   auto pre = target_.prefill(tcache, request.class_ids);
   tcache.keep_all();
   {
@@ -129,18 +137,21 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     torch::Tensor previous;  // drafter outputs of the previous expansion [R, M_prev, D]
     const auto root_cells = torch::tensor(root_index, i64).view({B, 1});
     TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
-                            int64_t /*level*/) {
+                            int64_t level) {
       const int64_t M = tok.size(1);
       auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
       // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; previous]).
       auto source = previous.defined() ? torch::cat({catchup.unsqueeze(1), previous}, 1) : catchup.unsqueeze(1);
       auto slot = twice(parent_slot + 1).to(device).unsqueeze(-1).expand({R, M, source.size(-1)});
-      auto node_cells = (root_cells + 1 + torch::arange(M, i64).div(shape_.top_k, "floor").view({1, M})).clamp_max(N - 1);
+      const int64_t K = M / (level + 1);  // frontier width of the block (the widest row's top_k)
+      auto node_cells = (root_cells + 1 + torch::arange(M, i64).div(K, "floor").view({1, M})).clamp_max(N - 1);
       previous = drafter_(source.gather(1, slot), gpt->tok_embeddings(twice(tok).to(device)), twice(node_cells).to(device),
                           twice(mask).to(device), &dcache);
-      return draft_log_probs(previous);
+      return draft_log_probs(previous.narrow(1, M - K, K));  // only the newest level is expanded
     };
-    auto trees = build_dynamic_trees(draft_log_probs(catchup), roots, shape_, expand);
+    if (adt_)
+      for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);
+    auto trees = build_dynamic_trees(draft_log_probs(catchup), roots, shapes, expand);
     times.draft_ms = IterationTimes::lap(t0);
 
     // ---- verify: one target forward over every row's tree
@@ -176,14 +187,14 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
           const int64_t x = tree.token[size_t(child)], depth = tree.depth[size_t(child)];
           const int32_t* nn = accept_.needs_neighbours() ? neighbours_->row(x) : nullptr;
           const auto q = one_hot(x, V);
-          const double prob = acceptance_probability(p, q, x, depth, shape_.depth + 1, accept_, nn);
+          const double prob = acceptance_probability(p, q, x, depth, shapes[size_t(b)].depth + 1, accept_, nn);
           ++s.drafted;
           if (uniform(key, uint32_t(index + 1), Purpose::kAccept, uint32_t(rank++)) < prob) {
             accepted = true;
             node = child;
             break;
           }
-          p = rejection_distribution(p, q, x, depth, shape_.depth + 1, accept_, nn);
+          p = rejection_distribution(p, q, x, depth, shapes[size_t(b)].depth + 1, accept_, nn);
         }
         ++index;
         if (!accepted) {  // every child rejected (p is the residual), or a leaf (p is the target's own)
@@ -197,6 +208,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
         path.push_back(node);
         tokens[b][index] = tree.token[size_t(node)];
       }
+      if (adt_) policies[size_t(b)].record(root_index[size_t(b)], shapes[size_t(b)], int64_t(path.size()) - 1);
+      s.tree_depth += double(shapes[size_t(b)].depth);
       root_index[size_t(b)] = index;
       // Done when the raster is full: by accepted drafts, or by a sampled token in the last cell.
       if (!sampled || index == N - 1) {
@@ -221,7 +234,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       pair_features[size_t(b)] = torch::stack(per_stream);
     }
     times.bookkeeping_ms = IterationTimes::lap(t0);
-    charge_iteration(stats, active, times, 1 + shape_.depth);
+    int64_t expansions = 0;
+    for (int64_t b : active) expansions = std::max(expansions, shapes[size_t(b)].depth);
+    charge_iteration(stats, active, times, 1 + expansions);
   }
   for (auto& s : stats) s.tokens = N;
   return {tokens, stats};

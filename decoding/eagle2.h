@@ -1,10 +1,13 @@
 // EAGLE-2: a one-layer feature-level drafter, a dynamic draft tree, one target forward per tree; LANTERN,
-// LANTERN++ and Cool-SD are acceptance rules on the same trees (`accept:` in the job file).
+// LANTERN++ and Cool-SD are acceptance rules on the same trees (`accept:` in the job file), ADT-Tree a policy
+// choosing each tree's shape (decoding/adt_tree.h).
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "decoding/acceptance.h"
+#include "decoding/adt_tree.h"
 #include "decoding/cfg_model.h"
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
@@ -15,8 +18,10 @@ namespace vispec {
 
 class Eagle2Decoder : public Decoder {
  public:
+  // adt: ADT-Tree's per-position shapes starting from `shape` (null: EAGLE-2's fixed shape).
   Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params, TreeShape shape,
-                AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours);
+                AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours,
+                std::optional<AdtParams> adt = std::nullopt);
   std::string name() const override { return name_; }
   DecodeResult decode(const DecodeRequest& request) override;
 
@@ -28,6 +33,7 @@ class Eagle2Decoder : public Decoder {
   TreeShape shape_;
   AcceptanceParams accept_;
   std::shared_ptr<const CodebookNeighbours> neighbours_;
+  std::optional<AdtParams> adt_;
 };
 
 }  // namespace vispec

@@ -1,9 +1,10 @@
-// EAGLE-2 (decoding/eagle2.cpp) and its tree builder: greedy tokens identical to AR's on the tiny model and on
+// EAGLE-2 (decoding/eagle2.cpp), its tree builder and ADT-Tree's shape policy: greedy tokens identical to AR's on the tiny model and on
 // the embedded model with its shipped head; at temperature 1 the first tokens' distribution over 4000
 // samples matches the exact target distribution (vocabulary 8) by chi-square, with the exact rule; the
 // builder's trees have the promised shape.
 #include <gtest/gtest.h>
 
+#include "decoding/adt_tree.h"
 #include "decoding/ar.h"
 #include "decoding/draft_tree.h"
 #include "decoding/eagle2.h"
@@ -38,7 +39,8 @@ TEST(DraftTree, DynamicBuilderKeepsTheBestPathsAndParentsBeforeChildren) {
     EXPECT_TRUE(mask.select(1, 0).select(1, 0).all().item<bool>());  // every node attends itself
     for (int64_t m = 3; m < tok.size(1); ++m) EXPECT_GE(parent_slot[0][m].item<int64_t>(), 0);
     // Log-probs that depend on the node's token, so paths differ.
-    return torch::log_softmax(torch::sin(tok.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
+    const auto newest = tok.narrow(1, tok.size(1) - 3, 3);
+    return torch::log_softmax(torch::sin(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
   };
   const auto trees = build_dynamic_trees(root_lp, {5, 6}, TreeShape{2, 3, 10}, expand);
   EXPECT_EQ(calls, 2);
@@ -114,6 +116,80 @@ TEST(Eagle2Decoder, SamplesTheExactTargetDistributionAtTemperatureOne) {
   SampleStats total;
   for (const auto& s : e.decode(test::requests(0, 200, 1)).stats) total += s;
   EXPECT_GT(total.mean_accepted_length(), 1.2);
+}
+
+TEST(DraftTree, RowsWithDifferentShapesKeepToTheirOwnDepthAndWidth) {
+  const int64_t V = 16;
+  auto gen = at::detail::createCPUGenerator(2);
+  const auto root_lp = torch::log_softmax(torch::randn({2, V}, gen, torch::kFloat64) * 2, -1);
+  TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor&, const torch::Tensor&, int64_t level) {
+    const int64_t K = tok.size(1) / (level + 1);
+    const auto newest = tok.narrow(1, tok.size(1) - K, K);
+    return torch::log_softmax(torch::cos(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
+  };
+  const std::vector<TreeShape> shapes = {TreeShape{3, 4, 30}, TreeShape{1, 2, 30}};
+  const auto trees = build_dynamic_trees(root_lp, {1, 2}, shapes, expand);
+  for (size_t b = 0; b < 2; ++b) {
+    const auto children = trees[b].children();
+    for (int64_t i = 0; i < trees[b].size(); ++i) {
+      EXPECT_LE(trees[b].depth[size_t(i)], shapes[b].depth + 1);
+      EXPECT_LE(int64_t(children[size_t(i)].size()), shapes[b].top_k);
+    }
+  }
+  // The narrow row: 2 root children, 2 x 2 grandchildren from its 2 expanded nodes: 1 + 2 + 4 nodes.
+  EXPECT_EQ(trees[1].size(), 7);
+  // The same row alone gives the same tree: padding to the wide row's block changes nothing.
+  const auto alone = build_dynamic_trees(root_lp.narrow(0, 1, 1), {2}, shapes[1], expand);
+  EXPECT_EQ(alone[0].token, trees[1].token);
+  EXPECT_EQ(alone[0].parent, trees[1].parent);
+}
+
+TEST(AdtTree, ShapeRuleAndNeighbourLookupFollowThePaper) {
+  AdtParams p;  // LlamaGen: beta 1, l_d 1, l_k 10, d in [1, 9], k in [4, 39]
+  // All drafts accepted (alpha = 1 >= beta): deeper and narrower.
+  EXPECT_EQ(adapt_tree_shape(TreeShape{4, 20, 59}, 4, p).depth, 5);
+  EXPECT_EQ(adapt_tree_shape(TreeShape{4, 20, 59}, 4, p).top_k, 10);
+  // Fewer accepted: shallower and wider; bounds clamp.
+  EXPECT_EQ(adapt_tree_shape(TreeShape{4, 20, 59}, 2, p).depth, 3);
+  EXPECT_EQ(adapt_tree_shape(TreeShape{4, 20, 59}, 2, p).top_k, 30);
+  EXPECT_EQ(adapt_tree_shape(TreeShape{1, 35, 59}, 0, p).depth, 1);
+  EXPECT_EQ(adapt_tree_shape(TreeShape{1, 35, 59}, 0, p).top_k, 39);
+  EXPECT_EQ(adapt_tree_shape(TreeShape{9, 5, 59}, 9, p).top_k, 4);
+  EXPECT_EQ(adapt_tree_shape(TreeShape{9, 5, 59}, 9, p).depth, 9);
+  // The policy starts from the left neighbour in the row, else the tree above, else the initial shape.
+  AdtPolicy policy(p, TreeShape{4, 10, 59}, 16);
+  EXPECT_EQ(policy.next(0).depth, 4);
+  policy.record(0, TreeShape{4, 10, 59}, 4);  // all accepted
+  EXPECT_EQ(policy.next(5).depth, 5);         // left neighbour in row 0
+  policy.record(5, TreeShape{5, 4, 59}, 1);   // poor
+  EXPECT_EQ(policy.next(16).depth, 5);        // row 1, column 0: the tree above is the one at column 0
+  EXPECT_EQ(policy.next(21).depth, 4);        // row 1, column 5: above-left is the one at column 5
+  EXPECT_EQ(policy.next(40).depth, 4);        // row 2: no tree in rows 1-2: the initial shape
+}
+
+TEST(AdtTreeDecoder, GreedyTokensEqualArGreedyAndDepthsMove) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.cfg_scale = 2.0;
+  auto target = test::tiny_gpt(1);
+  const auto r = test::requests(0, 4);
+  const auto reference = ArDecoder(target, p).decode(r).tokens;
+  AdtParams adt;
+  adt.step_k = 2;
+  adt.max_k = 12;
+  adt.max_depth = 5;
+  Eagle2Decoder d("adt_tree", target, tiny_drafter(target->config(), 2), p, TreeShape{3, 6, 20}, AcceptanceParams{},
+                  nullptr, adt);
+  const auto out = d.decode(r);
+  EXPECT_TRUE(torch::equal(out.tokens, reference));
+  for (const auto& s : out.stats) {
+    EXPECT_GE(s.mean_tree_depth(), 1.0);
+    EXPECT_LE(s.mean_tree_depth(), 5.0);
+  }
+  const auto fixed = Eagle2Decoder("eagle2", target, tiny_drafter(target->config(), 2), p, TreeShape{3, 6, 20},
+                                   AcceptanceParams{}, nullptr).decode(r);
+  EXPECT_DOUBLE_EQ(fixed.stats[0].mean_tree_depth(), 3.0);
+  EXPECT_NE(out.stats[0].mean_tree_depth(), 3.0);  // the policy moved the depth
 }
 
 }  // namespace vispec

@@ -105,6 +105,7 @@ class UnitWriter {
                                   {"acceptance_rate", st.acceptance_rate()}, {"drafted", st.drafted},
                                   {"accepted", st.accepted}, {"draft_ms", st.draft_ms}, {"verify_ms", st.verify_ms},
                                   {"resample_ms", st.resample_ms}, {"bookkeeping_ms", st.bookkeeping_ms},
+                                  {"mean_tree_depth", st.mean_tree_depth()},
                                   {"wall_ms", batch_ms / double(B)}, {"batch_size", B}}
                        .dump() +
                    "\n";
