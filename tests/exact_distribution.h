@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
+#include <string>
 
 #include "decoding/decoder.h"
 #include "decoding/sampler.h"
@@ -102,4 +104,21 @@ inline ExactFirstTokens exact_first_tokens(Gpt& gpt, int64_t cls, const Sampling
   e.x2 = (e.joint01.reshape({-1, 1}) * p2).sum(0);
   return e;
 }
+// The test every lossless decoder must pass: `decoder` on chi_samples() samples of class 1 against the exact
+// distribution of `target` (vocabulary V) under `params`. Prints and returns (joint of x0, x1; marginal of x2).
+struct FirstTokenFit {
+  ChiSquare joint01, x2;
+  bool passes() const { return joint01.stat < joint01.critical() && x2.stat < x2.critical(); }
+};
+inline FirstTokenFit first_token_fit(Decoder& decoder, Gpt& target, const SamplingParams& params, int64_t V,
+                                     const std::string& label) {
+  const auto exact = exact_first_tokens(target, 1, params, V);
+  const auto got = count_first_tokens(decoder, 1, chi_samples(), V);
+  FirstTokenFit f{chi_square(got.joint01, exact.joint01), chi_square(got.x2, exact.x2)};
+  std::cout << label << " (x0, x1): chi2 " << f.joint01.stat << " df " << f.joint01.df << " critical "
+            << f.joint01.critical() << "; x2: chi2 " << f.x2.stat << " df " << f.x2.df << " critical "
+            << f.x2.critical() << "\n";
+  return f;
+}
+
 }  // namespace vispec::test
