@@ -20,7 +20,7 @@ namespace vispec {
 
 namespace fs = std::filesystem;
 
-namespace {
+// The fixture has external linkage: the unity build includes this file in a larger one.
 class DistillReading : public ::testing::Test {
  protected:
   void SetUp() override { dir = test::test_directory("vispec_distill_"); }
@@ -29,7 +29,6 @@ class DistillReading : public ::testing::Test {
   std::string run_job(const std::string& dtype) { return test::run_distill_job(dir, dtype, 3, 4); }
   fs::path dir;
 };
-}  // namespace
 
 TEST_F(DistillReading, RowsAcrossUnitsEqualAFreshTeacherForcedPass) {
   const auto out32 = run_job("fp32"), out16 = run_job("bf16");

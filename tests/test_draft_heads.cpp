@@ -24,7 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 const std::string kTargetConfig = std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml";
+}  // namespace
 
+// The fixture has external linkage: the unity build includes this file in a larger one.
 class DraftHeads : public ::testing::Test {
  protected:
   void SetUp() override { dir = test::test_directory("vispec_heads_"); }
@@ -43,6 +45,7 @@ class DraftHeads : public ::testing::Test {
   fs::path dir;
 };
 
+namespace {
 std::vector<nlohmann::json> read_log(const std::string& run_dir) {
   std::ifstream in(run_dir + "/log.jsonl");
   std::vector<nlohmann::json> records;
