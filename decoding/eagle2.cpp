@@ -83,9 +83,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       tokens[b][0] = roots[size_t(b)];
     }
   }
-  // Pairs waiting for the drafter, per row: features [R, P, D] (post-norm) and the tokens they gave.
+  // Pairs waiting for the drafter, per row: features [streams, P, D] (post-norm) and the tokens they gave.
   std::vector<std::vector<int64_t>> pair_tokens(static_cast<size_t>(B));
-  std::vector<torch::Tensor> pair_features(static_cast<size_t>(B));  // [R, P, D] per row (both streams)
+  std::vector<torch::Tensor> pair_features(static_cast<size_t>(B));
   const auto f0 = gpt->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));  // [R, 1, D]
   for (int64_t b = 0; b < B; ++b) {
     pair_tokens[size_t(b)] = {roots[size_t(b)]};
