@@ -58,7 +58,9 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
   std::vector<std::vector<Candidate>> cands(static_cast<size_t>(B));
   std::vector<std::vector<int64_t>> frontier(static_cast<size_t>(B));  // candidate indices of every frontier level, in order
   {
-    const auto [lp, idx] = root_log_probs.to(torch::kCPU, torch::kFloat64).topk(K, -1);
+    // top-k where the log-probs are (the GPU); only the [B, K] winners come to the CPU
+    const auto [lp_dev, idx_dev] = root_log_probs.topk(K, -1);
+    const auto lp = lp_dev.to(torch::kCPU, torch::kFloat64), idx = idx_dev.to(torch::kCPU);
     const auto lp_a = lp.accessor<double, 2>();
     const auto idx_a = idx.accessor<int64_t, 2>();
     for (int64_t b = 0; b < B; ++b)
@@ -86,11 +88,12 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
         for (int64_t a = slot; a >= 0; a = slot_a[b][a]) mask_a[b][m][a] = true;
       }
     }
-    const auto lp_new = expand(tokens, parent_slot, mask, level).to(torch::kCPU, torch::kFloat64);  // [B, K, V]
+    const auto [new_lp, new_idx] = expand(tokens, parent_slot, mask, level).topk(K, -1);  // [B, K, K] each
+    const auto children_lp = new_lp.to(torch::kCPU, torch::kFloat64), children_idx = new_idx.to(torch::kCPU);
     for (int64_t b = 0; b < B; ++b) {
       auto& cb = cands[size_t(b)];
       auto& f = frontier[size_t(b)];
-      auto [child_lp, child_idx] = lp_new[b].topk(K, -1);  // [K, K]: children of the newest frontier level
+      const auto child_lp = children_lp[b], child_idx = children_idx[b];  // children of the newest frontier level
       std::vector<double> parent_score(static_cast<size_t>(K));
       for (int64_t i = 0; i < K; ++i) parent_score[size_t(i)] = cb[size_t(f[size_t(M - K + i)])].score;
       auto cu = child_lp + torch::tensor(parent_score, torch::kFloat64).unsqueeze(1);

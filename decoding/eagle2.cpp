@@ -165,7 +165,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
         vpos[b][i] = std::min(N - 1, root_index[size_t(b)] + (real ? trees[size_t(b)].depth[size_t(i)] : 0));
       }
     auto vout = target_.decode_block(tcache, vtok, vpos, tree_masks(trees, T));
-    auto probs = target_probs(vout.logits, params_).to(torch::kCPU, torch::kFloat64);  // [B, T, V]
+    // [B, T, V] stays on the device: the walk brings over only the rows of the nodes it visits.
+    const auto probs = target_probs(vout.logits, params_);
     times.verify_ms = IterationTimes::lap(t0);
 
     // ---- walk every row's tree from the root
@@ -180,7 +181,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       int64_t node = 0, index = root_index[size_t(b)];  // index: the raster index of `node`'s token
       bool sampled = false;
       while (index < N - 1) {
-        auto p = probs[b][node];
+        auto p = probs[b][node].to(torch::kCPU, torch::kFloat64);
         bool accepted = false;
         int64_t rank = 0;
         for (int64_t child : children[size_t(node)]) {

@@ -88,7 +88,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       for (int64_t b = 0; b < B; ++b) pos[size_t(b)] = std::min(N - 1, n[size_t(b)] + j);
       auto x = sample_from_probs(q, row_uniforms(request, pos, Purpose::kDraft)).to(torch::kCPU);
       drafts.select(1, j).copy_(x);
-      q_steps.push_back(q.to(torch::kCPU, torch::kFloat64));
+      q_steps.push_back(q);
       q_logits = drafter_.decode_block(dcache, x.view({B, 1}), positions_from(j, 1), one).logits.select(1, 0);
       dcache.keep_all();
     }
@@ -101,7 +101,9 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
                                     causal_mask(block.size(1), device));
     auto p = target_probs(out.logits, params_);
     if (first) p = torch::cat({first_p.unsqueeze(1), p.narrow(1, 0, G)}, 1);
-    p = p.to(torch::kCPU, torch::kFloat64);  // [B, G + 1, V]: p[b, j] is the distribution at n_b + j
+    // p [B, G + 1, V] (p[b, j]: the distribution at n_b + j) and q stay on the device; the test loop brings
+    // over the rows it reads, as float64 for the rules.
+    auto row = [](const torch::Tensor& t, int64_t b, int64_t j) { return t[b][j].to(torch::kCPU, torch::kFloat64); };
     times.verify_ms = IterationTimes::lap(t0);
 
     // ---- accept, resample
@@ -114,7 +116,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       for (; a < limit; ++a) {
         const int64_t x = drafts[b][a].item<int64_t>();
         const int32_t* nn = accept_.needs_neighbours() ? neighbours_->row(x) : nullptr;
-        const double prob = acceptance_probability(p[b][a], q[b][a], x, a + 1, G, accept_, nn);
+        const double prob = acceptance_probability(row(p, b, a), row(q, b, a), x, a + 1, G, accept_, nn);
         if (uniform(key, uint32_t(nb + a), Purpose::kAccept) >= prob) break;
         tokens[b][nb + a] = x;
       }
@@ -125,10 +127,10 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       if (a < limit) {  // rejected at depth a + 1
         const int64_t x = drafts[b][a].item<int64_t>();
         const int32_t* nn = accept_.needs_neighbours() ? neighbours_->row(x) : nullptr;
-        auto r = rejection_distribution(p[b][a], q[b][a], x, a + 1, G, accept_, nn);
+        auto r = rejection_distribution(row(p, b, a), row(q, b, a), x, a + 1, G, accept_, nn);
         pending[size_t(b)] = sample_token(r, uniform(key, uint32_t(next), Purpose::kResample));
       } else if (next < N) {  // all accepted: the bonus token from the target's last distribution
-        pending[size_t(b)] = sample_token(p[b][a], uniform(key, uint32_t(next), Purpose::kSample));
+        pending[size_t(b)] = sample_token(row(p, b, a), uniform(key, uint32_t(next), Purpose::kSample));
       } else {
         n[size_t(b)] = N;
         continue;

@@ -15,6 +15,14 @@
 
 namespace vispec::test {
 
+// The sampling setting of the decoder tests: CFG 2 at `temperature` (0 = greedy), no truncation.
+inline SamplingParams guided_sampling(double temperature) {
+  SamplingParams p;
+  p.cfg_scale = 2.0;
+  p.temperature = temperature;
+  return p;
+}
+
 // Samples per chi-square test: 4000, or VISPEC_CHI_SAMPLES for a stronger run by hand.
 inline int64_t chi_samples() {
   const char* v = std::getenv("VISPEC_CHI_SAMPLES");

@@ -63,9 +63,7 @@ TEST(DraftTree, DynamicBuilderKeepsTheBestPathsAndParentsBeforeChildren) {
 }
 
 TEST(Eagle2Decoder, GreedyTokensEqualArGreedy) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.cfg_scale = 2.0;
+  const auto p = test::guided_sampling(0);
   auto target = test::tiny_gpt(1);
   const auto r = test::requests(0, 5);
   const auto reference = ArDecoder(target, p).decode(r).tokens;
@@ -82,9 +80,7 @@ TEST(Eagle2Decoder, GreedyOnTheEmbeddedModelWithItsShippedHeadEqualsArAndAccepts
   Gpt target(model.gpt);
   load_weights(*target, model.gpt_weights);
   target->eval();
-  SamplingParams p;
-  p.temperature = 0;
-  p.cfg_scale = 2.0;
+  const auto p = test::guided_sampling(0);
   const auto r = test::requests(0, 3);
   const auto reference = ArDecoder(target, p).decode(r);
   Eagle2Decoder e("eagle2", target, load_eagle_drafter(model.eagle_head, model), p, TreeShape{4, 10, 59},
@@ -99,9 +95,7 @@ TEST(Eagle2Decoder, GreedyOnTheEmbeddedModelWithItsShippedHeadEqualsArAndAccepts
 
 TEST(Eagle2Decoder, SamplesTheExactTargetDistributionAtTemperatureOne) {
   const int64_t V = 8;
-  SamplingParams p;
-  p.cfg_scale = 2.0;
-  p.temperature = 1.0;
+  const auto p = test::guided_sampling(1.0);
   auto target = test::tiny_gpt(3, V);
   auto config = target->config();
   Eagle2Decoder e("eagle2", target, tiny_drafter(config, 4), p, TreeShape{2, 3, 8}, AcceptanceParams{}, nullptr);
@@ -162,9 +156,7 @@ TEST(AdtTree, ShapeRuleAndNeighbourLookupFollowThePaper) {
 }
 
 TEST(AdtTreeDecoder, GreedyTokensEqualArGreedyAndDepthsMove) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.cfg_scale = 2.0;
+  const auto p = test::guided_sampling(0);
   auto target = test::tiny_gpt(1);
   const auto r = test::requests(0, 4);
   const auto reference = ArDecoder(target, p).decode(r).tokens;

@@ -21,9 +21,7 @@ using test::exact_first_tokens;
 using test::requests;
 
 TEST(SdDecoder, GreedyTokensEqualArGreedyForEveryDraftLength) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.cfg_scale = 2.0;
+  const auto p = test::guided_sampling(0);
   auto target = test::tiny_gpt(1), drafter = test::tiny_gpt(2);
   ArDecoder ar(target, p);
   const auto r = requests(0, 6);
@@ -55,9 +53,7 @@ TEST(SdDecoder, GreedyOnTheEmbeddedModelAndItsDraftGptEqualsAr) {
   load_weights(*drafter, model.draft_gpt_weights);
   target->eval();
   drafter->eval();
-  SamplingParams p;
-  p.temperature = 0;
-  p.cfg_scale = 2.0;
+  const auto p = test::guided_sampling(0);
   const auto r = requests(0, 4);
   const auto reference = ArDecoder(target, p).decode(r);
   const auto sd = SdDecoder(target, drafter, p, 4, AcceptanceParams{}, nullptr).decode(r);
@@ -71,9 +67,7 @@ TEST(SdDecoder, GreedyOnTheEmbeddedModelAndItsDraftGptEqualsAr) {
 
 TEST(SdDecoder, SamplesTheExactTargetDistributionAtTemperatureOne) {
   const int64_t V = 8;
-  SamplingParams p;
-  p.cfg_scale = 2.0;
-  p.temperature = 1.0;
+  const auto p = test::guided_sampling(1.0);
   auto target = test::tiny_gpt(3, V), drafter = test::tiny_gpt(4, V);
   const auto exact = exact_first_tokens(target, 1, p, V);
   EXPECT_NEAR(exact.joint01.sum().item<double>(), 1.0, 1e-6);  // float32 softmax

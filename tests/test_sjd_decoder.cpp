@@ -10,9 +10,7 @@
 namespace vispec {
 
 TEST(SjdDecoder, GreedyTokensEqualArGreedyForEveryWindow) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.cfg_scale = 2.0;
+  const auto p = test::guided_sampling(0);
   auto target = test::tiny_gpt(1);
   const auto r = test::requests(0, 6);
   const auto reference = ArDecoder(target, p).decode(r).tokens;
@@ -29,9 +27,7 @@ TEST(SjdDecoder, GreedyTokensEqualArGreedyForEveryWindow) {
 
 TEST(SjdDecoder, SamplesTheExactTargetDistributionAtTemperatureOne) {
   const int64_t V = 8;
-  SamplingParams p;
-  p.cfg_scale = 2.0;
-  p.temperature = 1.0;
+  const auto p = test::guided_sampling(1.0);
   auto target = test::tiny_gpt(3, V);
   SjdDecoder sjd(target, p, 6);
   EXPECT_TRUE(test::first_token_fit(sjd, target, p, V, "SJD").passes());
