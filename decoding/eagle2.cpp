@@ -133,21 +133,24 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     }
     const auto catchup = out.reshape({R * P, -1}).index_select(0, torch::tensor(last, i64).to(device));  // [R, D]
 
-    // ---- build the trees: expansions re-run the frontier levels so far as one pending block
-    torch::Tensor previous;  // drafter outputs of the previous expansion [R, M_prev, D]
+    // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's pending
+    // block (their mask also covers the earlier levels' entries)
+    torch::Tensor drafted;  // drafter outputs of every tree node so far [R, M_prev, D]
     const auto root_cells = torch::tensor(root_index, i64).view({B, 1});
     TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
                             int64_t level) {
-      const int64_t M = tok.size(1);
+      const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest row's top_k)
       auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
-      // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; previous]).
-      auto source = previous.defined() ? torch::cat({catchup.unsqueeze(1), previous}, 1) : catchup.unsqueeze(1);
-      auto slot = twice(parent_slot + 1).to(device).unsqueeze(-1).expand({R, M, source.size(-1)});
-      const int64_t K = M / (level + 1);  // frontier width of the block (the widest row's top_k)
-      auto node_cells = (root_cells + 1 + torch::arange(M, i64).div(K, "floor").view({1, M})).clamp_max(N - 1);
-      previous = drafter_(source.gather(1, slot), gpt->tok_embeddings(twice(tok).to(device)), twice(node_cells).to(device),
-                          twice(mask).to(device), &dcache);
-      return draft_log_probs(previous.narrow(1, M - K, K));  // only the newest level is expanded
+      auto newest = [&](const torch::Tensor& x) { return x.narrow(1, M - K, K); };
+      // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]).
+      auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
+      auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
+      auto node_cells = (root_cells + 1 + level).clamp_max(N - 1).expand({B, K});
+      if (level > 0) dcache.extend_pending();
+      auto out = drafter_(source.gather(1, slot), gpt->tok_embeddings(twice(newest(tok)).to(device)),
+                          twice(node_cells).to(device), twice(newest(mask)).to(device), &dcache);
+      drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
+      return draft_log_probs(out);
     };
     if (adt_)
       for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);

@@ -23,28 +23,31 @@ bool KvCache::uniform_lengths() const {
 int64_t KvCache::max_length() const { return *std::max_element(length_.begin(), length_.end()); }
 
 torch::Tensor KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
-  const int64_t B = batch(), S = max_length() + T;
+  const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
+  extend_ = false;
+  const int64_t B = batch(), S = max_length() + W;
   VISPEC_ASSERT(S <= capacity_, "KV cache overflow: need ", S, " of ", capacity_, " slots");
   const auto device = k_[0].device();
   auto bm = block_mask.to(device, torch::kBool);
-  if (bm.dim() == 2) bm = bm.unsqueeze(0).expand({B, T, T});
-  VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == T, "block mask shape");
-  pending_ = T;
+  if (bm.dim() == 2) bm = bm.unsqueeze(0).expand({B, T, W});
+  VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == W, "block mask shape");
+  pending_ = W;
+  written_from_ = P;
   if (uniform_lengths()) {
     slot_index_ = torch::Tensor();
     const int64_t L = length_[0];
     auto committed = torch::ones({B, T, L}, torch::TensorOptions().dtype(torch::kBool).device(device));
     return torch::cat({committed, bm}, -1).unsqueeze(1);
   }
-  // Ragged rows (after per-row accepts): row b's block sits at slots [length_b, length_b + T).
+  // Ragged rows (after per-row accepts): row b's block sits at slots [length_b, length_b + W).
   auto lengths = torch::tensor(length_, torch::kInt64).to(device);               // [B]
-  auto t = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  auto slots = lengths.unsqueeze(1) + t.unsqueeze(0);                             // [B, T]
-  slot_index_ = slots.view({B, 1, T, 1});
+  auto w = torch::arange(W, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto slots = lengths.unsqueeze(1) + w.unsqueeze(0);                             // [B, W]
+  slot_index_ = slots.narrow(1, P, T).reshape({B, 1, T, 1});
   auto mask = torch::zeros({B, T, S}, torch::TensorOptions().dtype(torch::kBool).device(device));
   auto key = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
   mask.copy_((key.view({1, 1, S}) < lengths.view({B, 1, 1})).expand({B, T, S}));
-  mask.scatter_(2, slots.unsqueeze(1).expand({B, T, T}), bm);
+  mask.scatter_(2, slots.unsqueeze(1).expand({B, T, W}), bm);
   return mask.unsqueeze(1);
 }
 
@@ -52,10 +55,10 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torc
                                                        const torch::Tensor& v) {
   auto& kc = k_[layer];
   auto& vc = v_[layer];
-  const int64_t T = k.size(2), S = max_length() + T;
-  VISPEC_ASSERT(T == pending_, "write of ", T, " entries into a block of ", pending_);
+  const int64_t T = k.size(2), S = max_length() + pending_;
+  VISPEC_ASSERT(T == pending_ - written_from_, "write of ", T, " entries into a block of ", pending_ - written_from_);
   if (!slot_index_.defined()) {
-    const int64_t L = length_[0];
+    const int64_t L = length_[0] + written_from_;
     kc.narrow(2, L, T).copy_(k);
     vc.narrow(2, L, T).copy_(v);
   } else {
@@ -100,6 +103,7 @@ void KvCache::truncate(int64_t row, int64_t length) {
 void KvCache::reset() {
   std::fill(length_.begin(), length_.end(), 0);
   pending_ = 0;
+  extend_ = false;
 }
 
 }  // namespace vispec

@@ -4,6 +4,8 @@
 // them, attending under an arbitrary [T, T] block mask (causal, tree, parallel verification). The decoder then
 // decides what stays: keep_all() (AR), keep(row, indices) (an accepted tree path, compacted in order), or
 // nothing (the next block overwrites the pending one). truncate(row, n) drops committed entries.
+// extend_pending() makes the next forward add its entries to the pending block instead (a draft tree grown
+// level by level runs only its new nodes; their mask also covers the block's earlier entries).
 // The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
 #pragma once
 
@@ -25,14 +27,16 @@ class KvCache {
   int64_t pending() const { return pending_; }
 
   // --- used by the model, once per forward then once per layer ---
-  // Opens a pending block of T entries per row. block_mask: [T, T] or [B, T, T] bool, true = may attend
-  // (query i to block key j). Returns the attention mask over all keys: [B, 1, T, S], S = max length + T.
+  // Opens a pending block of T entries per row, or adds T entries to it after extend_pending(). block_mask:
+  // [T, W] or [B, T, W] bool with W the block's width after this call (T, or pending + T), true = may attend
+  // (query i to block key j). Returns the attention mask over all keys: [B, 1, T, S], S = max length + W.
   torch::Tensor begin_block(int64_t T, const torch::Tensor& block_mask);
   // Stores one layer's block keys/values k, v [B, Hkv, T, Dh]; returns that layer's keys/values to attend over,
   // [B, Hkv, S, Dh] each.
   std::pair<torch::Tensor, torch::Tensor> write(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
 
   // --- used by the decoder ---
+  void extend_pending() { extend_ = true; }
   void keep_all();
   // Commits block entries `block_indices` (ascending, each < pending) of one row, compacted to follow its
   // committed entries in the given order.
@@ -47,7 +51,9 @@ class KvCache {
   std::vector<torch::Tensor> k_, v_;  // per layer [B, Hkv, capacity, Dh]
   std::vector<int64_t> length_;       // committed entries per row
   int64_t capacity_;
-  int64_t pending_ = 0;
+  int64_t pending_ = 0;                // entries in the pending block
+  int64_t written_from_ = 0;           // block index of the first entry this forward writes
+  bool extend_ = false;                // the next begin_block adds to the pending block
   torch::Tensor slot_index_;          // [B, 1, T, 1] write slots of the pending block when lengths differ
 };
 

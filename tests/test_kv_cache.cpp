@@ -122,6 +122,49 @@ TEST(KvCache, TreeMaskEqualsSeparateBranchesAndKeepCompactsThePath) {
   EXPECT_LE(d2, kTol);
 }
 
+// A tree grown level by level (extend_pending: each forward runs only the new nodes, attending to the block's
+// earlier entries) gives the logits and, after keep(), the cache of the same tree forwarded as one block; with
+// equal and with ragged row lengths.
+TEST(KvCache, ExtendedBlockEqualsOneBlock) {
+  Fixture f;
+  auto tree = torch::randint(64, {2, 4}, torch::kInt64);
+  auto mask = torch::tensor({1, 0, 0, 0,  //
+                             1, 1, 0, 0,  //
+                             1, 0, 1, 0,  //
+                             1, 0, 1, 1}, torch::kBool).view({4, 4});
+  for (bool ragged : {false, true}) {
+    std::vector<KvCache> caches;
+    for (int i = 0; i < 2; ++i) {
+      caches.push_back(f.gpt->make_cache(2, 4));
+      f.gpt->prefill(caches.back(), f.gpt->embed_classes(f.classes));
+      caches.back().keep_all();
+      f.gpt->decode_block(caches.back(), f.tokens.narrow(1, 0, 5), positions(2, {0, 1, 2, 3, 4}), causal_mask(5));
+      caches.back().keep_all();
+      if (ragged) caches.back().truncate(1, 1 + 3);
+    }
+    // Row 1 continues at position 3 when ragged.
+    const int64_t s1 = ragged ? 3 : 5;
+    auto pos = torch::tensor(std::vector<int64_t>{5, 6, 6, 7, s1, s1 + 1, s1 + 1, s1 + 2}).view({2, 4});
+    auto one = f.gpt->decode_block(caches[0], tree, pos, mask);
+    auto a = f.gpt->decode_block(caches[1], tree.narrow(1, 0, 1), pos.narrow(1, 0, 1), mask.narrow(0, 0, 1).narrow(1, 0, 1));
+    caches[1].extend_pending();
+    auto b = f.gpt->decode_block(caches[1], tree.narrow(1, 1, 3), pos.narrow(1, 1, 3), mask.narrow(0, 1, 3));
+    EXPECT_EQ(caches[1].pending(), 4);
+    double d = max_diff(one.logits, torch::cat({a.logits, b.logits}, 1));
+    for (auto& c : caches) {
+      c.keep(0, {0, 2, 3});
+      c.keep(1, {0, 1});
+    }
+    auto next = torch::randint(64, {2, 1}, torch::kInt64);
+    auto npos = torch::tensor(std::vector<int64_t>{8, s1 + 2}).view({2, 1});
+    auto n0 = f.gpt->decode_block(caches[0], next, npos, causal_mask(1));
+    auto n1 = f.gpt->decode_block(caches[1], next, npos, causal_mask(1));
+    d = std::max(d, max_diff(n0.logits, n1.logits));
+    std::printf("extended vs one block (%s rows): max |diff| = %.3g\n", ragged ? "ragged" : "equal", d);
+    EXPECT_LE(d, kTol);
+  }
+}
+
 TEST(Gpt, ParameterNamesFollowLlamaGen) {
   auto gpt = test::tiny_gpt();
   std::set<std::string> names;
