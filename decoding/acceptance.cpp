@@ -97,18 +97,26 @@ torch::Tensor rejection_distribution(const torch::Tensor& p, const torch::Tensor
   switch (a.rule) {
     case AcceptRule::kExact: return residual(p, q);
     case AcceptRule::kCoolSd: return optimal_residual(p, q, cool_weights(a, length)[size_t(depth - 1)]);
-    case AcceptRule::kLantern:
-    case AcceptRule::kLanternPlusPlus: {
+    case AcceptRule::kLantern: {
       // G* for a rule that accepts at least as often as exact SD is the plain residual (Cool-SD Prop. 1).
       if (a.optimal_resampling) return residual(p, q);
-      // LANTERN: x and the neighbours folded into it leave the target, then the usual residual.
-      const auto m = a.rule == AcceptRule::kLantern ? lantern_mass(p, x, neighbours, a.k, a.delta)
-                                                    : lanternpp_mass(p, x, neighbours, a.k, a.lambda);
+      // LANTERN: x and the neighbours folded into it leave the target, then the host's residual.
+      const auto m = lantern_mass(p, x, neighbours, a.k, a.delta);
       auto kept = p.clone();
       kept[x] = 0;
       for (int64_t j = 0; j < m.aggregated; ++j) kept[neighbours[j]] = 0;
       if (kept.sum().item<double>() <= 0) return residual(p, q);
       return residual(kept / kept.sum(), q);
+    }
+    case AcceptRule::kLanternPlusPlus: {
+      if (a.optimal_resampling) return residual(p, q);
+      // LANTERN++ (LlamaGen code, research/relaxed_sd.md §3.3): the aggregated neighbours keep their whole target
+      // mass, norm(max(0, p - q')) with q' = q zeroed on them. The code zeroes all k + 1 nearest whenever any
+      // was aggregated; ours only those aggregated (as for LANTERN), so lambda = 1 is the exact residual.
+      const auto m = lanternpp_mass(p, x, neighbours, a.k, a.lambda);
+      auto q_kept = q.clone();
+      for (int64_t j = 0; j < m.aggregated; ++j) q_kept[neighbours[j]] = 0;
+      return residual(p, q_kept);
     }
   }
   return residual(p, q);

@@ -5,7 +5,8 @@
 //   exact      accept x with min(1, p(x) / q(x)); on reject resample norm(max(0, p - q))     (lossless)
 //   LANTERN    p~(x) = p(x) + s_m, s_j = sum_{l<=j} p(nn[x][l]), m = max{j < k : s_j <= delta}
 //              accept with min(1, p~(x) / q(x)); TVD(p, p~) = s_m <= delta
-//   LANTERN++  the same prefix with budget s_j <= (lambda - 1) p(x), so p(x) <= p~(x) <= lambda p(x)
+//   LANTERN++  the same prefix with budget s_j <= (lambda - 1) p(x), so p(x) <= p~(x) <= lambda p(x);
+//              on reject resample norm(max(0, p - q')), q' = q without the aggregated neighbours
 //   Cool-SD    accept with f_i = min(1, w_i p(x) / q(x)) at draft depth i (1-based), w_i from a schedule;
 //              resample from G* = norm(max(0, p - q f)) = norm(max(0, p - min(q, w p)))  (their Theorem 2)
 // p and q are the processed (CFG, temperature, top-k/p) distributions at one position, [V] float tensors.
@@ -62,8 +63,9 @@ torch::Tensor optimal_residual(const torch::Tensor& p, const torch::Tensor& q, d
 double acceptance_probability(const torch::Tensor& p, const torch::Tensor& q, int64_t x, int64_t depth,
                               int64_t length, const AcceptanceParams& params, const int32_t* neighbours);
 // The distribution to sample from after drafted x was rejected at that depth: exact, the residual; Cool-SD,
-// G*; LANTERN rules, p without x and its aggregated neighbours, then the residual against q (or, with
-// optimal_resampling, G*, which for rules that accept at least as often as exact SD is the plain residual).
+// G*; LANTERN, p without x and its aggregated neighbours, then the residual against q; LANTERN++, the residual
+// against q without the aggregated neighbours (they keep their target mass). With optimal_resampling both use
+// G*, which for rules that accept at least as often as exact SD is the plain residual.
 torch::Tensor rejection_distribution(const torch::Tensor& p, const torch::Tensor& q, int64_t x, int64_t depth,
                                      int64_t length, const AcceptanceParams& params, const int32_t* neighbours);
 

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
+#include "decoding/eagle1.h"
 #include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
@@ -17,9 +18,11 @@ const std::vector<std::string> kSamplingKeys = {"cfg_scale", "temperature", "top
 // Acceptance rule keys, shared by every speculative decoder that takes a rule.
 const std::vector<std::string> kAcceptKeys = {"accept", "k", "delta", "lambda", "schedule", "budget", "nu", "mu",
                                               "slope", "optimal_resampling"};
-const std::vector<std::string> kWordKeys = {"accept", "schedule"};
+const std::vector<std::string> kWordKeys = {"accept", "schedule", "tree"};
 
+// Dynamic trees (EAGLE-2's builder) and static ones (EAGLE-1's, with draws without replacement).
 bool uses_tree(const std::string& name) { return name == "eagle2" || name == "lantern" || name == "adt_tree"; }
+bool uses_static_tree(const std::string& name) { return name == "eagle1" || name == "lanternpp" || name == "coolsd"; }
 const std::vector<std::string> kAdtKeys = {"beta", "step_depth", "step_k", "min_depth", "max_depth", "min_k", "max_k"};
 
 // Parameters each decoder accepts beyond the sampling chain.
@@ -28,15 +31,19 @@ std::vector<std::string> method_keys(const std::string& name) {
   auto keys = kAcceptKeys;
   if (name == "sd") keys.push_back("gamma");
   if (uses_tree(name)) keys.insert(keys.end(), {"depth", "tree_k", "total_tokens"});
+  if (uses_static_tree(name)) keys.push_back("tree");
   if (name == "adt_tree") keys.insert(keys.end(), kAdtKeys.begin(), kAdtKeys.end());
   return name == "ar" ? std::vector<std::string>{} : keys;
 }
 
 bool uses_draft_gpt(const std::string& name) { return name == "sd"; }
-bool uses_eagle_head(const std::string& name) { return uses_tree(name); }
+bool uses_eagle_head(const std::string& name) { return uses_tree(name) || uses_static_tree(name); }
 
-// The rule a decoder uses when the job file does not name one.
-std::string default_rule(const std::string& name) { return name == "lantern" ? "lantern" : "exact"; }
+// The rule a decoder uses when the job file does not name one: the method's own.
+std::string default_rule(const std::string& name) {
+  if (name == "lantern" || name == "lanternpp" || name == "coolsd") return name;
+  return "exact";
+}
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -47,7 +54,17 @@ std::string join(const std::vector<std::string>& v) {
 bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 }  // namespace
 
-std::vector<std::string> known_decoders() { return {"ar", "sd", "eagle2", "lantern", "adt_tree", "sjd"}; }
+std::vector<std::string> known_decoders() {
+  return {"ar", "sd", "eagle2", "lantern", "adt_tree", "eagle1", "lanternpp", "coolsd", "sjd"};
+}
+
+StaticTree static_tree(const DecoderSpec& spec) {
+  try {
+    return named_static_tree(spec.word("tree", "naive_extend_57"));  // LANTERN++'s LlamaGen default
+  } catch (const Error& e) {
+    VISPEC_FAIL(spec.where_of("tree"), ": ", e.what());
+  }
+}
 
 AdtParams adt_params(const DecoderSpec& spec) {
   AdtParams a;
@@ -103,6 +120,7 @@ void validate_decoder_spec(const DecoderSpec& spec) {
                  spec.where_of("total_tokens"), ": must be in [2, 1 + tree_k + depth tree_k^2]");
   }
   if (spec.name == "adt_tree") adt_params(spec);
+  if (uses_static_tree(spec.name)) static_tree(spec);
   if (spec.name == "sjd") {
     const double w = spec.get("window", 15);
     VISPEC_CHECK(w >= 1 && w <= 64 && w == std::floor(w), spec.where_of("window"), ": must be a whole number in [1, 64]");
@@ -163,7 +181,8 @@ AcceptanceParams acceptance_params(const DecoderSpec& spec) {
   } catch (const Error& e) {
     VISPEC_FAIL(spec.where_of("schedule"), ": ", e.what());
   }
-  a.k = int64_t(spec.get("k", double(a.k)));
+  // LANTERN's k is 1000; LANTERN++'s published settings use 10 (with lambda 3, 5) or 5.
+  a.k = int64_t(spec.get("k", spec.name == "lanternpp" ? 10.0 : double(a.k)));
   a.delta = spec.get("delta", a.delta);
   a.lambda = spec.get("lambda", a.lambda);
   a.budget = spec.get("budget", a.budget);
@@ -220,6 +239,9 @@ std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderMode
     return std::make_unique<SdDecoder>(models.target, models.draft_gpt, sampling, int64_t(spec.get("gamma", 4)), accept,
                                        models.neighbours);
   if (spec.name == "sjd") return std::make_unique<SjdDecoder>(models.target, sampling, int64_t(spec.get("window", 15)));
+  if (uses_static_tree(spec.name))
+    return std::make_unique<Eagle1Decoder>(spec.name, models.target, models.eagle, sampling, static_tree(spec), accept,
+                                           models.neighbours);
   if (uses_tree(spec.name))
     return std::make_unique<Eagle2Decoder>(
         spec.name, models.target, models.eagle, sampling, tree_shape(spec), accept, models.neighbours,

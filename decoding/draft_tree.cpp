@@ -26,6 +26,21 @@ torch::Tensor tree_masks(const std::vector<DraftTree>& trees, int64_t T) {
   return mask;
 }
 
+TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<int64_t>& root_index, int64_t cells) {
+  const int64_t B = int64_t(trees.size());
+  int64_t T = 1;
+  for (const auto& t : trees) T = std::max(T, t.size());
+  auto tok = torch::zeros({B, T}, torch::kInt64), pos = torch::zeros({B, T}, torch::kInt64);
+  auto ta = tok.accessor<int64_t, 2>(), pa = pos.accessor<int64_t, 2>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i) {
+      const bool real = i < trees[size_t(b)].size();
+      ta[b][i] = real ? trees[size_t(b)].token[size_t(i)] : 0;
+      pa[b][i] = std::min(cells - 1, root_index[size_t(b)] + (real ? trees[size_t(b)].depth[size_t(i)] : 0));
+    }
+  return {tok, pos, tree_masks(trees, T)};
+}
+
 namespace {
 struct Candidate {
   int64_t token, parent;  // parent: candidate index, -1 = the root

@@ -24,6 +24,13 @@ struct DraftTree {
 // attend only themselves).
 torch::Tensor tree_masks(const std::vector<DraftTree>& trees, int64_t T);
 
+// The target's inputs for verifying every row's tree in one forward: tokens and raster positions [B, T] (a node
+// at depth d after a root at raster index r sits at r + d, clamped to the last cell) and tree_masks().
+struct TreeInputs {
+  torch::Tensor tokens, positions, mask;
+};
+TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<int64_t>& root_index, int64_t cells);
+
 struct TreeShape {
   int64_t depth = 4;          // expansions after the root's children: drafts reach depth + 1 levels
   int64_t top_k = 10;         // children per expanded node, and frontier width

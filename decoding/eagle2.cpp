@@ -2,7 +2,7 @@
 // (research/tree_spatial_sd.md §1; ALGORITHMS.md "EAGLE-2", "LANTERN"):
 //
 //   catch up  the drafter reads the new pairs (feature_t, token_t): features are the target's post-norm
-//             states at the accepted positions, both CFG streams, the same tokens
+//             states at the accepted positions, both CFG streams, the same tokens (decoding/eagle_pairs)
 //   build     from the drafter's guided log-probs after the root (the newest committed token), EAGLE-2's
 //             dynamic tree (decoding/draft_tree: top-k, `depth` expansions, rerank to total_tokens)
 //   verify    ONE target forward over [root, tree nodes] under the tree's ancestor mask
@@ -19,6 +19,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "decoding/eagle_pairs.h"
 #include "decoding/iteration_stats.h"
 
 namespace vispec {
@@ -59,11 +60,6 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
     return params_.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params_).log();
   };
-  auto keep_rows = [&](KvCache& cache, int64_t b, const std::vector<int64_t>& idx) {
-    cache.keep(b, idx);
-    if (R > B) cache.keep(b + B, idx);
-  };
-
   auto t0 = IterationTimes::Clock::now();
   auto tcache = target_.make_cache(B, shape_.total_tokens);
   // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.
@@ -83,14 +79,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       tokens[b][0] = roots[size_t(b)];
     }
   }
-  // Pairs waiting for the drafter, per row: features [streams, P, D] (post-norm) and the tokens they gave.
-  std::vector<std::vector<int64_t>> pair_tokens(static_cast<size_t>(B));
-  std::vector<torch::Tensor> pair_features(static_cast<size_t>(B));
-  const auto f0 = gpt->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));  // [R, 1, D]
-  for (int64_t b = 0; b < B; ++b) {
-    pair_tokens[size_t(b)] = {roots[size_t(b)]};
-    pair_features[size_t(b)] = R > B ? torch::stack({f0[b], f0[b + B]}) : f0[b].unsqueeze(0);
-  }
+  EaglePairs pairs(gpt, drafter_, B, R);
+  pairs.start(pre.hidden, roots);
   for (auto& s : stats) {
     s.target_forwards = 1;
     s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
@@ -102,36 +92,10 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       if (!done[size_t(b)]) active.push_back(b);
     if (active.empty()) break;
 
-    // ---- catch up: the new pairs of every row as one block (rows padded at the end; padding is dropped)
+    // ---- catch up: the drafter reads every row's new (feature, token) pairs
     IterationTimes times;
     t0 = IterationTimes::Clock::now();
-    int64_t P = 1;
-    for (auto& pairs : pair_tokens) P = std::max<int64_t>(P, int64_t(pairs.size()));
-    auto feats = torch::zeros({R, P, gpt->config().dim}, pre.hidden.options());
-    auto ptok = torch::zeros({R, P}, i64), cells = torch::zeros({R, P}, i64);
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t n = int64_t(pair_tokens[size_t(b)].size());
-      const int64_t first_cell = std::max<int64_t>(0, root_index[size_t(b)] - (n - 1));
-      for (int64_t s = 0; s < R / B; ++s) {
-        const int64_t row = b + s * B;
-        if (n > 0) feats[row].narrow(0, 0, n).copy_(pair_features[size_t(b)][s]);
-        for (int64_t j = 0; j < P; ++j) {
-          ptok[row][j] = j < n ? pair_tokens[size_t(b)][size_t(j)] : 0;
-          cells[row][j] = std::min(N - 1, first_cell + std::min(j, std::max<int64_t>(0, n - 1)));
-        }
-      }
-    }
-    ptok = ptok.to(device);
-    auto out = drafter_(feats.to(device), gpt->tok_embeddings(ptok), cells.to(device), causal_mask(P, device), &dcache);
-    std::vector<int64_t> last(static_cast<size_t>(R));
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t n = int64_t(pair_tokens[size_t(b)].size());
-      std::vector<int64_t> idx(static_cast<size_t>(n));
-      for (int64_t j = 0; j < n; ++j) idx[size_t(j)] = j;
-      keep_rows(dcache, b, idx);
-      for (int64_t s = 0; s < R / B; ++s) last[size_t(b + s * B)] = (b + s * B) * P + std::max<int64_t>(0, n - 1);
-    }
-    const auto catchup = out.reshape({R * P, -1}).index_select(0, torch::tensor(last, i64).to(device));  // [R, D]
+    const auto catchup = pairs.catch_up(dcache, root_index);  // [R, D]
 
     // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's pending
     // block (their mask also covers the earlier levels' entries)
@@ -158,16 +122,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     times.draft_ms = IterationTimes::lap(t0);
 
     // ---- verify: one target forward over every row's tree
-    int64_t T = 1;
-    for (const auto& t : trees) T = std::max(T, t.size());
-    auto vtok = torch::zeros({B, T}, i64), vpos = torch::zeros({B, T}, i64);
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t i = 0; i < T; ++i) {
-        const bool real = i < trees[size_t(b)].size();
-        vtok[b][i] = real ? trees[size_t(b)].token[size_t(i)] : 0;
-        vpos[b][i] = std::min(N - 1, root_index[size_t(b)] + (real ? trees[size_t(b)].depth[size_t(i)] : 0));
-      }
-    auto vout = target_.decode_block(tcache, vtok, vpos, tree_masks(trees, T));
+    const auto in = tree_inputs(trees, root_index, N);
+    auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
     // [B, T, V] stays on the device: the walk brings over only the rows of the nodes it visits.
     const auto probs = target_probs(vout.logits, params_);
     times.verify_ms = IterationTimes::lap(t0);
@@ -218,7 +174,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // Done when the raster is full: by accepted drafts, or by a sampled token in the last cell.
       if (!sampled || index == N - 1) {
         done[size_t(b)] = 1;
-        pair_tokens[size_t(b)].clear();  // nothing more for the drafter to read
+        pairs.finish(b);
       }
     }
     times.resample_ms = IterationTimes::lap(t0);
@@ -227,15 +183,10 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     for (int64_t b : active) {
       const auto& path = paths[size_t(b)];
       if (done[size_t(b)]) continue;
-      keep_rows(tcache, b, path);
-      std::vector<int64_t> next_tokens;
-      for (size_t j = 1; j < path.size(); ++j) next_tokens.push_back(trees[size_t(b)].token[size_t(path[j])]);
-      next_tokens.push_back(roots[size_t(b)]);
-      pair_tokens[size_t(b)] = next_tokens;
-      auto idx = torch::tensor(path, i64).to(device);
-      std::vector<torch::Tensor> per_stream;
-      for (int64_t s = 0; s < R / B; ++s) per_stream.push_back(gpt->norm(vout.hidden[b + s * B].index_select(0, idx)));
-      pair_features[size_t(b)] = torch::stack(per_stream);
+      target_.keep(tcache, b, path);
+      std::vector<int64_t> path_tokens;
+      for (size_t j = 1; j < path.size(); ++j) path_tokens.push_back(trees[size_t(b)].token[size_t(path[j])]);
+      pairs.queue(b, vout.hidden, path, path_tokens, roots[size_t(b)]);
     }
     times.bookkeeping_ms = IterationTimes::lap(t0);
     int64_t expansions = 0;

@@ -139,6 +139,29 @@ TEST(Acceptance, ExactRuleReproducesTheTargetAndCoolSdBiasGrowsWithItsWeight) {
   }
 }
 
+// LANTERN++'s resampling by hand: p = [.3 .1 .2 .4], q = [.1 .5 .3 .1], x = 0, neighbours of 0 = (2, 3, 1).
+// lambda 2: budget .3 takes code 2 (.2), not then code 3 (.6 > .3): q' = [.1 .5 0 .1],
+// max(0, p - q') = [.2 0 .2 .3] -> /.7; optimal resampling: max(0, p - q) = [.2 0 0 .3] -> /.5; lambda 1
+// aggregates nothing and is the exact residual.
+TEST(Acceptance, LanternPlusPlusResamplingEqualsHandComputedVectors) {
+  const auto p = torch::tensor({0.3, 0.1, 0.2, 0.4}, torch::kFloat64);
+  const auto q = torch::tensor({0.1, 0.5, 0.3, 0.1}, torch::kFloat64);
+  const std::vector<int32_t> nn{2, 3, 1};
+  AcceptanceParams a;
+  a.rule = AcceptRule::kLanternPlusPlus;
+  a.k = 3;
+  a.lambda = 2;
+  EXPECT_NEAR(acceptance_probability(p, q, 0, 1, 1, a, nn.data()), 1.0, 1e-12);  // p~ = .5 >= q = .1
+  auto expect = torch::tensor({0.2, 0.0, 0.2, 0.3}, torch::kFloat64) / 0.7;
+  EXPECT_TRUE(torch::allclose(rejection_distribution(p, q, 0, 1, 1, a, nn.data()), expect, 0, 1e-12));
+  a.optimal_resampling = true;
+  expect = torch::tensor({0.2, 0.0, 0.0, 0.3}, torch::kFloat64) / 0.5;
+  EXPECT_TRUE(torch::allclose(rejection_distribution(p, q, 0, 1, 1, a, nn.data()), expect, 0, 1e-12));
+  a.optimal_resampling = false;
+  a.lambda = 1;
+  EXPECT_TRUE(torch::allclose(rejection_distribution(p, q, 0, 1, 1, a, nn.data()), residual(p, q), 0, 1e-12));
+}
+
 TEST(Acceptance, GreedyOneHotDistributionsAcceptExactlyTheArgmax) {
   AcceptanceParams a;
   const auto p = torch::tensor({0.0, 1.0, 0.0}, torch::kFloat64);

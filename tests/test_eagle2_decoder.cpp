@@ -15,17 +15,6 @@
 
 namespace vispec {
 
-namespace {
-EagleDrafter tiny_drafter(const GptConfig& c, uint64_t seed) {
-  torch::manual_seed(seed);
-  EagleDrafter d(c);
-  torch::NoGradGuard no_grad;
-  for (auto& p : d->parameters()) p.normal_(0.0, 0.3);
-  d->eval();
-  return d;
-}
-
-}  // namespace
 
 TEST(DraftTree, DynamicBuilderKeepsTheBestPathsAndParentsBeforeChildren) {
   const int64_t V = 16;
@@ -68,7 +57,7 @@ TEST(Eagle2Decoder, GreedyTokensEqualArGreedy) {
   const auto r = test::requests(0, 5);
   const auto reference = ArDecoder(target, p).decode(r).tokens;
   for (auto shape : {TreeShape{4, 10, 59}, TreeShape{1, 2, 3}, TreeShape{0, 4, 5}}) {
-    Eagle2Decoder e("eagle2", target, tiny_drafter(target->config(), 2), p, shape, AcceptanceParams{}, nullptr);
+    Eagle2Decoder e("eagle2", target, test::tiny_eagle_drafter(target->config(), 2), p, shape, AcceptanceParams{}, nullptr);
     const auto out = e.decode(r);
     EXPECT_TRUE(torch::equal(out.tokens, reference)) << "depth " << shape.depth;
     for (const auto& s : out.stats) EXPECT_LE(s.target_forwards, 1 + 16);
@@ -98,7 +87,7 @@ TEST(Eagle2Decoder, SamplesTheExactTargetDistributionAtTemperatureOne) {
   const auto p = test::guided_sampling(1.0);
   auto target = test::tiny_gpt(3, V);
   auto config = target->config();
-  Eagle2Decoder e("eagle2", target, tiny_drafter(config, 4), p, TreeShape{2, 3, 8}, AcceptanceParams{}, nullptr);
+  Eagle2Decoder e("eagle2", target, test::tiny_eagle_drafter(config, 4), p, TreeShape{2, 3, 8}, AcceptanceParams{}, nullptr);
   EXPECT_TRUE(test::first_token_fit(e, target, p, V, "EAGLE-2").passes());
   // The trees were used, not bypassed: most tokens came from accepted drafts.
   SampleStats total;
@@ -164,7 +153,7 @@ TEST(AdtTreeDecoder, GreedyTokensEqualArGreedyAndDepthsMove) {
   adt.step_k = 2;
   adt.max_k = 12;
   adt.max_depth = 5;
-  Eagle2Decoder d("adt_tree", target, tiny_drafter(target->config(), 2), p, TreeShape{3, 6, 20}, AcceptanceParams{},
+  Eagle2Decoder d("adt_tree", target, test::tiny_eagle_drafter(target->config(), 2), p, TreeShape{3, 6, 20}, AcceptanceParams{},
                   nullptr, adt);
   const auto out = d.decode(r);
   EXPECT_TRUE(torch::equal(out.tokens, reference));
@@ -172,7 +161,7 @@ TEST(AdtTreeDecoder, GreedyTokensEqualArGreedyAndDepthsMove) {
     EXPECT_GE(s.mean_tree_depth(), 1.0);
     EXPECT_LE(s.mean_tree_depth(), 5.0);
   }
-  const auto fixed = Eagle2Decoder("eagle2", target, tiny_drafter(target->config(), 2), p, TreeShape{3, 6, 20},
+  const auto fixed = Eagle2Decoder("eagle2", target, test::tiny_eagle_drafter(target->config(), 2), p, TreeShape{3, 6, 20},
                                    AcceptanceParams{}, nullptr).decode(r);
   EXPECT_DOUBLE_EQ(fixed.stats[0].mean_tree_depth(), 3.0);
   EXPECT_NE(out.stats[0].mean_tree_depth(), 3.0);  // the policy moved the depth

@@ -40,4 +40,13 @@ VqConfig tiny_vq_config() {
   return c;
 }
 
+EagleDrafter tiny_eagle_drafter(const GptConfig& c, uint64_t seed) {
+  torch::manual_seed(seed);
+  EagleDrafter d(c);
+  torch::NoGradGuard no_grad;
+  for (auto& p : d->parameters()) p.normal_(0.0, 0.3);
+  d->eval();
+  return d;
+}
+
 }  // namespace vispec::test

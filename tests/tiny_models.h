@@ -1,6 +1,7 @@
 // Small random models for tests: real LibTorch modules, seconds to run.
 #pragma once
 
+#include "models/eagle_drafter.h"
 #include "models/gpt.h"
 #include "models/vq.h"
 
@@ -11,5 +12,7 @@ GptConfig tiny_gpt_config();
 // weights ~ N(0, 0.3): logits far from uniform. vocab: a smaller one makes exact distributions cheap.
 Gpt tiny_gpt(uint64_t seed = 1, int64_t vocab = 64);
 VqConfig tiny_vq_config();
+// An EAGLE drafter for a target of config c, weights ~ N(0, 0.3), in eval mode.
+EagleDrafter tiny_eagle_drafter(const GptConfig& c, uint64_t seed);
 
 }  // namespace vispec::test

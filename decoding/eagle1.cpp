@@ -1,0 +1,272 @@
+// EAGLE-1 (Li et al. 2024, branch v1) as LANTERN++ and Cool-SD run it (research/relaxed_sd.md §1b, §3, §4;
+// ALGORITHMS.md "LANTERN++", "Cool-SD"):
+//
+//   catch up  the drafter reads the new (feature, token) pairs, as in EAGLE-2 (decoding/eagle_pairs)
+//   draft     level by level down a STATIC tree of child ranks (decoding/static_tree; naive_extend_57): at every
+//             node with children, the drafter's processed distribution q; its n children are n draws from q
+//             WITHOUT replacement, rank = draw order. Each level's nodes run as one block extending the last.
+//   verify    ONE target forward over [root, tree nodes] under the tree's ancestor mask
+//   walk      from the root, the children in rank order: child x is accepted with rule(p, q^, x, depth), where
+//             q^ is the parent's q without the earlier siblings, renormalised (the sibling-adjusted drafter
+//             probability; q^(x) is x's conditional draw probability); on rejection p becomes the rule's
+//             rejection distribution against q^ (exact: norm(max(0, p - q^))) and the next child is tried;
+//             when every child is rejected, or at a leaf, the next token is sampled from p
+//   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
+// With the exact rule this is recursive rejection sampling without replacement: given the first rejection,
+// the next child is a draw from q^ and the residual does not depend on which token was rejected, so by
+// induction the committed token has the target distribution. At T = 0 the drafts are the drafter's top-n
+// (of its raw guided distribution) and q^ is one-hot at the draft: AR's greedy tokens.
+// Randomness per (seed, sample id, position): kDraft (draw = node * 64 + rank) for the drafts, kAccept (draw =
+// rank) for the tests, kSample/kResample for the next token.
+#include "decoding/eagle1.h"
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "decoding/draft_tree.h"
+#include "decoding/eagle_pairs.h"
+#include "decoding/iteration_stats.h"
+
+namespace vispec {
+
+std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Tensor& q, const torch::Tensor& u) {
+  const int64_t n = u.size(-1), V = q.size(-1);
+  auto left = q.to(torch::kFloat64).clone();
+  const auto uu = u.to(left.device(), torch::kFloat64);
+  std::vector<torch::Tensor> tokens, probs;
+  for (int64_t j = 0; j < n; ++j) {
+    const auto total = left.sum(-1, true);  // [B, M, 1]
+    // The first token whose cumulative mass exceeds u * total.
+    const auto idx = (left.cumsum(-1) <= uu.narrow(-1, j, 1) * total).sum(-1, true).clamp_max(V - 1);
+    const auto prob = torch::where(total > 0, left.gather(-1, idx) / total, torch::zeros_like(total));
+    left.scatter_(-1, idx, 0.0);
+    tokens.push_back(idx);
+    probs.push_back(prob);
+  }
+  return {torch::cat(tokens, -1).cpu(), torch::cat(probs, -1).cpu()};
+}
+
+Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
+                             StaticTree tree, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours)
+    : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
+      params_(params), tree_(std::move(tree)), accept_(accept), neighbours_(std::move(neighbours)) {
+  VISPEC_ASSERT(!accept_.needs_neighbours() || neighbours_, "LANTERN rules need the codebook neighbour table");
+  VISPEC_ASSERT(tree_.size() > 1, "a static tree needs at least one draft");
+}
+
+DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
+  torch::NoGradGuard no_grad;
+  Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
+  const int64_t B = request.class_ids.size(0), N = gpt->config().image_tokens(), V = gpt->config().vocab_size;
+  const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
+  const auto device = gpt->tok_embeddings->weight.device();
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  std::vector<SampleStats> stats(static_cast<size_t>(B));
+  auto tokens = torch::zeros({B, N}, i64);
+  std::vector<int64_t> root_index(static_cast<size_t>(B), 0), roots(static_cast<size_t>(B), 0);
+  std::vector<char> done(static_cast<size_t>(B), 0);
+
+  // The tree's nodes with children, by depth, and each one's entry in the drafter's block (the root's output
+  // is the catch-up's, entry -1). The drafter only runs nodes with children.
+  std::vector<std::vector<int64_t>> expanded(static_cast<size_t>(L));
+  std::vector<int64_t> entry(static_cast<size_t>(T), -1);
+  std::vector<int64_t> block;  // block entry -> node
+  for (int64_t d = 0; d < L; ++d)
+    for (int64_t i = 0; i < T; ++i)
+      if (tree_.depth[size_t(i)] == d && tree_.draws[size_t(i)] > 0) {
+        expanded[size_t(d)].push_back(i);
+        if (d > 0) {
+          entry[size_t(i)] = int64_t(block.size());
+          block.push_back(i);
+        }
+      }
+  std::vector<std::vector<int64_t>> children(static_cast<size_t>(T));  // rank order
+  for (int64_t i = 1; i < T; ++i) children[size_t(tree_.parent[size_t(i)])].push_back(i);
+  for (auto& c : children)
+    std::sort(c.begin(), c.end(), [&](int64_t a, int64_t b) { return tree_.rank[size_t(a)] < tree_.rank[size_t(b)]; });
+
+  // Guided drafter distribution: the processed one (raw CFG softmax at T = 0, whose top-n are the drafts).
+  auto draft_probs = [&](const torch::Tensor& features) {  // [R, M, D] -> [B, M, V]
+    auto logits = gpt->output(features).to(torch::kFloat32);
+    if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
+    return params_.greedy() ? torch::softmax(logits, -1) : target_probs(logits, params_);
+  };
+
+  auto t0 = IterationTimes::Clock::now();
+  auto tcache = target_.make_cache(B, T);
+  auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
+  auto pre = target_.prefill(tcache, request.class_ids);
+  tcache.keep_all();
+  {
+    auto p0 = target_probs(pre.logits.select(1, -1), params_).to(torch::kCPU, torch::kFloat64);
+    for (int64_t b = 0; b < B; ++b) {
+      roots[size_t(b)] = sample_token(p0[b], uniform({request.seed, request.sample_ids[size_t(b)]}, 0, Purpose::kSample));
+      tokens[b][0] = roots[size_t(b)];
+    }
+  }
+  EaglePairs pairs(gpt, drafter_, B, R);
+  pairs.start(pre.hidden, roots);
+  for (auto& s : stats) {
+    s.target_forwards = 1;
+    s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
+  }
+
+  for (;;) {
+    std::vector<int64_t> active;
+    for (int64_t b = 0; b < B; ++b)
+      if (!done[size_t(b)]) active.push_back(b);
+    if (active.empty()) break;
+
+    // ---- catch up, then draft the static tree level by level
+    IterationTimes times;
+    t0 = IterationTimes::Clock::now();
+    const auto catchup = pairs.catch_up(dcache, root_index);  // [R, D]
+    std::vector<DraftTree> trees(static_cast<size_t>(B));
+    for (auto& t : trees) {
+      t.token.assign(size_t(T), 0);
+      t.parent = tree_.parent;
+      t.depth = tree_.depth;
+      t.score.assign(size_t(T), 0.0);
+    }
+    for (int64_t b = 0; b < B; ++b) trees[size_t(b)].token[0] = roots[size_t(b)];
+    std::vector<double> draw_prob(static_cast<size_t>(B * T), 0.0);  // conditional draw probability of each node
+    std::vector<torch::Tensor> level_q;  // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
+    torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
+    int64_t draft_forwards = 1;
+    level_q.push_back(draft_probs(catchup.unsqueeze(1)));
+    for (int64_t d = 0; d < L; ++d) {
+      const auto& nodes = expanded[size_t(d)];
+      if (nodes.empty()) break;
+      const int64_t M = int64_t(nodes.size());
+      int64_t n = 0;
+      for (int64_t i : nodes) n = std::max(n, tree_.draws[size_t(i)]);
+      torch::Tensor drawn, cond_prob;  // [B, M, n]
+      if (params_.greedy()) {
+        drawn = std::get<1>(level_q[size_t(d)].topk(n, -1)).cpu();
+        cond_prob = torch::ones({B, M, n}, torch::kFloat64);
+      } else {
+        auto u = torch::empty({B, M, n}, torch::kFloat64);
+        auto ua = u.accessor<double, 3>();
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t j = 0; j < n; ++j)
+              ua[b][m][j] = uniform({request.seed, request.sample_ids[size_t(b)]}, uint32_t(root_index[size_t(b)] + d + 1),
+                                    Purpose::kDraft, uint32_t(nodes[size_t(m)] * 64 + j));
+        std::tie(drawn, cond_prob) = draw_without_replacement(level_q[size_t(d)], u);
+      }
+      auto da = drawn.accessor<int64_t, 3>();
+      auto pa = cond_prob.accessor<double, 3>();
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t child : children[size_t(nodes[size_t(m)])])
+          for (int64_t b = 0; b < B; ++b) {
+            trees[size_t(b)].token[size_t(child)] = da[b][m][tree_.rank[size_t(child)]];
+            draw_prob[size_t(b * T + child)] = pa[b][m][tree_.rank[size_t(child)]];
+          }
+      // The drafter at the next depth's expanded nodes: input = (its parent's output, its token).
+      if (d + 1 >= L || expanded[size_t(d + 1)].empty()) break;
+      const auto& next = expanded[size_t(d + 1)];
+      const int64_t K = int64_t(next.size()), first = entry[size_t(next[0])], W = first + K;
+      auto tok = torch::zeros({B, K}, i64), parent_slot = torch::zeros({K}, i64);
+      auto mask = torch::zeros({K, W}, torch::kBool);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t node = next[size_t(k)];
+        for (int64_t b = 0; b < B; ++b) tok[b][k] = trees[size_t(b)].token[size_t(node)];
+        parent_slot[k] = entry[size_t(tree_.parent[size_t(node)])] + 1;
+        for (int64_t a = node; a > 0; a = tree_.parent[size_t(a)]) mask[k][entry[size_t(a)]] = true;
+      }
+      auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
+      auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
+      auto cells = (torch::tensor(root_index, i64).view({B, 1}) + d + 1).clamp_max(N - 1).expand({B, K});
+      if (first > 0) dcache.extend_pending();
+      auto out = drafter_(source.index_select(1, parent_slot.to(device)), gpt->tok_embeddings(twice(tok).to(device)),
+                          twice(cells).to(device), mask.to(device), &dcache);
+      drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
+      level_q.push_back(draft_probs(out));
+      ++draft_forwards;
+    }
+    times.draft_ms = IterationTimes::lap(t0);
+
+    // ---- verify: one target forward over every row's tree
+    const auto in = tree_inputs(trees, root_index, N);
+    auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
+    const auto probs = target_probs(vout.logits, params_);  // stays on the device; the walk reads its rows
+    times.verify_ms = IterationTimes::lap(t0);
+
+    // ---- walk every row's tree from the root
+    std::vector<std::vector<int64_t>> paths(static_cast<size_t>(B));
+    for (int64_t b : active) {
+      const auto& tree = trees[size_t(b)];
+      const RngKey key{request.seed, request.sample_ids[size_t(b)]};
+      auto& s = stats[size_t(b)];
+      auto& path = paths[size_t(b)];
+      path = {0};
+      int64_t node = 0, index = root_index[size_t(b)];  // index: the raster index of `node`'s token
+      bool sampled = false;
+      while (index < N - 1) {
+        auto p = probs[b][node].to(torch::kCPU, torch::kFloat64);
+        torch::Tensor q;  // the drafter's q at `node`, less the siblings tried so far (unnormalised)
+        if (!children[size_t(node)].empty() && !params_.greedy()) {
+          const auto& nodes = expanded[size_t(tree_.depth[size_t(node)])];
+          const int64_t slot = std::find(nodes.begin(), nodes.end(), node) - nodes.begin();
+          q = level_q[size_t(tree_.depth[size_t(node)])][b][slot].to(torch::kCPU, torch::kFloat64);
+        }
+        bool accepted = false;
+        for (int64_t child : children[size_t(node)]) {
+          const int64_t x = tree.token[size_t(child)], depth = tree.depth[size_t(child)];
+          if (draw_prob[size_t(b * T + child)] <= 0) continue;  // the drafter had nothing left to draw
+          torch::Tensor q_hat;  // q^: one-hot for greedy drafts, else the renormalised remainder
+          if (params_.greedy()) {
+            q_hat = torch::zeros({V}, torch::kFloat64);
+            q_hat[x] = 1.0;
+          } else {
+            q_hat = q / q.sum();
+          }
+          const int32_t* nn = accept_.needs_neighbours() ? neighbours_->row(x) : nullptr;
+          const double prob = acceptance_probability(p, q_hat, x, depth, L, accept_, nn);
+          ++s.drafted;
+          if (uniform(key, uint32_t(index + 1), Purpose::kAccept, uint32_t(tree_.rank[size_t(child)])) < prob) {
+            accepted = true;
+            node = child;
+            break;
+          }
+          p = rejection_distribution(p, q_hat, x, depth, L, accept_, nn);
+          if (q.defined()) q[x] = 0.0;  // the next sibling was drawn without this one
+        }
+        ++index;
+        if (!accepted) {  // every child rejected (p is the residual), or a leaf (p is the target's own)
+          const Purpose why = children[size_t(node)].empty() ? Purpose::kSample : Purpose::kResample;
+          roots[size_t(b)] = sample_token(p, uniform(key, uint32_t(index), why));
+          tokens[b][index] = roots[size_t(b)];
+          sampled = true;
+          break;
+        }
+        ++s.accepted;
+        path.push_back(node);
+        tokens[b][index] = tree.token[size_t(node)];
+      }
+      s.tree_depth += double(L);
+      root_index[size_t(b)] = index;
+      // Done when the raster is full: by accepted drafts, or by a sampled token in the last cell.
+      if (!sampled || index == N - 1) {
+        done[size_t(b)] = 1;
+        pairs.finish(b);
+      }
+    }
+    times.resample_ms = IterationTimes::lap(t0);
+
+    // ---- keep the accepted path in the target cache; queue its pairs for the drafter
+    for (int64_t b : active) {
+      const auto& path = paths[size_t(b)];
+      if (done[size_t(b)]) continue;
+      target_.keep(tcache, b, path);
+      std::vector<int64_t> path_tokens;
+      for (size_t j = 1; j < path.size(); ++j) path_tokens.push_back(trees[size_t(b)].token[size_t(path[j])]);
+      pairs.queue(b, vout.hidden, path, path_tokens, roots[size_t(b)]);
+    }
+    times.bookkeeping_ms = IterationTimes::lap(t0);
+    charge_iteration(stats, active, times, draft_forwards);
+  }
+  for (auto& s : stats) s.tokens = N;
+  return {tokens, stats};
+}
+
+}  // namespace vispec

@@ -1,0 +1,40 @@
+// EAGLE-1: the EAGLE drafter on a STATIC tree whose children are drawn without replacement, verified with the
+// sibling-adjusted drafter probabilities. LANTERN++ (`lanternpp`) and Cool-SD (`coolsd`) are this decoder with
+// their acceptance rules, as their papers run them.
+#pragma once
+
+#include <memory>
+
+#include "decoding/acceptance.h"
+#include "decoding/cfg_model.h"
+#include "decoding/codebook_neighbours.h"
+#include "decoding/decoder.h"
+#include "decoding/static_tree.h"
+#include "models/eagle_drafter.h"
+
+namespace vispec {
+
+class Eagle1Decoder : public Decoder {
+ public:
+  Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params, StaticTree tree,
+                AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours);
+  std::string name() const override { return name_; }
+  DecodeResult decode(const DecodeRequest& request) override;
+
+ private:
+  std::string name_;
+  CfgModel target_;
+  EagleDrafter drafter_;
+  SamplingParams params_;
+  StaticTree tree_;
+  AcceptanceParams accept_;
+  std::shared_ptr<const CodebookNeighbours> neighbours_;
+};
+
+// n draws without replacement from each row of q [B, M, V] (probabilities, on any device) by inverse CDF with
+// the uniforms u [B, M, n]: draw j comes from q without the earlier draws, renormalised. Returns the tokens
+// and each draw's conditional probability q(y_j) / (1 - sum_{l<j} q(y_l)), [B, M, n] on the CPU; a draw from
+// an exhausted row has probability 0.
+std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Tensor& q, const torch::Tensor& u);
+
+}  // namespace vispec

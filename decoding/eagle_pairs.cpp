@@ -1,0 +1,65 @@
+#include "decoding/eagle_pairs.h"
+
+#include <algorithm>
+
+namespace vispec {
+
+EaglePairs::EaglePairs(Gpt target, EagleDrafter drafter, int64_t batch, int64_t rows)
+    : target_(std::move(target)), drafter_(std::move(drafter)), B_(batch), R_(rows),
+      tokens_(static_cast<size_t>(batch)), features_(static_cast<size_t>(batch)) {}
+
+void EaglePairs::start(const torch::Tensor& prefill_hidden, const std::vector<int64_t>& first_tokens) {
+  const auto f0 = target_->norm(prefill_hidden.narrow(1, prefill_hidden.size(1) - 1, 1));  // [R, 1, D]
+  for (int64_t b = 0; b < B_; ++b) {
+    tokens_[size_t(b)] = {first_tokens[size_t(b)]};
+    features_[size_t(b)] = R_ > B_ ? torch::stack({f0[b], f0[b + B_]}) : f0[b].unsqueeze(0);
+  }
+}
+
+torch::Tensor EaglePairs::catch_up(KvCache& cache, const std::vector<int64_t>& root_index) {
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  const auto device = target_->tok_embeddings->weight.device();
+  const int64_t N = target_->config().image_tokens(), D = target_->config().dim;
+  // Rows padded at the end to the longest; padding entries are not kept.
+  int64_t P = 1;
+  for (auto& pairs : tokens_) P = std::max<int64_t>(P, int64_t(pairs.size()));
+  auto feats = torch::zeros({R_, P, D}, target_->tok_embeddings->weight.options());
+  auto tok = torch::zeros({R_, P}, i64), cells = torch::zeros({R_, P}, i64);
+  for (int64_t b = 0; b < B_; ++b) {
+    const int64_t n = int64_t(tokens_[size_t(b)].size());
+    const int64_t first_cell = std::max<int64_t>(0, root_index[size_t(b)] - (n - 1));
+    for (int64_t s = 0; s < R_ / B_; ++s) {
+      const int64_t row = b + s * B_;
+      if (n > 0) feats[row].narrow(0, 0, n).copy_(features_[size_t(b)][s]);
+      for (int64_t j = 0; j < P; ++j) {
+        tok[row][j] = j < n ? tokens_[size_t(b)][size_t(j)] : 0;
+        cells[row][j] = std::min(N - 1, first_cell + std::min(j, std::max<int64_t>(0, n - 1)));
+      }
+    }
+  }
+  auto out = drafter_(feats.to(device), target_->tok_embeddings(tok.to(device)), cells.to(device),
+                      causal_mask(P, device), &cache);
+  std::vector<int64_t> newest(static_cast<size_t>(R_));
+  for (int64_t b = 0; b < B_; ++b) {
+    const int64_t n = int64_t(tokens_[size_t(b)].size());
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) idx[size_t(j)] = j;
+    for (int64_t s = 0; s < R_ / B_; ++s) {
+      cache.keep(b + s * B_, idx);
+      newest[size_t(b + s * B_)] = (b + s * B_) * P + std::max<int64_t>(0, n - 1);
+    }
+  }
+  return out.reshape({R_ * P, -1}).index_select(0, torch::tensor(newest, i64).to(device));
+}
+
+void EaglePairs::queue(int64_t b, const torch::Tensor& hidden, const std::vector<int64_t>& path,
+                       const std::vector<int64_t>& path_tokens, int64_t next) {
+  tokens_[size_t(b)] = path_tokens;
+  tokens_[size_t(b)].push_back(next);
+  auto idx = torch::tensor(path, torch::kInt64).to(hidden.device());
+  std::vector<torch::Tensor> per_stream;
+  for (int64_t s = 0; s < R_ / B_; ++s) per_stream.push_back(target_->norm(hidden[b + s * B_].index_select(0, idx)));
+  features_[size_t(b)] = torch::stack(per_stream);
+}
+
+}  // namespace vispec
