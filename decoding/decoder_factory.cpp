@@ -9,6 +9,8 @@
 #include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
+#include "decoding/ssd.h"
+#include "decoding/zipar.h"
 #include "models/load.h"
 
 namespace vispec {
@@ -27,7 +29,8 @@ const std::vector<std::string> kAdtKeys = {"beta", "step_depth", "step_k", "min_
 
 // Parameters each decoder accepts beyond the sampling chain.
 std::vector<std::string> method_keys(const std::string& name) {
-  if (name == "sjd") return {"window"};
+  if (name == "sjd" || name == "zipar") return {"window"};
+  if (name == "ssd") return {"kh", "kv", "r", "b", "i"};
   auto keys = kAcceptKeys;
   if (name == "sd") keys.push_back("gamma");
   if (uses_tree(name)) keys.insert(keys.end(), {"depth", "tree_k", "total_tokens"});
@@ -37,6 +40,10 @@ std::vector<std::string> method_keys(const std::string& name) {
 }
 
 bool uses_draft_gpt(const std::string& name) { return name == "sd"; }
+// Training-free decoders have no drafts to accept or reject by a rule.
+// SSD verifies with the exact rule per cell, vectorised over its rows (decoding/ssd.cpp).
+bool takes_rule(const std::string& name) { return name != "ar" && name != "sjd" && name != "zipar" && name != "ssd"; }
+bool uses_ssd_heads(const std::string& name) { return name == "ssd"; }
 bool uses_eagle_head(const std::string& name) { return uses_tree(name) || uses_static_tree(name); }
 
 // The rule a decoder uses when the job file does not name one: the method's own.
@@ -55,7 +62,23 @@ bool contains(const std::vector<std::string>& v, const std::string& x) { return 
 }  // namespace
 
 std::vector<std::string> known_decoders() {
-  return {"ar", "sd", "eagle2", "lantern", "adt_tree", "eagle1", "lanternpp", "coolsd", "sjd"};
+  return {"ar", "sd", "eagle2", "lantern", "adt_tree", "eagle1", "lanternpp", "coolsd", "ssd", "sjd", "zipar"};
+}
+
+SsdParams ssd_params(const DecoderSpec& spec) {
+  SsdParams p;
+  auto whole = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+    const double v = spec.get(key, double(fallback));
+    VISPEC_CHECK(v == std::floor(v) && v >= double(lo) && v <= double(hi), spec.where_of(key),
+                 ": must be a whole number in [", lo, ", ", hi, "]");
+    return int64_t(v);
+  };
+  p.kh = whole("kh", p.kh, 1, 64);
+  p.kv = whole("kv", p.kv, 1, 8);
+  p.r = whole("r", p.r, 0, 1024);
+  p.b = whole("b", p.b, 0, 1024);
+  p.i = whole("i", p.i, 0, 1024);
+  return p;
 }
 
 StaticTree static_tree(const DecoderSpec& spec) {
@@ -125,7 +148,12 @@ void validate_decoder_spec(const DecoderSpec& spec) {
     const double w = spec.get("window", 15);
     VISPEC_CHECK(w >= 1 && w <= 64 && w == std::floor(w), spec.where_of("window"), ": must be a whole number in [1, 64]");
   }
-  if (spec.name != "ar" && spec.name != "sjd") acceptance_params(spec);
+  if (spec.name == "ssd") ssd_params(spec);
+  if (spec.name == "zipar") {
+    const double s = spec.get("window", 8);
+    VISPEC_CHECK(s >= 1 && s <= 1024 && s == std::floor(s), spec.where_of("window"), ": must be a whole number in [1, 1024]");
+  }
+  if (takes_rule(spec.name)) acceptance_params(spec);
 }
 
 TreeShape tree_shape(const DecoderSpec& spec) {
@@ -147,6 +175,8 @@ void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model) {
                "' drafts with a small GPT, but ", model.file, " has no drafters.gpt section");
   VISPEC_CHECK(!uses_eagle_head(spec.name) || !model.eagle_head.empty(), spec.name_where, ": decoder '", spec.name,
                "' drafts with an EAGLE head, but ", model.file, " has no drafters.eagle_head");
+  VISPEC_CHECK(!uses_ssd_heads(spec.name) || !model.ssd_heads.empty(), spec.name_where, ": decoder '", spec.name,
+               "' drafts with SSD heads, but ", model.file, " has no drafters.ssd_heads");
   VISPEC_CHECK(!uses_tree(spec.name) || tree_shape(spec).top_k <= model.gpt.vocab_size, spec.where_of("tree_k"),
                ": larger than the vocabulary of ", model.file, " (", model.gpt.vocab_size, ")");
   VISPEC_CHECK(spec.name != "adt_tree" || adt_params(spec).max_k <= model.gpt.vocab_size, spec.where_of("max_k"),
@@ -202,6 +232,7 @@ std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec,
   std::map<std::string, std::string> files;
   if (uses_draft_gpt(spec.name) && model.has_draft_gpt()) files["draft_gpt"] = model.draft_gpt_weights;
   if (uses_eagle_head(spec.name) && !model.eagle_head.empty()) files["eagle_head"] = model.eagle_head;
+  if (uses_ssd_heads(spec.name) && !model.ssd_heads.empty()) files["ssd_heads"] = model.ssd_heads;
   return files;
 }
 
@@ -221,7 +252,16 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
     m.eagle->to(device);
     m.eagle->eval();
   }
-  const auto accept = spec.name == "ar" || spec.name == "sjd" ? AcceptanceParams{} : acceptance_params(spec);
+  if (uses_ssd_heads(spec.name)) {
+    m.ssd = load_ssd_heads(model.ssd_heads, model);
+    const auto p = ssd_params(spec);
+    VISPEC_CHECK(p.kh <= m.ssd->horizontal_count() && p.kv <= m.ssd->vertical_count(), spec.where_of("kv"), ": kh ",
+                 p.kh, ", kv ", p.kv, " but ", model.ssd_heads, " has ", m.ssd->horizontal_count(), " horizontal and ",
+                 m.ssd->vertical_count(), " vertical heads");
+    m.ssd->to(device);
+    m.ssd->eval();
+  }
+  const auto accept = takes_rule(spec.name) ? acceptance_params(spec) : AcceptanceParams{};
   if (accept.needs_neighbours())
     m.neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::cached(
         vq->quantize->embedding->weight, std::min(accept.k, model.vq.codebook_size - 1),
@@ -232,13 +272,15 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
 std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderModels& models) {
   validate_decoder_spec(spec);
   const auto sampling = sampling_params(spec);
-  auto accept = spec.name == "ar" || spec.name == "sjd" ? AcceptanceParams{} : acceptance_params(spec);
+  auto accept = takes_rule(spec.name) ? acceptance_params(spec) : AcceptanceParams{};
   if (models.neighbours) accept.k = std::min(accept.k, models.neighbours->columns());
   if (spec.name == "ar") return std::make_unique<ArDecoder>(models.target, sampling);
   if (spec.name == "sd")
     return std::make_unique<SdDecoder>(models.target, models.draft_gpt, sampling, int64_t(spec.get("gamma", 4)), accept,
                                        models.neighbours);
   if (spec.name == "sjd") return std::make_unique<SjdDecoder>(models.target, sampling, int64_t(spec.get("window", 15)));
+  if (spec.name == "ssd") return std::make_unique<SsdDecoder>(models.target, models.ssd, sampling, ssd_params(spec));
+  if (spec.name == "zipar") return std::make_unique<ZipArDecoder>(models.target, sampling, int64_t(spec.get("window", 8)));
   if (uses_static_tree(spec.name))
     return std::make_unique<Eagle1Decoder>(spec.name, models.target, models.eagle, sampling, static_tree(spec), accept,
                                            models.neighbours);

@@ -13,6 +13,7 @@
 #include "decoding/decoder.h"
 #include "decoding/draft_tree.h"
 #include "decoding/sampler.h"
+#include "decoding/ssd.h"
 #include "decoding/static_tree.h"
 #include "io/decoder_spec.h"
 #include "models/eagle_drafter.h"
@@ -28,6 +29,7 @@ struct DecoderModels {
   Gpt target{nullptr};
   Gpt draft_gpt{nullptr};
   EagleDrafter eagle{nullptr};
+  SsdHeads ssd{nullptr};
   std::shared_ptr<const CodebookNeighbours> neighbours;
 };
 
@@ -41,6 +43,7 @@ AcceptanceParams acceptance_params(const DecoderSpec& spec);
 TreeShape tree_shape(const DecoderSpec& spec);  // depth, tree_k, total_tokens
 AdtParams adt_params(const DecoderSpec& spec);   // ADT-Tree's beta, steps and bounds
 StaticTree static_tree(const DecoderSpec& spec); // eagle1/lanternpp/coolsd's `tree` (default naive_extend_57)
+SsdParams ssd_params(const DecoderSpec& spec);   // SSD's kh, kv, r, b, i
 // Weight files beyond the target and VQ that the decoder reads (role -> path): part of a job's identity.
 std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec, const ModelConfig& model);
 

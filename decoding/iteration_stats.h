@@ -22,13 +22,14 @@ struct IterationTimes {
   }
 };
 
-// One target forward and `draft_forwards` drafter forwards for every active row, and its share of the times.
+// One target forward (or `target_forwards`) and `draft_forwards` drafter forwards for every active row, and its
+// share of the times.
 inline void charge_iteration(std::vector<SampleStats>& stats, const std::vector<int64_t>& active,
-                             const IterationTimes& t, int64_t draft_forwards) {
+                             const IterationTimes& t, int64_t draft_forwards, int64_t target_forwards = 1) {
   const double share = 1.0 / double(active.size());
   for (int64_t b : active) {
     auto& s = stats[size_t(b)];
-    s.target_forwards += 1;
+    s.target_forwards += target_forwards;
     s.draft_forwards += draft_forwards;
     s.draft_ms += t.draft_ms * share;
     s.verify_ms += t.verify_ms * share;

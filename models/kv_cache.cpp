@@ -33,12 +33,20 @@ torch::Tensor KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == W, "block mask shape");
   pending_ = W;
   written_from_ = P;
+  auto restricted = std::move(committed_mask_);
+  committed_mask_ = torch::Tensor();
   if (uniform_lengths()) {
     slot_index_ = torch::Tensor();
     const int64_t L = length_[0];
     auto committed = torch::ones({B, T, L}, torch::TensorOptions().dtype(torch::kBool).device(device));
+    if (restricted.defined()) {
+      committed = restricted.to(device, torch::kBool);
+      if (committed.dim() == 2) committed = committed.unsqueeze(0).expand({B, T, L});
+      VISPEC_ASSERT(committed.size(0) == B && committed.size(1) == T && committed.size(2) == L, "committed mask shape");
+    }
     return torch::cat({committed, bm}, -1).unsqueeze(1);
   }
+  VISPEC_ASSERT(!restricted.defined(), "restrict_committed() needs rows of equal length");
   // Ragged rows (after per-row accepts): row b's block sits at slots [length_b, length_b + W).
   auto lengths = torch::tensor(length_, torch::kInt64).to(device);               // [B]
   auto w = torch::arange(W, torch::TensorOptions().dtype(torch::kInt64).device(device));
@@ -104,6 +112,7 @@ void KvCache::reset() {
   std::fill(length_.begin(), length_.end(), 0);
   pending_ = 0;
   extend_ = false;
+  committed_mask_ = torch::Tensor();
 }
 
 }  // namespace vispec

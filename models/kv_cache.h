@@ -6,6 +6,8 @@
 // nothing (the next block overwrites the pending one). truncate(row, n) drops committed entries.
 // extend_pending() makes the next forward add its entries to the pending block instead (a draft tree grown
 // level by level runs only its new nodes; their mask also covers the block's earlier entries).
+// By default a block sees every committed entry; restrict_committed() narrows that for the next forward (ZipAR
+// commits entries out of raster order, so a query may only see those at earlier raster positions).
 // The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
 #pragma once
 
@@ -37,6 +39,9 @@ class KvCache {
 
   // --- used by the decoder ---
   void extend_pending() { extend_ = true; }
+  // Which committed entries the next block's queries see: [T, L] or [B, T, L] bool, L = the (equal) committed
+  // length of every row.
+  void restrict_committed(const torch::Tensor& mask) { committed_mask_ = mask; }
   void keep_all();
   // Commits block entries `block_indices` (ascending, each < pending) of one row, compacted to follow its
   // committed entries in the given order.
@@ -54,6 +59,7 @@ class KvCache {
   int64_t pending_ = 0;                // entries in the pending block
   int64_t written_from_ = 0;           // block index of the first entry this forward writes
   bool extend_ = false;                // the next begin_block adds to the pending block
+  torch::Tensor committed_mask_;       // for the next begin_block: visible committed entries (undefined: all)
   torch::Tensor slot_index_;          // [B, 1, T, 1] write slots of the pending block when lengths differ
 };
 

@@ -1,0 +1,37 @@
+// SSD (spatially speculative decoding, paper 004): spatial draft heads, and rows drafted whole and corrected
+// in place by rounds of parallel verification instead of rolled back.
+#pragma once
+
+#include "decoding/cfg_model.h"
+#include "decoding/decoder.h"
+#include "models/ssd_heads.h"
+
+namespace vispec {
+
+struct SsdParams {
+  int64_t kh = 5;  // horizontal heads used for the first row (offsets +1 .. +kh)
+  int64_t kv = 1;  // rows drafted together by the vertical heads (+1 .. +kv rows)
+  int64_t r = 2;   // verify-and-correct rounds per row when kv = 1
+  int64_t b = 5;   // kv >= 2: rounds on every drafted row before the first is committed
+  int64_t i = 4;   // kv >= 2: rounds on the remaining rows after each commit
+};
+
+class SsdDecoder : public Decoder {
+ public:
+  SsdDecoder(Gpt target, SsdHeads heads, SamplingParams params, SsdParams ssd);
+  std::string name() const override { return "ssd"; }
+  DecodeResult decode(const DecodeRequest& request) override;
+
+ private:
+  CfgModel target_;
+  SsdHeads heads_;
+  SamplingParams params_;
+  SsdParams ssd_;
+};
+
+// Target forwards for one image when every first-row iteration commits `first_row_forwards` forwards' worth:
+// the first row's forwards, one commit of its last token, then per group of kv rows b + 1 + (kv - 1)(i + 1)
+// (kv = 1: r + 1 per row).
+int64_t ssd_forwards_after_first_row(int64_t height, const SsdParams& p);
+
+}  // namespace vispec

@@ -1,0 +1,138 @@
+// ZipAR (He et al., ICML 2025) with a fixed window s, as its LlamaGen code runs it (research/tree_spatial_sd.md
+// §5.2; ALGORITHMS.md "ZipAR"):
+//
+//   row 0      decoded autoregressively; row 1 starts when row 0 is complete
+//   row r + 1  starts once row r has s tokens (r >= 1)
+//   a step     ONE forward feeding the newest token of every active row at its raster position, then one
+//              sampled token for every active row: several rows advance per forward
+//   start      a row's first token is predicted from the cell before it, the last cell of the row above. If
+//              that row is unfinished, the code feeds a placeholder there (AUX): the newest token of the row
+//              two above. When the row above finishes, its real last token is fed at that cell (its output is
+//              not used) and replaces the placeholder for every later query.
+//   attention  causal by raster position over the entries written so far. The public code leaves unwritten
+//              cells as zero keys (logit 0, value 0) in a cache indexed by position; ours sees only written
+//              entries (unwritten cells masked out), a deviation the source notes allow.
+// Lossy by schedule: a token is sampled before the cells right of the one above it exist. Randomness per
+// (seed, sample id, raster index, kSample), as AR's: with s = W the schedule is AR's and so are the tokens.
+#include "decoding/zipar.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/rng.h"
+
+namespace vispec {
+
+int64_t zipar_forwards(int64_t height, int64_t width, int64_t window) {
+  const int64_t s = std::clamp<int64_t>(window, 1, width);
+  return height == 1 ? width : 2 * width + (height - 2) * s;
+}
+
+namespace {
+// An entry of the target's cache (the same for every sample: the schedule does not depend on the tokens).
+struct CacheEntry {
+  int64_t position;  // raster index; -1 for the condition
+  bool alive;        // false once a placeholder's cell got its real token
+};
+// One input of a step: the token at raster cell `position` of every sample, and the row whose next token its
+// output gives (-1: the output is not used).
+struct Feed {
+  int64_t position;
+  int64_t predicts_row;
+  bool placeholder;
+  int64_t source;  // the raster index whose token is fed (the cell itself, or the placeholder's source)
+};
+}  // namespace
+
+DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
+  torch::NoGradGuard no_grad;
+  const auto& config = target_.gpt()->config();
+  const int64_t B = request.class_ids.size(0), W = config.grid_size, H = config.grid_size, N = H * W;
+  const int64_t s = std::clamp<int64_t>(window_, 1, W);
+  const auto device = target_.gpt()->tok_embeddings->weight.device();
+  auto cache = target_.make_cache(B, H + 1);  // room for the placeholders
+  auto tokens = torch::zeros({B, N}, torch::kInt64);
+  auto sample = [&](const torch::Tensor& logits, int64_t index) {  // logits [B, V] -> tokens[:, index]
+    auto u = uniforms(request.seed, request.sample_ids, uint32_t(index), Purpose::kSample);
+    tokens.select(1, index).copy_(sample_from_probs(target_probs(logits, params_), u).to(torch::kCPU));
+  };
+
+  auto out = target_.prefill(cache, request.class_ids);
+  cache.keep_all();
+  std::vector<CacheEntry> entries(size_t(out.hidden.size(1)), CacheEntry{-1, true});
+  sample(out.logits.select(1, out.logits.size(1) - 1), 0);
+  std::vector<int64_t> count(size_t(H), 0);  // tokens sampled per row
+  std::vector<char> started(size_t(H), 0);
+  count[0] = 1;
+  started[0] = 1;
+  int64_t forwards = 1;
+  std::vector<int64_t> finished;  // rows completed by the last step, whose last cell is not written yet
+
+  while (count[size_t(H - 1)] < W) {
+    std::vector<Feed> feeds;
+    for (int64_t r = 0; r < H; ++r) {
+      if (!started[size_t(r)] || count[size_t(r)] == W) continue;
+      if (count[size_t(r)] > 0) {
+        const int64_t cell = r * W + count[size_t(r)] - 1;
+        feeds.push_back({cell, r, false, cell});
+      } else if (count[size_t(r - 1)] == W) {  // the row above is complete: its real last token
+        feeds.push_back({r * W - 1, r, false, r * W - 1});
+        finished.erase(std::remove(finished.begin(), finished.end(), r - 1), finished.end());
+      } else {  // the placeholder: the newest token of the row two above, at the last cell of the row above
+        feeds.push_back({r * W - 1, r, true, (r - 2) * W + count[size_t(r - 2)] - 1});
+      }
+    }
+    for (int64_t r : finished) feeds.push_back({(r + 1) * W - 1, -1, false, (r + 1) * W - 1});
+    finished.clear();
+    std::sort(feeds.begin(), feeds.end(), [](const Feed& a, const Feed& b) { return a.position < b.position; });
+
+    // A real token replaces the placeholder at its cell for every query from now on.
+    for (const auto& f : feeds)
+      if (!f.placeholder)
+        for (auto& e : entries)
+          if (e.position == f.position) e.alive = false;
+    const int64_t T = int64_t(feeds.size()), L = int64_t(entries.size());
+    auto committed = torch::zeros({T, L}, torch::kBool), block = torch::zeros({T, T}, torch::kBool);
+    auto ca = committed.accessor<bool, 2>();
+    auto ba = block.accessor<bool, 2>();
+    std::vector<int64_t> source, position;
+    for (int64_t i = 0; i < T; ++i) {
+      for (int64_t j = 0; j < L; ++j)
+        ca[i][j] = entries[size_t(j)].alive && entries[size_t(j)].position < feeds[size_t(i)].position;
+      for (int64_t j = 0; j <= i; ++j) ba[i][j] = true;  // feeds are in raster order
+      source.push_back(feeds[size_t(i)].source);
+      position.push_back(feeds[size_t(i)].position);
+    }
+    auto tok = tokens.index_select(1, torch::tensor(source, torch::kInt64));
+    auto pos = torch::tensor(position, torch::kInt64).unsqueeze(0).expand({B, T}).contiguous();
+    cache.restrict_committed(committed);
+    out = target_.decode_block(cache, tok.to(device), pos.to(device), block);
+    cache.keep_all();
+    ++forwards;
+    for (const auto& f : feeds) entries.push_back({f.position, true});
+
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t r = feeds[size_t(i)].predicts_row;
+      if (r < 0) continue;
+      sample(out.logits.select(1, i), r * W + count[size_t(r)]);
+      started[size_t(r)] = 1;
+      if (++count[size_t(r)] == W && r + 1 < H) finished.push_back(r);
+    }
+    // Rows that may start now: row 1 once row 0 is complete, row r + 1 once row r has s tokens.
+    for (int64_t r = 0; r + 1 < H; ++r)
+      if (!started[size_t(r + 1)] && count[size_t(r)] >= (r == 0 ? W : s)) {
+        started[size_t(r + 1)] = 1;
+        break;  // one row starts per step: the row below waits for this one's s tokens
+      }
+  }
+  VISPEC_ASSERT(forwards == zipar_forwards(H, W, s), "ZipAR took ", forwards, " forwards, schedule says ",
+                zipar_forwards(H, W, s));
+  DecodeResult result{tokens, std::vector<SampleStats>(size_t(B))};
+  for (auto& st : result.stats) {
+    st.target_forwards = forwards;
+    st.tokens = N;
+  }
+  return result;
+}
+
+}  // namespace vispec

@@ -1,0 +1,27 @@
+// ZipAR (He et al., ICML 2025): training-free parallel decoding of the raster by rows, with a fixed window s.
+#pragma once
+
+#include "decoding/cfg_model.h"
+#include "decoding/decoder.h"
+
+namespace vispec {
+
+class ZipArDecoder : public Decoder {
+ public:
+  // window: the tokens a row must have before the row below starts (s; LlamaGen's default 8).
+  ZipArDecoder(Gpt target, SamplingParams params, int64_t window)
+      : target_(std::move(target), params.cfg_scale), params_(params), window_(window) {}
+  std::string name() const override { return "zipar"; }
+  DecodeResult decode(const DecodeRequest& request) override;
+
+ private:
+  CfgModel target_;
+  SamplingParams params_;
+  int64_t window_;
+};
+
+// Target forwards ZipAR takes on an H x W grid with window s (prefill included): W for row 0, then a row
+// starts every s forwards and takes W, so 2W + (H - 2) s (AR: H W; s = W gives AR's count).
+int64_t zipar_forwards(int64_t height, int64_t width, int64_t window);
+
+}  // namespace vispec
