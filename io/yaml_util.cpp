@@ -22,6 +22,8 @@ YamlView::YamlView(YAML::Node node, std::string file, std::string path)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
 
 std::string YamlView::where() const {
+  // A node a --set override made has no position in the file: name the override instead.
+  if (node_.IsDefined() && node_.Mark().is_null() && !path_.empty()) return "--set " + path_;
   std::string s = file_;
   const auto mark = node_.Mark();
   if (mark.line >= 0 && !mark.is_null()) s += ":" + std::to_string(mark.line + 1);
@@ -97,6 +99,24 @@ template std::string YamlView::as<std::string>() const;
 template std::vector<int64_t> YamlView::as<std::vector<int64_t>>() const;
 template std::vector<std::string> YamlView::as<std::vector<std::string>>() const;
 
+namespace {
+// A copy built in code, so it carries no file position (Mark::null_mark()): errors then name the override.
+YAML::Node unmarked(const YAML::Node& node) {
+  if (node.IsScalar()) return YAML::Node(node.Scalar());
+  if (node.IsSequence()) {
+    YAML::Node out(YAML::NodeType::Sequence);
+    for (const auto& item : node) out.push_back(unmarked(item));
+    return out;
+  }
+  if (node.IsMap()) {
+    YAML::Node out(YAML::NodeType::Map);
+    for (const auto& kv : node) out[kv.first.as<std::string>()] = unmarked(kv.second);
+    return out;
+  }
+  return YAML::Node();
+}
+}  // namespace
+
 void apply_override(YAML::Node& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   VISPEC_CHECK(eq != std::string::npos && eq > 0, "--set ", assignment, ": expected key.path=value");
@@ -126,7 +146,7 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
     }
     chain.push_back(next);
   }
-  chain.back()[parts.back()] = parsed;
+  chain.back()[parts.back()] = unmarked(parsed);
 }
 
 }  // namespace vispec

@@ -105,7 +105,8 @@ TEST_F(JobErrors, UnknownTopLevelFieldAndBadSetOverride) {
   write("job.yaml", job("decoder: {name: ar}\n"));
   const auto r = run("run " + (dir / "job.yaml").string() + " --set decoder.temperature=-1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.text.find("decoder.temperature: must be >= 0"), std::string::npos) << r.text;
+  EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
+  EXPECT_NE(r.text.find("--set decoder.temperature: must be >= 0"), std::string::npos) << r.text;
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
