@@ -60,10 +60,6 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
   const auto device = gpt->tok_embeddings->weight.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
-  std::vector<SampleStats> stats(static_cast<size_t>(B));
-  auto tokens = torch::zeros({B, N}, i64);
-  std::vector<int64_t> root_index(static_cast<size_t>(B), 0), roots(static_cast<size_t>(B), 0);
-  std::vector<char> done(static_cast<size_t>(B), 0);
 
   // The tree's nodes with children, by depth, and each one's entry in the drafter's block (the root's output
   // is the catch-up's, entry -1). The drafter only runs nodes with children.
@@ -91,29 +87,18 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     return params_.greedy() ? torch::softmax(logits, -1) : target_probs(logits, params_);
   };
 
-  auto t0 = IterationTimes::Clock::now();
+  IterationTimes::Clock::time_point t0;
   auto tcache = target_.make_cache(B, T);
   auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
-  auto pre = target_.prefill(tcache, request.class_ids);
-  tcache.keep_all();
-  {
-    auto p0 = target_probs(pre.logits.select(1, -1), params_).to(torch::kCPU, torch::kFloat64);
-    for (int64_t b = 0; b < B; ++b) {
-      roots[size_t(b)] = sample_token(p0[b], uniform({request.seed, request.sample_ids[size_t(b)]}, 0, Purpose::kSample));
-      tokens[b][0] = roots[size_t(b)];
-    }
-  }
-  EaglePairs pairs(gpt, drafter_, B, R);
-  pairs.start(pre.hidden, roots);
-  for (auto& s : stats) {
-    s.target_forwards = 1;
-    s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
-  }
+  EagleRows rows(target_, drafter_, params_, request, tcache);  // the prefill and every row's first token
+  auto& tokens = rows.tokens;
+  auto& roots = rows.roots;
+  auto& root_index = rows.root_index;
+  auto& stats = rows.stats;
+  auto& pairs = rows.pairs;
 
   for (;;) {
-    std::vector<int64_t> active;
-    for (int64_t b = 0; b < B; ++b)
-      if (!done[size_t(b)]) active.push_back(b);
+    const auto active = rows.active();
     if (active.empty()) break;
 
     // ---- catch up, then draft the static tree level by level
@@ -244,29 +229,16 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
         tokens[b][index] = tree.token[size_t(node)];
       }
       s.tree_depth += double(L);
-      root_index[size_t(b)] = index;
-      // Done when the raster is full: by accepted drafts, or by a sampled token in the last cell.
-      if (!sampled || index == N - 1) {
-        done[size_t(b)] = 1;
-        pairs.finish(b);
-      }
+      rows.end_walk(b, index, sampled);
     }
     times.resample_ms = IterationTimes::lap(t0);
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-    for (int64_t b : active) {
-      const auto& path = paths[size_t(b)];
-      if (done[size_t(b)]) continue;
-      target_.keep(tcache, b, path);
-      std::vector<int64_t> path_tokens;
-      for (size_t j = 1; j < path.size(); ++j) path_tokens.push_back(trees[size_t(b)].token[size_t(path[j])]);
-      pairs.queue(b, vout.hidden, path, path_tokens, roots[size_t(b)]);
-    }
+    rows.keep_paths(active, trees, paths, vout.hidden);
     times.bookkeeping_ms = IterationTimes::lap(t0);
     charge_iteration(stats, active, times, draft_forwards);
   }
-  for (auto& s : stats) s.tokens = N;
-  return {tokens, stats};
+  return rows.result();
 }
 
 }  // namespace vispec

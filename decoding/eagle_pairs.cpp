@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/rng.h"
+#include "decoding/iteration_stats.h"
+
 namespace vispec {
 
 EaglePairs::EaglePairs(Gpt target, EagleDrafter drafter, int64_t batch, int64_t rows)
@@ -60,6 +63,64 @@ void EaglePairs::queue(int64_t b, const torch::Tensor& hidden, const std::vector
   std::vector<torch::Tensor> per_stream;
   for (int64_t s = 0; s < R_ / B_; ++s) per_stream.push_back(target_->norm(hidden[b + s * B_].index_select(0, idx)));
   features_[size_t(b)] = torch::stack(per_stream);
+}
+
+EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParams& params,
+                     const DecodeRequest& request, KvCache& cache)
+    : pairs(target.gpt(), std::move(drafter), request.class_ids.size(0), target.rows(request.class_ids.size(0))),
+      target_(target), cache_(cache) {
+  const int64_t B = request.class_ids.size(0), N = target.gpt()->config().image_tokens();
+  auto t0 = IterationTimes::Clock::now();
+  tokens = torch::zeros({B, N}, torch::kInt64);
+  roots.assign(size_t(B), 0);
+  root_index.assign(size_t(B), 0);
+  stats.assign(size_t(B), SampleStats{});
+  done_.assign(size_t(B), 0);
+  auto pre = target.prefill(cache, request.class_ids);
+  cache.keep_all();
+  auto p0 = target_probs(pre.logits.select(1, -1), params).to(torch::kCPU, torch::kFloat64);
+  for (int64_t b = 0; b < B; ++b) {
+    roots[size_t(b)] = sample_token(p0[b], uniform({request.seed, request.sample_ids[size_t(b)]}, 0, Purpose::kSample));
+    tokens[b][0] = roots[size_t(b)];
+  }
+  pairs.start(pre.hidden, roots);
+  for (auto& s : stats) {
+    s.target_forwards = 1;
+    s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
+  }
+}
+
+std::vector<int64_t> EagleRows::active() const {
+  std::vector<int64_t> a;
+  for (size_t b = 0; b < done_.size(); ++b)
+    if (!done_[b]) a.push_back(int64_t(b));
+  return a;
+}
+
+void EagleRows::end_walk(int64_t b, int64_t index, bool sampled) {
+  root_index[size_t(b)] = index;
+  // Done when the raster is full: by accepted drafts, or by a sampled token in the last cell.
+  if (!sampled || index == tokens.size(1) - 1) {
+    done_[size_t(b)] = 1;
+    pairs.finish(b);
+  }
+}
+
+void EagleRows::keep_paths(const std::vector<int64_t>& active, const std::vector<DraftTree>& trees,
+                           const std::vector<std::vector<int64_t>>& paths, const torch::Tensor& hidden) {
+  for (int64_t b : active) {
+    if (done_[size_t(b)]) continue;
+    const auto& path = paths[size_t(b)];
+    target_.keep(cache_, b, path);
+    std::vector<int64_t> path_tokens;
+    for (size_t j = 1; j < path.size(); ++j) path_tokens.push_back(trees[size_t(b)].token[size_t(path[j])]);
+    pairs.queue(b, hidden, path, path_tokens, roots[size_t(b)]);
+  }
+}
+
+DecodeResult EagleRows::result() {
+  for (auto& s : stats) s.tokens = tokens.size(1);
+  return {tokens, stats};
 }
 
 }  // namespace vispec

@@ -1,13 +1,20 @@
-// What an EAGLE drafter reads between trees, shared by the tree decoders that draft with it (EAGLE-2 and
-// ADT-Tree in eagle2.cpp, EAGLE-1/LANTERN++/Cool-SD in eagle1.cpp): per row, the (feature, token) pairs it
-// has not read yet. A feature is the target's post-norm state at a committed position (both CFG streams),
-// the token the one committed after it; EAGLE drafts from the newest pair's output.
+// The bookkeeping the EAGLE tree decoders share (EAGLE-2 and ADT-Tree in eagle2.cpp, EAGLE-1/LANTERN++/Cool-SD
+// in eagle1.cpp), so that their files hold only what differs: how a tree is drafted and walked.
+//   EaglePairs  what the drafter reads between trees: per row, the (feature, token) pairs it has not read
+//               yet. A feature is the target's post-norm state at a committed position (both CFG streams),
+//               the token the one committed after it; EAGLE drafts from the newest pair's output.
+//   EagleRows   per row: committed tokens, the root (newest token, not in the target's cache yet) and its
+//               raster index, done flags and statistics; the prefill and, after each walk, the commit of
+//               the accepted path.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <vector>
 
+#include "decoding/cfg_model.h"
+#include "decoding/decoder.h"
+#include "decoding/draft_tree.h"
 #include "models/eagle_drafter.h"
 #include "models/gpt.h"
 
@@ -36,6 +43,33 @@ class EaglePairs {
   int64_t B_, R_;
   std::vector<std::vector<int64_t>> tokens_;  // per row, the tokens of the waiting pairs
   std::vector<torch::Tensor> features_;       // per row, [R / B, P, D] their post-norm features
+};
+
+class EagleRows {
+ public:
+  // Runs the target's prefill into `cache`, samples every row's first token (kSample at raster index 0) and
+  // queues the first pairs.
+  EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParams& params, const DecodeRequest& request,
+            KvCache& cache);
+
+  std::vector<int64_t> active() const;
+  // After row b's walk ended at raster index `index`: by a sampled token (`sampled`) or a full raster.
+  void end_walk(int64_t b, int64_t index, bool sampled);
+  // Keeps every active, unfinished row's accepted path (root first) in the target cache and queues its pairs
+  // from the verification forward's hidden states [R, T, D].
+  void keep_paths(const std::vector<int64_t>& active, const std::vector<DraftTree>& trees,
+                  const std::vector<std::vector<int64_t>>& paths, const torch::Tensor& hidden);
+  DecodeResult result();
+
+  torch::Tensor tokens;                    // [B, N] committed tokens
+  std::vector<int64_t> roots, root_index;  // per row: the newest token and its raster index
+  std::vector<SampleStats> stats;
+  EaglePairs pairs;
+
+ private:
+  CfgModel& target_;
+  KvCache& cache_;
+  std::vector<char> done_;
 };
 
 }  // namespace vispec
