@@ -73,9 +73,10 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
     auto q = target_probs(logits, params_);
     auto u = torch::empty({B * M}, torch::kFloat64);
+    auto ua = u.accessor<double, 1>();
     for (int64_t b = 0; b < B; ++b)
       for (int64_t m = 0; m < M; ++m)
-        u[b * M + m] = uniform(key(b), uint32_t(std::min(N - 1, cells_per_row[size_t(b)] + m)), Purpose::kDraft);
+        ua[b * M + m] = uniform(key(b), uint32_t(std::min(N - 1, cells_per_row[size_t(b)] + m)), Purpose::kDraft);
     auto x = sample_from_probs(q.reshape({B * M, V}), u.to(device)).view({B, M});
     return std::make_pair(q, x.cpu());
   };
@@ -230,10 +231,12 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
         auto residual = (p - q_rows).clamp_min(0);
         residual = torch::where(residual.sum(-1, true) > 0, residual, p);
         auto ua = torch::empty({B, T}, torch::kFloat64), ur = torch::empty({B * T}, torch::kFloat64);
+        auto uaa = ua.accessor<double, 2>();
+        auto ura = ur.accessor<double, 1>();
         for (int64_t b = 0; b < B; ++b)
           for (int64_t m = 0; m < T; ++m) {
-            ua[b][m] = uniform(key(b), uint32_t(first + m), Purpose::kAccept, uint32_t(round_index));
-            ur[b * T + m] = uniform(key(b), uint32_t(first + m), Purpose::kResample, uint32_t(round_index));
+            uaa[b][m] = uniform(key(b), uint32_t(first + m), Purpose::kAccept, uint32_t(round_index));
+            ura[b * T + m] = uniform(key(b), uint32_t(first + m), Purpose::kResample, uint32_t(round_index));
           }
         auto fresh = sample_from_probs(residual.reshape({B * T, V}), ur.to(device)).view({B, T}).cpu();
         auto kept = ua < keep_prob;
