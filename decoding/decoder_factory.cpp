@@ -212,7 +212,7 @@ AcceptanceParams acceptance_params(const DecoderSpec& spec) {
     VISPEC_FAIL(spec.where_of("schedule"), ": ", e.what());
   }
   // LANTERN's k is 1000; LANTERN++'s published settings use 10 (with lambda 3, 5) or 5.
-  a.k = int64_t(spec.get("k", spec.name == "lanternpp" ? 10.0 : double(a.k)));
+  a.k = int64_t(spec.get("k", a.rule == AcceptRule::kLanternPlusPlus ? 10.0 : double(a.k)));
   a.delta = spec.get("delta", a.delta);
   a.lambda = spec.get("lambda", a.lambda);
   a.budget = spec.get("budget", a.budget);

@@ -208,7 +208,6 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       qs.push_back(q);
     }
     auto q = torch::cat(qs, 1);
-    for (auto& s : stats) s.drafted += rows * W;
     times.draft_ms = IterationTimes::lap(t0);
     charge_iteration(stats, all, times, 1, 0);
 
@@ -240,8 +239,11 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
           }
         auto fresh = sample_from_probs(residual.reshape({B * T, V}), ur.to(device)).view({B, T}).cpu();
         auto kept = ua < keep_prob;
-        if (round_index == 0)  // the drafts' own acceptance: the first round's verdicts
-          for (int64_t b = 0; b < B; ++b) stats[size_t(b)].accepted += kept[b].sum().item<int64_t>();
+        if (round_index == 0)  // the drafts' own acceptance: the first round's verdicts (r = 0 verifies none)
+          for (int64_t b = 0; b < B; ++b) {
+            stats[size_t(b)].drafted += T;
+            stats[size_t(b)].accepted += kept[b].sum().item<int64_t>();
+          }
         x.copy_(torch::where(kept, x, fresh));
         q_rows = p;  // every cell is now a draw from this round's p
         rt.resample_ms = IterationTimes::lap(t);
