@@ -34,8 +34,8 @@ struct TrainOptions {
   int64_t log_every = 20;
   int64_t checkpoint_every = 200;
   uint64_t seed = 0;
-  bool eval_at_start = false;
-  bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target   // also evaluate (and log) before the first step of a fresh run
+  bool eval_at_start = false;   // also evaluate (and log) before the first step of a fresh run
+  bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target
 };
 
 // Threads, device, run directory and torch's seed, as the options say. Returns the device to train on.
