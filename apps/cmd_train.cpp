@@ -1,4 +1,4 @@
-// vispec train {vq, gpt, classifier, eagle-head, ssd-heads}: trainers for the embedded model and its drafters.
+// vispec train {vq, gpt, classifier, eagle-head, ssd-heads, mulo-resamplers}: trainers for the embedded model and its drafters.
 #include "apps/commands.h"
 #include "train/trainers.h"
 
@@ -37,7 +37,7 @@ void add_head_options(CLI::App* cmd, HeadTrainOptions& o) {
 void add_train_commands(CLI::App& app, Action& action) {
   auto* train = app.add_subcommand("train", "train a model of the embedded model family");
   train->require_subcommand(1);
-  static TrainOptions vq, gpt, classifier;
+  static TrainOptions vq, gpt, classifier, mulo;
   static HeadTrainOptions eagle, ssd;
   auto* vq_cmd = train->add_subcommand("vq", "the VQ tokenizer on Fashion-MNIST");
   add_common(vq_cmd, vq);
@@ -45,6 +45,7 @@ void add_train_commands(CLI::App& app, Action& action) {
   auto* gpt_cmd = train->add_subcommand("gpt", "the class-conditional GPT on VQ tokens of Fashion-MNIST");
   add_common(gpt_cmd, gpt);
   gpt_cmd->add_flag("--drafter", gpt.drafter, "train the config's drafters.gpt (SD's small drafter) instead of the target");
+  gpt_cmd->add_flag("--mulo", gpt.mulo, "train drafters.mulo.gpt (MuLo-SD's drafter) on half-resolution images");
   gpt_cmd->callback([&action] { action = [] { train_gpt(gpt); return kExitOk; }; });
   auto* cls_cmd = train->add_subcommand("classifier", "the evaluation classifier (vispec eval) on Fashion-MNIST");
   add_common(cls_cmd, classifier);
@@ -60,6 +61,9 @@ void add_train_commands(CLI::App& app, Action& action) {
   ssd_cmd->add_option("--horizontal", ssd.horizontal, "kh: heads for +1 .. +kh in the row")->capture_default_str();
   ssd_cmd->add_option("--vertical", ssd.vertical, "kv: heads for the kv rows below")->capture_default_str();
   ssd_cmd->callback([&action] { action = [] { train_ssd_heads(ssd); return kExitOk; }; });
+  auto* mulo_cmd = train->add_subcommand("mulo-resamplers", "MuLo-SD's U_2 / D_2, through the frozen VQ decoder");
+  add_common(mulo_cmd, mulo);
+  mulo_cmd->callback([&action] { action = [] { train_mulo_resamplers(mulo); return kExitOk; }; });
 }
 
 }  // namespace vispec

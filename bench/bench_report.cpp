@@ -52,6 +52,39 @@ void write_plot(const nlohmann::json& r, const std::string& png) {
   }
   VISPEC_CHECK(std::rename(tmp_png.c_str(), png.c_str()) == 0, png, ": cannot rename the plot into place");
 }
+// MuLo-SD's latency breakdown by the steps of its Algorithm 1 (paper 000, Fig. 7), as shares of its wall time
+// per image, beside its NFE and the paper's theoretical speedup S_T = T_p / ((1 - a) T_p + T_q) (its Eq. 9,
+// which counts a drafter forward as a target forward). Only decoders that report the step costs get a row.
+std::string mulo_step_costs(const nlohmann::json& r) {
+  std::string md;
+  for (const auto& d : r["decoders"]) {
+    const auto extra = d.value("extra_per_image", nlohmann::json::object());
+    if (!extra.contains("upsample_ms")) continue;
+    if (md.empty())
+      md = "\nMuLo-SD's time by step of its Algorithm 1 (paper 000, Fig. 7), % of its wall time per image; S_T is the "
+           "paper's Eq. 9 at the measured acceptance rate a (T_p, T_q: target and drafter tokens per image).\n\n"
+           "| decoder | 1 draft | 2 up-sample | 3 verify | 4-5 accept, expand | 6 resample | 7 down-sample | other "
+           "| resampled / image | target fwd | draft fwd | S_T (Eq. 9) | speedup |\n"
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    const auto& ph = d["phase_ms_per_image"];
+    const double total = d["ms_per_image"].get<double>();
+    const double steps[] = {ph["draft"].get<double>(),          extra["upsample_ms"].get<double>(),
+                            ph["verify"].get<double>(),         extra["accept_ms"].get<double>(),
+                            ph["resample"].get<double>(),       extra["downsample_ms"].get<double>()};
+    double other = total;
+    std::string cells;
+    for (double ms : steps) {
+      cells += fmt::format(" {:.1f} |", 100 * ms / total);
+      other -= ms;
+    }
+    const double tq = d["draft_forwards_per_image"].get<double>(), a = d["acceptance_rate"].get<double>();
+    const double tp = d["target_forwards_per_image"].get<double>() * d["mean_accepted_length"].get<double>();
+    md += fmt::format("| {} |{} {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} |\n", d["label"].get<std::string>(),
+                      cells, 100 * other / total, extra.value("expanded", 0.0), d["target_forwards_per_image"].get<double>(),
+                      tq, tp / ((1 - a) * tp + tq), d["speedup"].get<double>());
+  }
+  return md;
+}
 }  // namespace
 
 std::string bench_markdown(const nlohmann::json& r) {
@@ -76,7 +109,7 @@ std::string bench_markdown(const nlohmann::json& r) {
                       d["acceptance_rate"].get<double>(), d["ms_per_image"].get<double>(),
                       d["speedup"].get<double>(), d["class_agreement"].get<double>(), d["fid"].get<double>());
   }
-  return md;
+  return md + mulo_step_costs(r);
 }
 
 void write_bench_report(const nlohmann::json& r, const std::string& dir) {

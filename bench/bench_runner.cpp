@@ -82,6 +82,11 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
     spdlog::info("bench {}: {}/{} images per decoder", c.name, start + count, n);
   }
 
+  auto per_image = [](const std::map<std::string, double>& extra, int64_t images) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [key, value] : extra) j[key] = value / double(images);
+    return j;
+  };
   const auto labels = torch::tensor(classes, torch::kInt64);
   size_t base = 0;
   while (c.decoders[base].label != c.baseline) ++base;
@@ -109,6 +114,7 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
                     {"phase_ms_per_image", {{"draft", s.draft_ms / double(n)}, {"verify", s.verify_ms / double(n)},
                                             {"resample", s.resample_ms / double(n)},
                                             {"bookkeeping", s.bookkeeping_ms / double(n)}}},
+                    {"extra_per_image", per_image(s.extra, n)},
                     {"class_agreement", q.class_agreement},
                     {"fid", q.fid},
                     {"fid_reference_images", q.reference_images}});

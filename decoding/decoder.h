@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct SampleStats {
   int64_t tokens = 0;            // tokens committed
   double draft_ms = 0, verify_ms = 0, resample_ms = 0, bookkeeping_ms = 0;
   double tree_depth = 0;         // summed depth parameter of the trees drafted (tree decoders; ADT-Tree varies it)
+  // A method's own figures, summed like the rest and written beside them (MuLo-SD: its step costs, set sizes).
+  std::map<std::string, double> extra;
 
   SampleStats& operator+=(const SampleStats& o) {
     target_forwards += o.target_forwards;
@@ -38,6 +41,7 @@ struct SampleStats {
     resample_ms += o.resample_ms;
     bookkeeping_ms += o.bookkeeping_ms;
     tree_depth += o.tree_depth;
+    for (const auto& [key, value] : o.extra) extra[key] += value;
     return *this;
   }
   // Tokens committed per target forward (AR: 1).

@@ -7,6 +7,7 @@
 #include "decoding/ar.h"
 #include "decoding/eagle1.h"
 #include "decoding/eagle2.h"
+#include "decoding/mulo_sd.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "decoding/ssd.h"
@@ -31,6 +32,7 @@ const std::vector<std::string> kAdtKeys = {"beta", "step_depth", "step_k", "min_
 std::vector<std::string> method_keys(const std::string& name) {
   if (name == "sjd" || name == "zipar") return {"window"};
   if (name == "ssd") return {"kh", "kv", "r", "b", "i"};
+  if (name == "mulo_sd") return {"tau", "k", "delta", "radius", "rows"};
   auto keys = kAcceptKeys;
   if (name == "sd") keys.push_back("gamma");
   if (uses_tree(name)) keys.insert(keys.end(), {"depth", "tree_k", "total_tokens"});
@@ -41,8 +43,11 @@ std::vector<std::string> method_keys(const std::string& name) {
 
 bool uses_draft_gpt(const std::string& name) { return name == "sd"; }
 // Training-free decoders have no drafts to accept or reject by a rule.
-// SSD verifies with the exact rule per cell, vectorised over its rows (decoding/ssd.cpp).
-bool takes_rule(const std::string& name) { return name != "ar" && name != "sjd" && name != "zipar" && name != "ssd"; }
+// SSD verifies with the exact rule per cell, vectorised over its rows (decoding/ssd.cpp); MuLo-SD with its
+// own pooled-mass threshold (decoding/mulo_sd.cpp).
+bool takes_rule(const std::string& name) {
+  return name != "ar" && name != "sjd" && name != "zipar" && name != "ssd" && name != "mulo_sd";
+}
 bool uses_ssd_heads(const std::string& name) { return name == "ssd"; }
 bool uses_eagle_head(const std::string& name) { return uses_tree(name) || uses_static_tree(name); }
 
@@ -62,7 +67,25 @@ bool contains(const std::vector<std::string>& v, const std::string& x) { return 
 }  // namespace
 
 std::vector<std::string> known_decoders() {
-  return {"ar", "sd", "eagle2", "lantern", "adt_tree", "eagle1", "lanternpp", "coolsd", "ssd", "sjd", "zipar"};
+  return {"ar", "sd", "eagle2", "lantern", "adt_tree", "eagle1", "lanternpp", "coolsd", "ssd", "mulo_sd", "sjd", "zipar"};
+}
+
+MuloParams mulo_params(const DecoderSpec& spec) {
+  MuloParams p;
+  auto whole = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+    const double v = spec.get(key, double(fallback));
+    VISPEC_CHECK(v == std::floor(v) && v >= double(lo) && v <= double(hi), spec.where_of(key),
+                 ": must be a whole number in [", lo, ", ", hi, "]");
+    return int64_t(v);
+  };
+  p.tau = spec.get("tau", p.tau);
+  p.delta = spec.get("delta", p.delta);
+  p.k = whole("k", p.k, 1, 1 << 20);
+  p.radius = whole("radius", p.radius, 0, 64);
+  p.rows = whole("rows", p.rows, 1, 64);
+  VISPEC_CHECK(p.tau >= 0, spec.where_of("tau"), ": must be >= 0 (above 1 rejects every draft)");
+  VISPEC_CHECK(p.delta >= 0 && p.delta <= 1, spec.where_of("delta"), ": must be in [0, 1]");
+  return p;
 }
 
 SsdParams ssd_params(const DecoderSpec& spec) {
@@ -149,6 +172,7 @@ void validate_decoder_spec(const DecoderSpec& spec) {
     VISPEC_CHECK(w >= 1 && w <= 64 && w == std::floor(w), spec.where_of("window"), ": must be a whole number in [1, 64]");
   }
   if (spec.name == "ssd") ssd_params(spec);
+  if (spec.name == "mulo_sd") mulo_params(spec);
   if (spec.name == "zipar") {
     const double s = spec.get("window", 8);
     VISPEC_CHECK(s >= 1 && s <= 1024 && s == std::floor(s), spec.where_of("window"), ": must be a whole number in [1, 1024]");
@@ -177,6 +201,8 @@ void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model) {
                "' drafts with an EAGLE head, but ", model.file, " has no drafters.eagle_head");
   VISPEC_CHECK(!uses_ssd_heads(spec.name) || !model.ssd_heads.empty(), spec.name_where, ": decoder '", spec.name,
                "' drafts with SSD heads, but ", model.file, " has no drafters.ssd_heads");
+  VISPEC_CHECK(spec.name != "mulo_sd" || model.has_mulo(), spec.name_where, ": decoder 'mulo_sd' drafts at half "
+               "resolution, but ", model.file, " has no drafters.mulo section");
   VISPEC_CHECK(!uses_tree(spec.name) || tree_shape(spec).top_k <= model.gpt.vocab_size, spec.where_of("tree_k"),
                ": larger than the vocabulary of ", model.file, " (", model.gpt.vocab_size, ")");
   VISPEC_CHECK(spec.name != "adt_tree" || adt_params(spec).max_k <= model.gpt.vocab_size, spec.where_of("max_k"),
@@ -233,6 +259,10 @@ std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec,
   if (uses_draft_gpt(spec.name) && model.has_draft_gpt()) files["draft_gpt"] = model.draft_gpt_weights;
   if (uses_eagle_head(spec.name) && !model.eagle_head.empty()) files["eagle_head"] = model.eagle_head;
   if (uses_ssd_heads(spec.name) && !model.ssd_heads.empty()) files["ssd_heads"] = model.ssd_heads;
+  if (spec.name == "mulo_sd" && model.has_mulo()) {
+    files["mulo_gpt"] = model.mulo.gpt_weights;
+    files["mulo_resamplers"] = model.mulo.resamplers_weights;
+  }
   return files;
 }
 
@@ -261,11 +291,24 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
     m.ssd->to(device);
     m.ssd->eval();
   }
+  if (spec.name == "mulo_sd") {
+    m.mulo_gpt = Gpt(model.mulo.gpt);
+    load_weights(*m.mulo_gpt, model.mulo.gpt_weights);
+    m.mulo_resamplers = MuloResamplers(model.mulo.resamplers);
+    load_weights(*m.mulo_resamplers, model.mulo.resamplers_weights);
+    for (torch::nn::Module* net : {static_cast<torch::nn::Module*>(m.mulo_gpt.get()),
+                                   static_cast<torch::nn::Module*>(m.mulo_resamplers.get())}) {
+      net->to(device);
+      net->eval();
+    }
+    m.vq = vq;
+  }
   const auto accept = takes_rule(spec.name) ? acceptance_params(spec) : AcceptanceParams{};
-  if (accept.needs_neighbours())
+  // LANTERN's rules and MuLo-SD's pooled mass read the codebook's nearest neighbours.
+  const int64_t k = spec.name == "mulo_sd" ? mulo_params(spec).k : accept.needs_neighbours() ? accept.k : 0;
+  if (k > 0)
     m.neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::cached(
-        vq->quantize->embedding->weight, std::min(accept.k, model.vq.codebook_size - 1),
-        CodebookNeighbours::default_cache_dir()));
+        vq->quantize->embedding->weight, std::min(k, model.vq.codebook_size - 1), CodebookNeighbours::default_cache_dir()));
   return m;
 }
 
@@ -280,6 +323,9 @@ std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderMode
                                        models.neighbours);
   if (spec.name == "sjd") return std::make_unique<SjdDecoder>(models.target, sampling, int64_t(spec.get("window", 15)));
   if (spec.name == "ssd") return std::make_unique<SsdDecoder>(models.target, models.ssd, sampling, ssd_params(spec));
+  if (spec.name == "mulo_sd")
+    return std::make_unique<MuloSdDecoder>(models.target, models.mulo_gpt, models.mulo_resamplers, models.vq, sampling,
+                                           mulo_params(spec), models.neighbours);
   if (spec.name == "zipar") return std::make_unique<ZipArDecoder>(models.target, sampling, int64_t(spec.get("window", 8)));
   if (uses_static_tree(spec.name))
     return std::make_unique<Eagle1Decoder>(spec.name, models.target, models.eagle, sampling, static_tree(spec), accept,

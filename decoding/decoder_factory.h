@@ -12,6 +12,7 @@
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
 #include "decoding/draft_tree.h"
+#include "decoding/mulo_sd.h"
 #include "decoding/sampler.h"
 #include "decoding/ssd.h"
 #include "decoding/static_tree.h"
@@ -30,6 +31,9 @@ struct DecoderModels {
   Gpt draft_gpt{nullptr};
   EagleDrafter eagle{nullptr};
   SsdHeads ssd{nullptr};
+  Gpt mulo_gpt{nullptr};                // MuLo-SD: the half-resolution drafter,
+  MuloResamplers mulo_resamplers{nullptr};  // its U_2 / D_2
+  VqModel vq{nullptr};                  // and the tokenizer whose codes they map
   std::shared_ptr<const CodebookNeighbours> neighbours;
 };
 
@@ -44,6 +48,7 @@ TreeShape tree_shape(const DecoderSpec& spec);  // depth, tree_k, total_tokens
 AdtParams adt_params(const DecoderSpec& spec);   // ADT-Tree's beta, steps and bounds
 StaticTree static_tree(const DecoderSpec& spec); // eagle1/lanternpp/coolsd's `tree` (default naive_extend_57)
 SsdParams ssd_params(const DecoderSpec& spec);   // SSD's kh, kv, r, b, i
+MuloParams mulo_params(const DecoderSpec& spec); // MuLo-SD's tau, k, delta, radius (l), rows
 // Weight files beyond the target and VQ that the decoder reads (role -> path): part of a job's identity.
 std::map<std::string, std::string> decoder_weight_files(const DecoderSpec& spec, const ModelConfig& model);
 

@@ -1,7 +1,36 @@
+// MuLo-SD, paper 000's Algorithm 1 (ALGORITHMS.md "MuLo-SD"). Each iteration covers one span of
+// L = 2 * rows * W high-res tokens (whole rows), every sample of the batch on the same span; the step numbers
+// are the paper's (its Fig. 2 and Fig. 7):
+//
+//   7 down-sample  D_2 maps the final high-res rows to low-res rows (row-causal, so a row once down-sampled
+//                  never changes); the drafter reads the new ones in one forward
+//   1 draft        the low-res drafter samples the span's `rows` low-res rows token by token (its own CFG and
+//                  sampling chain), then drops them from its cache: its next prefix comes from D_2
+//   2 up-sample    U_2 maps them, with the low-res rows above, to 2 * rows high-res rows: the drafts x~
+//   3 verify       ONE target forward over [final tokens not yet in its cache, x~_1 .. x~_{L-1}] gives p_t at
+//                  every drafted position t, each conditioned on the drafts before it
+//   4 accept       x~_t iff the target mass pooled over A_{k,delta}(x~_t) reaches tau (Eq. 5; A is LANTERN's
+//                  neighbourhood: x~_t and its nearest codes while their mass stays within delta)
+//   5 expand       R_X: the (2l + 1)^2 windows around the rejections, never before the first one t0 (Eq. 6-7)
+//   6 resample     every position u of R_X in raster order from the target given the final tokens before u:
+//                  t0 straight from step 3 (its prefix is final), each later u after one forward of the final
+//                  tokens since the previous one
+// The target cache keeps the final prefix up to the first position that changed; the rest is fed again by the
+// next forward. Not lossless: drafts after t0 outside R_X keep a context that was resampled, and tau accepts
+// tokens the target finds unlikely. tau > 1 rejects everything and the decoder is AR (the tests check both
+// ends: tau > 1 gives AR's tokens, tau = 0 keeps every draft).
+// Randomness per (seed, sample id, position): kDraft at low-res positions for the drafter; kSample, AR's key,
+// at resampled positions.
 #include "decoding/mulo_sd.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "decoding/acceptance.h"
+#include "decoding/iteration_stats.h"
 
 namespace vispec {
 
@@ -19,6 +48,191 @@ std::vector<int64_t> local_expansion(const std::vector<int64_t>& rejected, int64
       }
   }
   return {cells.begin(), cells.end()};
+}
+
+namespace {
+std::vector<int64_t> first_indices(int64_t count) {
+  std::vector<int64_t> idx(static_cast<size_t>(count));
+  std::iota(idx.begin(), idx.end(), 0);
+  return idx;
+}
+
+// One forward of per-row blocks of different lengths: row b feeds tokens[b][from[b] .. from[b] + len[b]) at
+// those positions, padded at the end to the longest (a causal mask keeps the padding out of every real
+// query's view). Returns the guided logits [B, T, V]; the caller keeps what it needs of each row's block.
+torch::Tensor ragged_forward(CfgModel& model, KvCache& cache, const torch::Tensor& tokens,
+                             const std::vector<int64_t>& from, const std::vector<int64_t>& len, int64_t max_position) {
+  const int64_t B = tokens.size(0), T = std::max<int64_t>(1, *std::max_element(len.begin(), len.end()));
+  auto block = torch::zeros({B, T}, torch::kInt64), pos = torch::empty({B, T}, torch::kInt64);
+  auto blk = block.accessor<int64_t, 2>(), ps = pos.accessor<int64_t, 2>();
+  const auto tok = tokens.accessor<int64_t, 2>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t at = std::min(max_position, from[size_t(b)] + i);
+      ps[b][i] = at;
+      if (i < len[size_t(b)]) blk[b][i] = tok[b][at];
+    }
+  const auto device = model.gpt()->tok_embeddings->weight.device();
+  return model.decode_block(cache, block, pos, causal_mask(T, device)).logits;
+}
+}  // namespace
+
+MuloSdDecoder::MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers, VqModel vq, SamplingParams params,
+                             MuloParams mulo, std::shared_ptr<const CodebookNeighbours> neighbours)
+    : target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter), params.cfg_scale),
+      resamplers_(std::move(resamplers)), vq_(std::move(vq)), params_(params), mulo_(mulo),
+      neighbours_(std::move(neighbours)) {
+  VISPEC_ASSERT(neighbours_ && neighbours_->columns() >= 1, "MuLo-SD needs the codebook neighbour table");
+  VISPEC_ASSERT(2 * drafter_.gpt()->config().grid_size == target_.gpt()->config().grid_size,
+                "MuLo-SD's drafter works on half the target's grid");
+  mulo_.k = std::min(mulo_.k, neighbours_->columns());
+}
+
+DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
+  using Clock = IterationTimes::Clock;
+  torch::NoGradGuard no_grad;
+  const int64_t B = request.class_ids.size(0), W = target_.gpt()->config().grid_size, N = W * W;
+  const int64_t Wl = drafter_.gpt()->config().grid_size, L = std::min(2 * mulo_.rows, W) * W;
+  const auto device = target_.gpt()->tok_embeddings->weight.device();
+  auto tokens = torch::zeros({B, N}, torch::kInt64);    // final high-res tokens, then drafts of the span
+  auto low = torch::zeros({B, Wl * Wl}, torch::kInt64); // low-res grid: D_2 rows above the span, drafts in it
+  auto tok = tokens.accessor<int64_t, 2>();
+  std::vector<SampleStats> stats(static_cast<size_t>(B));
+  std::vector<int64_t> fed(static_cast<size_t>(B), 0);  // final tokens in each row's target cache
+  int64_t low_fed = 0;                                   // low-res tokens in the drafter's cache (every row)
+  auto key = [&](int64_t b) { return RngKey{request.seed, request.sample_ids[size_t(b)]}; };
+
+  auto t = Clock::now();
+  auto tcache = target_.make_cache(B, 2 * L), dcache = drafter_.make_cache(B);
+  const auto p_first = target_probs(target_.prefill(tcache, request.class_ids).logits.select(1, -1), params_);
+  tcache.keep_all();
+  auto q_logits = drafter_.prefill(dcache, request.class_ids).logits.select(1, -1);
+  dcache.keep_all();
+  for (auto& s : stats) {
+    s.target_forwards = s.draft_forwards = 1;
+    s.bookkeeping_ms += IterationTimes::lap(t) / double(B);
+  }
+
+  for (int64_t n = 0; n < N;) {
+    const int64_t end = std::min(n + L, N), span = end - n;
+    const int64_t low_begin = n / (2 * W) * Wl, low_count = span / (2 * W) * Wl;
+    IterationTimes times;
+    double down_ms = 0, up_ms = 0, accept_ms = 0;
+    int64_t draft_forwards = low_count - 1;
+
+    // ---- 7 down-sample the rows the last iteration finished; 1 the drafter reads them, then drafts
+    if (n > 0) {
+      auto high = vq_->code_vectors(tokens.narrow(1, 0, n).to(device), n / W, W);
+      auto down = vq_->nearest(resamplers_->down(high)).second.cpu();  // [B, low_begin]
+      low.narrow(1, low_fed, low_begin - low_fed).copy_(down.narrow(1, low_fed, low_begin - low_fed));
+      down_ms = IterationTimes::lap(t);
+      const int64_t T = low_begin - low_fed;
+      auto pos = torch::arange(low_fed, low_begin, torch::kInt64).expand({B, T});
+      q_logits = drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1);
+      dcache.keep_all();
+      low_fed = low_begin;
+      ++draft_forwards;
+    }
+    const int64_t drafter_committed = dcache.length(0);
+    const auto one = torch::ones({1, 1}, torch::kBool);
+    for (int64_t j = 0; j < low_count; ++j) {
+      const int64_t at = low_begin + j;
+      auto u = uniforms(request.seed, request.sample_ids, uint32_t(at), Purpose::kDraft);
+      auto y = sample_from_probs(target_probs(q_logits, params_), u).cpu();
+      low.select(1, at).copy_(y);
+      if (j + 1 == low_count) break;
+      auto pos = torch::full({B, 1}, at, torch::kInt64);
+      q_logits = drafter_.decode_block(dcache, y.view({B, 1}), pos, one).logits.select(1, 0);
+      dcache.keep_all();
+    }
+    for (int64_t b = 0; b < B; ++b) drafter_.truncate(dcache, b, drafter_committed);
+    times.draft_ms = IterationTimes::lap(t);
+
+    // ---- 2 up-sample: the low-res rows so far -> the span's high-res rows
+    const int64_t low_rows = (low_begin + low_count) / Wl;
+    auto up = resamplers_->up(vq_->code_vectors(low.narrow(1, 0, low_rows * Wl).to(device), low_rows, Wl));
+    auto drafts = vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second.cpu();  // [B, span]
+    tokens.narrow(1, n, span).copy_(drafts);
+    up_ms = IterationTimes::lap(t);
+
+    // ---- 3 verify: one target forward; p_t at drafted position n + t is output n + t - 1 - fed (the
+    // prefill's for position 0)
+    std::vector<int64_t> len(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) len[size_t(b)] = end - 1 - fed[size_t(b)];
+    auto p = target_probs(ragged_forward(target_, tcache, tokens, fed, len, N - 1), params_);
+    std::vector<torch::Tensor> rows;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t first = n - 1 - fed[size_t(b)];
+      rows.push_back(n == 0 ? torch::cat({p_first[b].unsqueeze(0), p[b].narrow(0, 0, span - 1)})
+                            : p[b].narrow(0, first, span));
+    }
+    const auto P = torch::stack(rows).to(torch::kCPU, torch::kFloat64);  // [B, span, V]
+    times.verify_ms = IterationTimes::lap(t);
+
+    // ---- 4 accept by pooled mass, 5 expand the rejections; the cache keeps the prefix before t0
+    std::vector<std::vector<int64_t>> expanded(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) {
+      std::vector<int64_t> rejected;
+      for (int64_t i = 0; i < span; ++i) {
+        const int64_t x = tok[b][n + i];
+        const double pooled = lantern_mass(P[b][i], x, neighbours_->row(x), mulo_.k, mulo_.delta).p_tilde;
+        if (!(pooled >= mulo_.tau)) rejected.push_back(n + i);
+      }
+      auto& rx = expanded[size_t(b)];
+      rx = local_expansion(rejected, W, mulo_.radius, n, end);
+      const int64_t valid = rx.empty() ? end - 1 : rx.front();
+      target_.keep(tcache, b, first_indices(valid - fed[size_t(b)]));
+      fed[size_t(b)] = valid;
+      auto& s = stats[size_t(b)];
+      s.drafted += span;
+      s.accepted += span - int64_t(rx.size());
+      s.extra["rejected"] += double(rejected.size());
+      s.extra["expanded"] += double(rx.size());
+    }
+    accept_ms = IterationTimes::lap(t);
+
+    // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position
+    std::vector<size_t> next(static_cast<size_t>(B), 0);
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& rx = expanded[size_t(b)];
+      if (rx.empty()) continue;
+      tok[b][rx[0]] = sample_token(P[b][rx[0] - n], uniform(key(b), uint32_t(rx[0]), Purpose::kSample));
+      next[size_t(b)] = 1;
+    }
+    for (;;) {
+      std::vector<int64_t> ahead(static_cast<size_t>(B), 0);  // tokens each row feeds before its next position
+      bool any = false;
+      for (int64_t b = 0; b < B; ++b)
+        if (next[size_t(b)] < expanded[size_t(b)].size()) {
+          ahead[size_t(b)] = expanded[size_t(b)][next[size_t(b)]] - fed[size_t(b)];
+          any = true;
+        }
+      if (!any) break;
+      auto logits = ragged_forward(target_, tcache, tokens, fed, ahead, N - 1);
+      for (int64_t b = 0; b < B; ++b) {
+        if (ahead[size_t(b)] == 0) continue;
+        const int64_t u = expanded[size_t(b)][next[size_t(b)]++];
+        target_.keep(tcache, b, first_indices(ahead[size_t(b)]));
+        fed[size_t(b)] = u;
+        auto pu = target_probs(logits[b][ahead[size_t(b)] - 1], params_);
+        tok[b][u] = sample_token(pu, uniform(key(b), uint32_t(u), Purpose::kSample));
+        ++stats[size_t(b)].target_forwards;
+      }
+    }
+    times.resample_ms = IterationTimes::lap(t);
+
+    std::vector<int64_t> all(static_cast<size_t>(B));
+    std::iota(all.begin(), all.end(), 0);
+    charge_iteration(stats, all, times, draft_forwards);
+    for (auto& s : stats) {
+      s.extra["upsample_ms"] += up_ms / double(B);
+      s.extra["accept_ms"] += accept_ms / double(B);
+      s.extra["downsample_ms"] += down_ms / double(B);
+    }
+    n = end;
+  }
+  for (auto& s : stats) s.tokens = N;
+  return {tokens, stats};
 }
 
 }  // namespace vispec

@@ -1,9 +1,16 @@
-// MuLo-SD (paper 000): multi-scale drafting with local verification. This header holds the pieces written so
-// far; the decoder (Algorithm 1) follows in decoding/mulo_sd.cpp.
+// MuLo-SD (paper 000): multi-scale drafting with local verification. The whole algorithm is in
+// decoding/mulo_sd.cpp; this header holds its parameters, the decoder and the local expansion set.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "decoding/cfg_model.h"
+#include "decoding/codebook_neighbours.h"
+#include "decoding/decoder.h"
+#include "models/mulo_resamplers.h"
+#include "models/vq.h"
 
 namespace vispec {
 
@@ -13,5 +20,32 @@ namespace vispec {
 // (u >= t0). `rejected` need not be sorted; the result is sorted ascending (the order they are resampled in).
 std::vector<int64_t> local_expansion(const std::vector<int64_t>& rejected, int64_t width, int64_t radius,
                                      int64_t span_begin, int64_t span_end);
+
+// Paper 000's inference settings (supplementary "Implementation Details"): tau 1e-4, k 1000, delta 0.1, l 3.
+struct MuloParams {
+  double tau = 1e-4;    // accept a draft when the target mass pooled over A_{k,delta}(draft) reaches tau (Eq. 5)
+  int64_t k = 1000;     // codebook neighbours considered for A_{k,delta} (capped at the codebook's other codes)
+  double delta = 0.1;   // LANTERN's TVD budget that bounds A_{k,delta}
+  int64_t radius = 3;   // l: the local expansion radius around each rejection
+  int64_t rows = 1;     // low-res rows drafted per iteration (each becomes 2 high-res rows: L = 2 rows W tokens)
+};
+
+class MuloSdDecoder : public Decoder {
+ public:
+  // drafter: the target's architecture on the half-resolution grid (drafters.mulo.gpt); vq: the shared
+  // tokenizer (its codebook maps tokens to the vectors the resamplers read and write).
+  MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers, VqModel vq, SamplingParams params,
+                MuloParams mulo, std::shared_ptr<const CodebookNeighbours> neighbours);
+  std::string name() const override { return "mulo_sd"; }
+  DecodeResult decode(const DecodeRequest& request) override;
+
+ private:
+  CfgModel target_, drafter_;
+  MuloResamplers resamplers_;
+  VqModel vq_;
+  SamplingParams params_;
+  MuloParams mulo_;
+  std::shared_ptr<const CodebookNeighbours> neighbours_;
+};
 
 }  // namespace vispec

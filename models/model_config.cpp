@@ -62,6 +62,33 @@ VqConfig parse_vq(const YamlView& v) {
   if (c.ch_mult.empty()) v.fail("ch_mult must not be empty");
   return c;
 }
+void reject_shared_keys(const YamlView& gpt, const std::string& why) {
+  for (const char* key : {"vocab_size", "grid_size", "num_classes", "cls_token_num", "caption_dim"})
+    if (gpt.has(key)) gpt.at(key).fail(why);
+}
+
+// drafters.mulo: {gpt: {weights, architecture overrides}, resamplers: {weights, width, blocks, kernel}}.
+MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m) {
+  v.reject_unknown_keys({"gpt", "resamplers"});
+  MuloDrafterConfig c;
+  const auto g = v.at("gpt");
+  reject_shared_keys(g, "MuLo-SD's drafter shares the target's vocabulary and conditioning; its grid is half the "
+                        "target's: leave it out");
+  c.gpt = parse_gpt(g, m.gpt);
+  if (m.gpt.grid_size % 2 != 0) g.fail("MuLo-SD needs an even target grid (the drafter's is half of it)");
+  c.gpt.grid_size = m.gpt.grid_size / 2;
+  c.gpt_weights = g.need_path("weights");
+  const auto r = v.at("resamplers");
+  r.reject_unknown_keys({"weights", "width", "blocks", "kernel"});
+  c.resamplers.embed_dim = m.vq.codebook_embed_dim;
+  c.resamplers.width = r.get<int64_t>("width", c.resamplers.width);
+  c.resamplers.blocks = r.get<int64_t>("blocks", c.resamplers.blocks);
+  c.resamplers.kernel = r.get<int64_t>("kernel", c.resamplers.kernel);
+  if (c.resamplers.width < 1 || c.resamplers.blocks < 0 || c.resamplers.kernel < 1 || c.resamplers.kernel % 2 == 0)
+    r.fail("width >= 1, blocks >= 0 and an odd kernel >= 1 please");
+  c.resamplers_weights = r.need_path("weights");
+  return c;
+}
 }  // namespace
 
 int64_t ModelConfig::class_id(const std::string& prompt) const {
@@ -106,14 +133,14 @@ ModelConfig load_model_config(const std::string& path) {
   }
   if (root.has("drafters")) {
     const auto d = root.at("drafters");
-    d.reject_unknown_keys({"gpt", "eagle_head", "ssd_heads"});
+    d.reject_unknown_keys({"gpt", "eagle_head", "ssd_heads", "mulo"});
     if (d.has("gpt")) {
       const auto g = d.at("gpt");
+      reject_shared_keys(g, "a drafter shares the target's vocabulary, grid and conditioning: leave it out");
       m.draft_gpt = parse_gpt(g, m.gpt);
       m.draft_gpt_weights = g.need_path("weights");
-      for (const char* key : {"vocab_size", "grid_size", "num_classes", "cls_token_num", "caption_dim"})
-        if (g.has(key)) g.at(key).fail("a drafter shares the target's vocabulary, grid and conditioning: leave it out");
     }
+    if (d.has("mulo")) m.mulo = parse_mulo(d.at("mulo"), m);
     if (d.has("eagle_head")) m.eagle_head = d.need_path("eagle_head");
     if (d.has("ssd_heads")) m.ssd_heads = d.need_path("ssd_heads");
   }

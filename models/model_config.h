@@ -10,6 +10,9 @@
 //     gpt: {weights: fmnist/draft_gpt.safetensors, dim: 64, n_layer: 2, n_head: 2}  # SD's small AR drafter
 //     eagle_head: fmnist/eagle_head.safetensors   # vispec train eagle-head
 //     ssd_heads: fmnist/ssd_heads.safetensors     # vispec train ssd-heads
+//     mulo:                                       # MuLo-SD: the target's GPT on an 8x8 grid + U_2 / D_2
+//       gpt: {weights: fmnist/mulo_gpt.safetensors}                   # vispec train gpt --mulo
+//       resamplers: {weights: fmnist/mulo_resamplers.safetensors, width: 64, blocks: 2}
 #pragma once
 
 #include <string>
@@ -17,6 +20,7 @@
 
 #include "models/classifier.h"
 #include "models/gpt_config.h"
+#include "models/mulo_config.h"
 #include "models/vq_config.h"
 
 namespace vispec {
@@ -39,6 +43,8 @@ struct ModelConfig {
   std::string eagle_head;
   std::string ssd_heads;
   bool has_draft_gpt() const { return !draft_gpt_weights.empty(); }
+  MuloDrafterConfig mulo;
+  bool has_mulo() const { return !mulo.gpt_weights.empty(); }
 
   int64_t image_size() const { return gpt.grid_size * vq.downsample(); }
   // A prompt names a class by name (case-insensitive) or by id; -1 if it names none.

@@ -41,4 +41,9 @@ torch::Tensor MuloResamplerImpl::forward(const torch::Tensor& codes) {
   return up() ? torch::pixel_shuffle(x, 2) : x;
 }
 
+MuloResamplersImpl::MuloResamplersImpl(const MuloResamplerConfig& c) {
+  up = register_module("up", MuloResampler(c, +1));
+  down = register_module("down", MuloResampler(c, -1));
+}
+
 }  // namespace vispec

@@ -11,6 +11,8 @@
 
 #include <torch/torch.h>
 
+#include "models/mulo_config.h"
+
 namespace vispec {
 
 // A conv2d over [B, C, H, W] whose output row y sees input rows y - (k - 1) .. y only (zero padding above).
@@ -30,13 +32,6 @@ struct RowCausalResBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(RowCausalResBlock);
 
-struct MuloResamplerConfig {
-  int64_t embed_dim = 8;  // the VQ's code vector size
-  int64_t width = 64;     // channels inside
-  int64_t blocks = 2;     // residual blocks
-  int64_t kernel = 3;
-};
-
 // direction +1: U_2 ([B, E, h, w] -> [B, E, 2h, 2w]); -1: D_2 ([B, E, 2h, 2w] -> [B, E, h, w]).
 class MuloResamplerImpl : public torch::nn::Module {
  public:
@@ -51,5 +46,15 @@ class MuloResamplerImpl : public torch::nn::Module {
   int direction_;
 };
 TORCH_MODULE(MuloResampler);
+
+// The low-resolution image MuLo-SD's drafter is trained on: 2 x 2 average pooling ([B, C, S, S] -> S / 2).
+inline torch::Tensor half_resolution(const torch::Tensor& images) { return torch::avg_pool2d(images, 2); }
+
+// The pair, as one weights file holds them (tensors "up.*" and "down.*").
+struct MuloResamplersImpl : torch::nn::Module {
+  explicit MuloResamplersImpl(const MuloResamplerConfig& config);
+  MuloResampler up{nullptr}, down{nullptr};
+};
+TORCH_MODULE(MuloResamplers);
 
 }  // namespace vispec

@@ -169,10 +169,15 @@ torch::Tensor VqModelImpl::encode(const torch::Tensor& images) {
   return nearest(quant_conv(encoder(images))).second;
 }
 
-torch::Tensor VqModelImpl::decode_codes(const torch::Tensor& codes, int64_t h, int64_t w) {
+torch::Tensor VqModelImpl::code_vectors(const torch::Tensor& codes, int64_t h, int64_t w) {
   const int64_t B = codes.size(0);
-  auto z = codebook().index_select(0, codes.reshape(-1)).view({B, h, w, -1}).permute({0, 3, 1, 2});
-  return decoder(post_quant_conv(z.contiguous()));
+  return codebook().index_select(0, codes.reshape(-1)).view({B, h, w, -1}).permute({0, 3, 1, 2}).contiguous();
+}
+
+torch::Tensor VqModelImpl::decode_latent(const torch::Tensor& latent) { return decoder(post_quant_conv(latent)); }
+
+torch::Tensor VqModelImpl::decode_codes(const torch::Tensor& codes, int64_t h, int64_t w) {
+  return decode_latent(code_vectors(codes, h, w));
 }
 
 VqTrainOutput VqModelImpl::forward_train(const torch::Tensor& images) {

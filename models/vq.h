@@ -69,6 +69,12 @@ class VqModelImpl : public torch::nn::Module {
   torch::Tensor encode(const torch::Tensor& images);  // [B, C, H, W] in [-1, 1] -> codes [B, h*w] raster
   // codes [B, h*w] -> images [B, C, h*ds, w*ds], roughly in [-1, 1] (not clamped, as in LlamaGen).
   torch::Tensor decode_codes(const torch::Tensor& codes, int64_t h, int64_t w);
+  // codes [B, h*w] -> their code vectors [B, E, h, w] (the lookup codebook's rows).
+  torch::Tensor code_vectors(const torch::Tensor& codes, int64_t h, int64_t w);
+  // Any latent [B, E, h, w] (code vectors or a network's estimate of them) -> images, differentiably.
+  torch::Tensor decode_latent(const torch::Tensor& latent);
+  // latent [B, E, h, w] -> (the latent as looked up, L2-normalised if configured, [B*h*w, E]; codes [B, h*w]).
+  std::pair<torch::Tensor, torch::Tensor> nearest(const torch::Tensor& latent);
   // The L2-normalised (if configured) codebook [K, E], as used for lookup. Neighbour tables read this.
   torch::Tensor codebook();
   VqTrainOutput forward_train(const torch::Tensor& images);
@@ -78,8 +84,6 @@ class VqModelImpl : public torch::nn::Module {
   VqCodebook quantize{nullptr};
 
  private:
-  // latent [B, E, h, w] -> (normalised latent, codes [B, h*w])
-  std::pair<torch::Tensor, torch::Tensor> nearest(const torch::Tensor& latent);
   VqConfig config_;
 };
 TORCH_MODULE(VqModel);

@@ -1,12 +1,62 @@
-// MuLo-SD's pieces written so far: the local expansion set R_X (paper 000, Eq. 6-7) on hand-made cases, and
-// the row-causal resamplers U_2 / D_2: shapes round-trip, and a change in a later row never changes an
-// earlier output row.
+// MuLo-SD (decoding/mulo_sd.cpp): the local expansion set R_X equals paper 000's Eq. 6-7 on hand-made cases;
+// the row-causal resamplers U_2 / D_2 round-trip shapes and a change in a later row never changes an earlier
+// output row; the decoder at its two ends (tau > 1 rejects every draft: AR's tokens, at T = 0 and T = 1; tau = 0
+// keeps every draft: one target forward per span) and in between (a sample's tokens and counts do not depend on
+// the batch it is decoded in, although every row resamples a different set).
 #include <gtest/gtest.h>
 
+#include "core/check.h"
+#include "decoding/ar.h"
+#include "decoding/decoder_factory.h"
 #include "decoding/mulo_sd.h"
 #include "models/mulo_resamplers.h"
+#include "exact_distribution.h"
+#include "tiny_models.h"
 
 namespace vispec {
+
+namespace {
+// A tiny target (4x4 grid, vocab 64) and a MuLo drafter for it: the same GPT family on a 2x2 grid, a VQ
+// codebook of 64 codes and resamplers, all random.
+struct TinyMulo {
+  Gpt target = test::tiny_gpt(1);
+  Gpt drafter{nullptr};
+  VqModel vq{nullptr};
+  MuloResamplers resamplers{nullptr};
+  std::shared_ptr<const CodebookNeighbours> neighbours;
+  TinyMulo() {
+    auto dc = test::tiny_gpt_config();
+    dc.grid_size = 2;
+    torch::manual_seed(7);
+    drafter = Gpt(dc);
+    auto vc = test::tiny_vq_config();
+    vc.codebook_size = 64;
+    vq = VqModel(vc);
+    MuloResamplerConfig rc;
+    rc.embed_dim = vc.codebook_embed_dim;
+    rc.width = 16;
+    resamplers = MuloResamplers(rc);
+    torch::NoGradGuard no_grad;
+    for (auto& p : drafter->parameters()) p.normal_(0.0, 0.3);
+    for (auto& p : resamplers->parameters()) p.normal_(0.0, 0.3);
+    for (torch::nn::Module* m : {static_cast<torch::nn::Module*>(drafter.get()), static_cast<torch::nn::Module*>(vq.get()),
+                                 static_cast<torch::nn::Module*>(resamplers.get())})
+      m->eval();
+    neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::build(vq->quantize->embedding->weight, 63));
+  }
+  MuloSdDecoder decoder(double temperature, MuloParams p) const {
+    return MuloSdDecoder(target, drafter, resamplers, vq, test::guided_sampling(temperature), p, neighbours);
+  }
+};
+
+MuloParams mulo(double tau, int64_t radius = 1, int64_t rows = 1) {
+  MuloParams p;
+  p.tau = tau;
+  p.radius = radius;
+  p.rows = rows;
+  return p;
+}
+}  // namespace
 
 TEST(MuloSd, LocalExpansionEqualsEquations6And7OnHandMadeCases) {
   using V = std::vector<int64_t>;
@@ -44,6 +94,94 @@ TEST(MuloSd, ResamplersRoundTripShapesAndAreRowCausal) {
   const auto changed = down(high3);
   EXPECT_TRUE(torch::equal(changed.narrow(2, 0, 2), base.narrow(2, 0, 2)));
   EXPECT_GT((changed.narrow(2, 2, 1) - base.narrow(2, 2, 1)).abs().max().item<double>(), 1e-4);
+}
+
+TEST(MuloSd, TauAboveOneRejectsEveryDraftAndIsAr) {
+  TinyMulo m;
+  const auto r = test::requests(0, 6);
+  const int64_t N = 16;
+  for (double temperature : {0.0, 1.0}) {
+    const auto ar = ArDecoder(m.target, test::guided_sampling(temperature)).decode(r);
+    for (int64_t rows : {1, 2}) {
+      const auto out = m.decoder(temperature, mulo(1.5, 1, rows)).decode(r);
+      EXPECT_TRUE(torch::equal(out.tokens, ar.tokens)) << "T " << temperature << " rows " << rows;
+      for (const auto& s : out.stats) {
+        EXPECT_EQ(s.accepted, 0);
+        EXPECT_EQ(s.drafted, N);
+        EXPECT_EQ(s.extra.at("expanded"), double(N));
+        // The prefill, then per span its verify forward and one forward per position after the first.
+        EXPECT_EQ(s.target_forwards, 1 + N);
+        // The drafter's prefill, per span one forward per drafted low-res token but the last, and one prefix
+        // forward per later span: as many as the low-res grid has tokens.
+        EXPECT_EQ(s.draft_forwards, N / 4);
+      }
+    }
+  }
+}
+
+TEST(MuloSd, TauZeroKeepsEveryDraftWithOneTargetForwardPerSpan) {
+  TinyMulo m;
+  const auto r = test::requests(0, 4);
+  for (int64_t rows : {1, 2}) {
+    const auto out = m.decoder(1.0, mulo(0.0, 3, rows)).decode(r);
+    const int64_t spans = 4 / (2 * rows);
+    for (const auto& s : out.stats) {
+      EXPECT_EQ(s.accepted, 16);
+      EXPECT_EQ(s.extra.at("rejected"), 0.0);
+      EXPECT_EQ(s.target_forwards, 1 + spans);
+      EXPECT_DOUBLE_EQ(s.mean_accepted_length(), 16.0 / double(1 + spans));
+    }
+    // Every token is a draft: the nearest code of U_2's output, so a token of the VQ's codebook range.
+    EXPECT_GE(out.tokens.min().item<int64_t>(), 0);
+    EXPECT_LT(out.tokens.max().item<int64_t>(), 64);
+  }
+}
+
+TEST(MuloSd, ASampleDoesNotDependOnItsBatch) {
+  TinyMulo m;
+  const int64_t B = 6;
+  const auto together = m.decoder(1.0, mulo(0.02, 1)).decode(test::requests(0, B));
+  double rejected = 0, kept = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto alone = m.decoder(1.0, mulo(0.02, 1)).decode(test::requests(b, 1));
+    EXPECT_TRUE(torch::equal(alone.tokens[0], together.tokens[b])) << "sample " << b;
+    const auto &s = together.stats[size_t(b)], &a = alone.stats[0];
+    EXPECT_EQ(s.target_forwards, a.target_forwards) << "sample " << b;
+    EXPECT_EQ(s.accepted, a.accepted) << "sample " << b;
+    // One verify per span (2 spans) and one forward per resampled position after each span's first.
+    const double expanded = s.extra.at("expanded");
+    EXPECT_LE(double(s.target_forwards), 1 + 2 + expanded);
+    EXPECT_GE(double(s.target_forwards), 1 + 2 + expanded - 2);
+    rejected += s.extra.at("rejected");
+    kept += double(s.accepted);
+  }
+  EXPECT_GT(rejected, 0);  // the threshold both rejects and keeps drafts, so rows resample different sets
+  EXPECT_GT(kept, 0);
+}
+
+TEST(MuloSd, JobFileErrorsNameTheField) {
+  DecoderSpec spec;
+  spec.name = "mulo_sd";
+  spec.name_where = "job.yaml:3: decoder.name";
+  validate_decoder_spec(spec);
+  EXPECT_EQ(mulo_params(spec).tau, 1e-4);  // the paper's defaults
+  EXPECT_EQ(mulo_params(spec).radius, 3);
+  spec.params["tau"] = -1;
+  spec.where["tau"] = "job.yaml:4: decoder.tau";
+  try {
+    validate_decoder_spec(spec);
+    FAIL() << "accepted tau -1";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("job.yaml:4: decoder.tau: must be >= 0", 0), 0u) << e.what();
+  }
+  spec.params.clear();
+  spec.params["radius"] = 1.5;
+  spec.where["radius"] = "job.yaml:5: decoder.radius";
+  EXPECT_THROW(validate_decoder_spec(spec), Error);
+  spec.params.clear();
+  spec.params["lambda"] = 3;  // LANTERN++'s, not MuLo-SD's
+  spec.where["lambda"] = "job.yaml:5: decoder.lambda";
+  EXPECT_THROW(validate_decoder_spec(spec), Error);
 }
 
 }  // namespace vispec

@@ -1,5 +1,7 @@
 // Trains the class-conditional GPT on VQ tokens of Fashion-MNIST (LlamaGen's c2i recipe: next-token
-// cross-entropy over the 256 image tokens, 10% of conditions dropped to the null class for CFG).
+// cross-entropy over the 256 image tokens, 10% of conditions dropped to the null class for CFG); with --drafter
+// SD's small drafter, with --mulo MuLo-SD's drafter on the same images at half resolution (16x16 pixels, an
+// 8x8 grid through the same VQ).
 #include <spdlog/spdlog.h>
 
 #include "core/check.h"
@@ -7,6 +9,7 @@
 #include "models/gpt.h"
 #include "models/load.h"
 #include "models/model_config.h"
+#include "models/mulo_resamplers.h"
 #include "models/vq.h"
 #include "io/fashion_data.h"
 #include "train/trainers.h"
@@ -27,8 +30,8 @@ torch::Tensor tokenize(VqModel& vq, const torch::Tensor& images, torch::Device d
 }
 
 // Tokens of the train and test sets, cached in the run directory. (No flip augmentation: a CPU run sees
-// less than two epochs, so more distinct images would not be seen anyway.)
-TensorMap token_dataset(const ModelConfig& model, const std::string& out_dir, torch::Device device) {
+// less than two epochs, so more distinct images would not be seen anyway.) half: at half resolution.
+TensorMap token_dataset(const ModelConfig& model, const std::string& out_dir, bool half, torch::Device device) {
   const std::string cache = out_dir + "/tokens.safetensors";
   if (file_exists(cache)) return read_safetensors(cache);
   VqModel vq(model.vq);
@@ -37,6 +40,10 @@ TensorMap token_dataset(const ModelConfig& model, const std::string& out_dir, to
   vq->eval();
   auto train = load_fashion_tensors("train", model.image_size());
   auto test = load_fashion_tensors("test", model.image_size());
+  if (half) {
+    train.images = half_resolution(train.images);
+    test.images = half_resolution(test.images);
+  }
   spdlog::info("tokenising {} + {} images with {}", train.images.size(0), test.images.size(0), model.vq_weights);
   TensorMap data;
   data["train_tokens"] = tokenize(vq, train.images, device);
@@ -70,11 +77,13 @@ double test_loss(Gpt& gpt, const TensorMap& data, int64_t n, torch::Device devic
 void train_gpt(const TrainOptions& o) {
   const auto model = load_model_config(o.config);
   const auto device = prepare_training(o);
-  const auto data = token_dataset(model, o.out_dir, device);
+  VISPEC_CHECK(!(o.drafter && o.mulo), "train gpt: --drafter or --mulo, not both");
+  VISPEC_CHECK(!o.drafter || model.has_draft_gpt(), o.config, ": no drafters.gpt section to train (--drafter)");
+  VISPEC_CHECK(!o.mulo || model.has_mulo(), o.config, ": no drafters.mulo section to train (--mulo)");
+  const auto data = token_dataset(model, o.out_dir, o.mulo, device);
   const auto& tokens = data.at("train_tokens");
   const auto& labels = data.at("train_labels");
-  VISPEC_CHECK(!o.drafter || model.has_draft_gpt(), o.config, ": no drafters.gpt section to train (--drafter)");
-  const GptConfig& arch = o.drafter ? model.draft_gpt : model.gpt;
+  const GptConfig& arch = o.drafter ? model.draft_gpt : o.mulo ? model.mulo.gpt : model.gpt;
   Gpt gpt(arch);
   gpt->to(device);
   int64_t n_params = 0;
@@ -94,7 +103,7 @@ void train_gpt(const TrainOptions& o) {
     return {torch::cross_entropy_loss(out.logits.reshape({-1, out.logits.size(-1)}), x.reshape(-1)), {}};
   };
   auto eval_fn = [&]() -> nlohmann::json { return {{"test_loss", test_loss(gpt, data, 500, device)}}; };
-  run_training(o, *gpt, opt, step_fn, eval_fn, {{"kind", o.drafter ? "draft_gpt" : "gpt"}});
+  run_training(o, *gpt, opt, step_fn, eval_fn, {{"kind", o.drafter ? "draft_gpt" : o.mulo ? "mulo_gpt" : "gpt"}});
 }
 
 }  // namespace vispec

@@ -36,6 +36,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   bool eval_at_start = false;   // also evaluate (and log) before the first step of a fresh run
   bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target
+  bool mulo = false;            // train gpt: drafters.mulo.gpt on half-resolution images instead
 };
 
 // Threads, device, run directory and torch's seed, as the options say. Returns the device to train on.

@@ -98,17 +98,17 @@ class UnitWriter {
                         {grid, grid}, /*sync_directory=*/false);
         if (start + b == count / 2) maybe_kill_at("kill-mid-unit", unit.id);
         done.stats += st;
-        metrics += nlohmann::json{{"sample_id", s.sample_id}, {"prompt", s.prompt}, {"class_id", s.class_id},
-                                  {"seed", job.seed}, {"decoder", job.decoder.name}, {"unit", unit.id},
-                                  {"target_forwards", st.target_forwards}, {"draft_forwards", st.draft_forwards},
-                                  {"mean_accepted_length", st.mean_accepted_length()},
-                                  {"acceptance_rate", st.acceptance_rate()}, {"drafted", st.drafted},
-                                  {"accepted", st.accepted}, {"draft_ms", st.draft_ms}, {"verify_ms", st.verify_ms},
-                                  {"resample_ms", st.resample_ms}, {"bookkeeping_ms", st.bookkeeping_ms},
-                                  {"mean_tree_depth", st.mean_tree_depth()},
-                                  {"wall_ms", batch_ms / double(B)}, {"batch_size", B}}
-                       .dump() +
-                   "\n";
+        nlohmann::json line{{"sample_id", s.sample_id}, {"prompt", s.prompt}, {"class_id", s.class_id},
+                            {"seed", job.seed}, {"decoder", job.decoder.name}, {"unit", unit.id},
+                            {"target_forwards", st.target_forwards}, {"draft_forwards", st.draft_forwards},
+                            {"mean_accepted_length", st.mean_accepted_length()},
+                            {"acceptance_rate", st.acceptance_rate()}, {"drafted", st.drafted},
+                            {"accepted", st.accepted}, {"draft_ms", st.draft_ms}, {"verify_ms", st.verify_ms},
+                            {"resample_ms", st.resample_ms}, {"bookkeeping_ms", st.bookkeeping_ms},
+                            {"mean_tree_depth", st.mean_tree_depth()},
+                            {"wall_ms", batch_ms / double(B)}, {"batch_size", B}};
+        for (const auto& [key, value] : st.extra) line[key] = value;  // a method's own figures
+        metrics += line.dump() + "\n";
       }
     }
     // The renames above are durable once their directories are; then the unit's metrics make it whole.

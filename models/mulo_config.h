@@ -1,0 +1,27 @@
+// MuLo-SD's drafter, as a model config's `drafters.mulo` section names it (models/model_config.h): the target's
+// GPT architecture at half the resolution (grid / 2: 16x16-pixel images -> an 8x8 grid, same VQ) and the
+// resamplers U_2 / D_2 between the two grids (models/mulo_resamplers.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/gpt_config.h"
+
+namespace vispec {
+
+struct MuloResamplerConfig {
+  int64_t embed_dim = 8;  // the VQ's code vector size
+  int64_t width = 64;     // channels inside
+  int64_t blocks = 2;     // residual blocks
+  int64_t kernel = 3;
+};
+
+struct MuloDrafterConfig {
+  GptConfig gpt;                   // grid_size = the target's / 2
+  std::string gpt_weights;         // vispec train gpt --mulo
+  MuloResamplerConfig resamplers;  // embed_dim = the VQ's
+  std::string resamplers_weights;  // vispec train mulo-resamplers
+};
+
+}  // namespace vispec

@@ -1,0 +1,130 @@
+// Trains MuLo-SD's resamplers (paper 000, supplementary "Implementation Details"; models/mulo_resamplers.h)
+// with the VQ frozen, on Fashion-MNIST at both resolutions (32x32 images -> 16x16 grid, their 2x2 average
+// pooling 16x16 -> 8x8 grid, both tokenised by the same VQ):
+//   U_2: low-res codes  -> high-res latent; loss MSE(VQ decoder(latent), the 32x32 image) + commitment
+//   D_2: high-res codes -> low-res latent;  loss MSE(VQ decoder(latent), the 16x16 image) + commitment
+// "commitment" is beta |z - sg(nearest code of z)|^2 on the (L2-normalised, as the VQ looks up) output z: it
+// pulls outputs onto codes, since at decoding time each output vector is replaced by its nearest code. The
+// paper adds LPIPS and a PatchGAN discriminator; neither has a pretrained network here.
+// Evaluation reports what decoding uses: the nearest-code tokens of each output, their agreement with the VQ's
+// own tokens of the other resolution, and the pixel MSE of decoding them.
+#include <spdlog/spdlog.h>
+
+#include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/fashion_data.h"
+#include "models/load.h"
+#include "models/model_config.h"
+#include "models/mulo_resamplers.h"
+#include "models/vq.h"
+#include "train/trainers.h"
+
+namespace vispec {
+
+namespace {
+namespace F = torch::nn::functional;
+
+struct Resolutions {
+  torch::Tensor high, low;            // images [N, C, 32, 32] and [N, C, 16, 16]
+  torch::Tensor high_codes, low_codes;  // VQ tokens [N, 256] and [N, 64] int32
+};
+
+torch::Tensor tokenize(VqModel& vq, const torch::Tensor& images, torch::Device device) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> out;
+  for (int64_t i = 0; i < images.size(0); i += 256)
+    out.push_back(vq->encode(images.narrow(0, i, std::min<int64_t>(256, images.size(0) - i)).to(device)).cpu());
+  return torch::cat(out).to(torch::kInt32);
+}
+
+// Images of a split at both resolutions, with their tokens (cached in the run directory).
+Resolutions load_split(const std::string& split, int64_t limit, VqModel& vq, const ModelConfig& model,
+                       const std::string& out_dir, torch::Device device) {
+  Resolutions r;
+  r.high = load_fashion_tensors(split, model.image_size()).images;
+  if (limit > 0) r.high = r.high.narrow(0, 0, std::min(limit, r.high.size(0)));
+  r.low = half_resolution(r.high);
+  const std::string cache = out_dir + "/" + split + "_tokens.safetensors";
+  if (!file_exists(cache)) {
+    spdlog::info("tokenising {} {} images at both resolutions", r.high.size(0), split);
+    write_safetensors(cache, {{"high", tokenize(vq, r.high, device)}, {"low", tokenize(vq, r.low, device)}});
+  }
+  auto t = read_safetensors(cache);
+  r.high_codes = t.at("high");
+  r.low_codes = t.at("low");
+  VISPEC_CHECK(r.high_codes.size(0) == r.high.size(0), cache, ": holds tokens of another dataset; delete it");
+  return r;
+}
+
+struct ResampledLatent {
+  torch::Tensor z;       // [B, E, h, w] as the VQ would look it up (L2-normalised if configured)
+  torch::Tensor commit;  // scalar
+  torch::Tensor codes;   // [B, h*w]: the tokens decoding uses
+};
+
+ResampledLatent quantize(VqModel& vq, const torch::Tensor& out) {
+  auto [flat, codes] = vq->nearest(out);  // flat [B*h*w, E]
+  const int64_t B = out.size(0), h = out.size(2), w = out.size(3);
+  auto zq = vq->codebook().index_select(0, codes.reshape(-1)).detach();
+  auto z = flat.view({B, h, w, -1}).permute({0, 3, 1, 2});
+  return {z, vq->config().commit_beta * F::mse_loss(flat, zq), codes};
+}
+}  // namespace
+
+void train_mulo_resamplers(const TrainOptions& o) {
+  const auto model = load_model_config(o.config);
+  VISPEC_CHECK(model.has_mulo(), o.config, ": no drafters.mulo section (MuLo-SD's resamplers) to train");
+  const auto device = prepare_training(o);
+  VqModel vq(model.vq);
+  load_weights(*vq, model.vq_weights);
+  vq->to(device);
+  vq->eval();
+  for (auto& p : vq->parameters()) p.requires_grad_(false);
+  const auto train = load_split("train", 0, vq, model, o.out_dir, device);
+  const auto test = load_split("test", 1000, vq, model, o.out_dir, device);
+  const int64_t g = model.gpt.grid_size, gl = model.mulo.gpt.grid_size;
+
+  MuloResamplers net(model.mulo.resamplers);
+  net->to(device);
+  int64_t n_params = 0;
+  for (const auto& p : net->parameters()) n_params += p.numel();
+  torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
+  spdlog::info("train mulo-resamplers: {:.2f}M parameters, {} images, {} steps of {}, device {}",
+               double(n_params) / 1e6, train.high.size(0), o.steps, o.batch_size, device.str());
+
+  auto codes_of = [&](const torch::Tensor& tokens, int64_t grid) {
+    return vq->code_vectors(tokens.to(device, torch::kInt64), grid, grid);
+  };
+  auto step_fn = [&](int64_t step) -> StepResult {
+    auto idx = batch_indices(o.seed, step, train.high.size(0), o.batch_size);
+    auto up = quantize(vq, net->up(codes_of(train.low_codes.index_select(0, idx), gl)));
+    auto down = quantize(vq, net->down(codes_of(train.high_codes.index_select(0, idx), g)));
+    auto up_mse = F::mse_loss(vq->decode_latent(up.z), train.high.index_select(0, idx).to(device));
+    auto down_mse = F::mse_loss(vq->decode_latent(down.z), train.low.index_select(0, idx).to(device));
+    return {up_mse + up.commit + down_mse + down.commit,
+            {{"up_mse", up_mse}, {"down_mse", down_mse}, {"up_commit", up.commit}, {"down_commit", down.commit}}};
+  };
+  auto eval_fn = [&]() -> nlohmann::json {
+    torch::NoGradGuard no_grad;
+    net->eval();
+    double up_match = 0, down_match = 0, up_mse = 0, down_mse = 0;
+    const int64_t n = test.high.size(0);
+    for (int64_t i = 0; i < n; i += 100) {
+      const int64_t b = std::min<int64_t>(100, n - i);
+      auto up = quantize(vq, net->up(codes_of(test.low_codes.narrow(0, i, b), gl))).codes;
+      auto down = quantize(vq, net->down(codes_of(test.high_codes.narrow(0, i, b), g))).codes;
+      up_match += up.cpu().eq(test.high_codes.narrow(0, i, b)).to(torch::kFloat64).sum().item<double>();
+      down_match += down.cpu().eq(test.low_codes.narrow(0, i, b)).to(torch::kFloat64).sum().item<double>();
+      up_mse += (vq->decode_codes(up, g, g).cpu() - test.high.narrow(0, i, b)).pow(2).mean().item<double>() * double(b);
+      down_mse += (vq->decode_codes(down, gl, gl).cpu() - test.low.narrow(0, i, b)).pow(2).mean().item<double>() * double(b);
+    }
+    net->train();
+    return {{"test_up_token_match", up_match / double(n * g * g)},
+            {"test_down_token_match", down_match / double(n * gl * gl)},
+            {"test_up_mse", up_mse / double(n)},
+            {"test_down_mse", down_mse / double(n)}};
+  };
+  run_training(o, *net, opt, step_fn, eval_fn, {{"kind", "mulo_resamplers"}});
+}
+
+}  // namespace vispec
