@@ -63,7 +63,10 @@ void add_train_commands(CLI::App& app, Action& action) {
   ssd_cmd->callback([&action] { action = [] { train_ssd_heads(ssd); return kExitOk; }; });
   auto* mulo_cmd = train->add_subcommand("mulo-resamplers", "MuLo-SD's U_2 / D_2, through the frozen VQ decoder");
   add_common(mulo_cmd, mulo);
-  mulo_cmd->callback([&action] { action = [] { train_mulo_resamplers(mulo); return kExitOk; }; });
+  static double token_weight = 0;
+  mulo_cmd->add_option("--token-weight", token_weight, "weight of a cross-entropy on the nearest-code tokens (0: the "
+                       "paper's MSE + commitment only)")->capture_default_str();
+  mulo_cmd->callback([&action] { action = [] { train_mulo_resamplers(mulo, token_weight); return kExitOk; }; });
 }
 
 }  // namespace vispec

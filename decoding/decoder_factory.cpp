@@ -63,6 +63,14 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// A whole-number parameter in [lo, hi], or the fallback when the job file leaves it out.
+int64_t whole_number(const DecoderSpec& spec, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+  const double v = spec.get(key, double(fallback));
+  VISPEC_CHECK(v == std::floor(v) && v >= double(lo) && v <= double(hi), spec.where_of(key),
+               ": must be a whole number in [", lo, ", ", hi, "]");
+  return int64_t(v);
+}
+
 bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 }  // namespace
 
@@ -72,17 +80,11 @@ std::vector<std::string> known_decoders() {
 
 MuloParams mulo_params(const DecoderSpec& spec) {
   MuloParams p;
-  auto whole = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) {
-    const double v = spec.get(key, double(fallback));
-    VISPEC_CHECK(v == std::floor(v) && v >= double(lo) && v <= double(hi), spec.where_of(key),
-                 ": must be a whole number in [", lo, ", ", hi, "]");
-    return int64_t(v);
-  };
   p.tau = spec.get("tau", p.tau);
   p.delta = spec.get("delta", p.delta);
-  p.k = whole("k", p.k, 1, 1 << 20);
-  p.radius = whole("radius", p.radius, 0, 64);
-  p.rows = whole("rows", p.rows, 1, 64);
+  p.k = whole_number(spec, "k", p.k, 1, 1 << 20);
+  p.radius = whole_number(spec, "radius", p.radius, 0, 64);
+  p.rows = whole_number(spec, "rows", p.rows, 1, 64);
   VISPEC_CHECK(p.tau >= 0, spec.where_of("tau"), ": must be >= 0 (above 1 rejects every draft)");
   VISPEC_CHECK(p.delta >= 0 && p.delta <= 1, spec.where_of("delta"), ": must be in [0, 1]");
   return p;
@@ -90,17 +92,11 @@ MuloParams mulo_params(const DecoderSpec& spec) {
 
 SsdParams ssd_params(const DecoderSpec& spec) {
   SsdParams p;
-  auto whole = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) {
-    const double v = spec.get(key, double(fallback));
-    VISPEC_CHECK(v == std::floor(v) && v >= double(lo) && v <= double(hi), spec.where_of(key),
-                 ": must be a whole number in [", lo, ", ", hi, "]");
-    return int64_t(v);
-  };
-  p.kh = whole("kh", p.kh, 1, 64);
-  p.kv = whole("kv", p.kv, 1, 8);
-  p.r = whole("r", p.r, 0, 1024);
-  p.b = whole("b", p.b, 0, 1024);
-  p.i = whole("i", p.i, 0, 1024);
+  p.kh = whole_number(spec, "kh", p.kh, 1, 64);
+  p.kv = whole_number(spec, "kv", p.kv, 1, 8);
+  p.r = whole_number(spec, "r", p.r, 0, 1024);
+  p.b = whole_number(spec, "b", p.b, 0, 1024);
+  p.i = whole_number(spec, "i", p.i, 0, 1024);
   return p;
 }
 
@@ -208,7 +204,7 @@ void validate_decoder_spec(const DecoderSpec& spec, const ModelConfig& model) {
   VISPEC_CHECK(spec.name != "adt_tree" || adt_params(spec).max_k <= model.gpt.vocab_size, spec.where_of("max_k"),
                ": larger than the vocabulary of ", model.file, " (", model.gpt.vocab_size, ")");
   // k defaults to LANTERN's 1000, capped at the codebook's other codes; a k the job names must fit.
-  if (acceptance_params(spec).needs_neighbours() && spec.params.count("k")) {
+  if (takes_rule(spec.name) && acceptance_params(spec).needs_neighbours() && spec.params.count("k")) {
     const double k = spec.get("k", 0);
     VISPEC_CHECK(k < double(model.vq.codebook_size), spec.where_of("k"), ": ", int64_t(k), " neighbours but the codebook of ",
                  model.file, " has ", model.vq.codebook_size, " codes");

@@ -15,7 +15,8 @@ void train_classifier(const TrainOptions& options);
 // Draft heads for the config's target, from a self-distillation dataset (a job's distill: output).
 void train_eagle_head(const HeadTrainOptions& options);
 void train_ssd_heads(const HeadTrainOptions& options);
-// MuLo-SD's up- and down-sampler U_2 / D_2 between the target's grid and half of it, through the frozen VQ.
-void train_mulo_resamplers(const TrainOptions& options);
+// MuLo-SD's up- and down-sampler U_2 / D_2 between the target's grid and half of it, through the frozen VQ;
+// token_weight > 0 adds a cross-entropy on the nearest-code tokens (train/train_mulo_resamplers.cpp).
+void train_mulo_resamplers(const TrainOptions& options, double token_weight);
 
 }  // namespace vispec
