@@ -1,5 +1,7 @@
 #include "models/vq.h"
 
+#include <spdlog/spdlog.h>
+
 #include "core/check.h"
 
 namespace vispec {
@@ -193,6 +195,17 @@ VqTrainOutput VqModelImpl::forward_train(const torch::Tensor& images) {
   out.recon = decoder(post_quant_conv(zst));
   out.codes = codes;
   return out;
+}
+
+torch::Tensor tokenize_images(VqModel& vq, const torch::Tensor& images) {
+  torch::NoGradGuard no_grad;
+  const auto device = vq->quantize->embedding->weight.device();
+  std::vector<torch::Tensor> out;
+  for (int64_t i = 0; i < images.size(0); i += 64) {
+    out.push_back(vq->encode(images.narrow(0, i, std::min<int64_t>(64, images.size(0) - i)).to(device)).cpu());
+    if ((i / 64) % 100 == 99) spdlog::info("tokenised {}/{}", i + 64, images.size(0));
+  }
+  return torch::cat(out).to(torch::kInt32);
 }
 
 }  // namespace vispec

@@ -88,4 +88,8 @@ class VqModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(VqModel);
 
+// Tokens of a whole image set [N, C, H, W] (any device -> the VQ's), as int32 [N, h*w] on the CPU. Batches of
+// 64: on CPU, larger ones spend more on im2col buffers than on the convolutions. Logs progress.
+torch::Tensor tokenize_images(VqModel& vq, const torch::Tensor& images);
+
 }  // namespace vispec

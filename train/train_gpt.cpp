@@ -19,16 +19,6 @@ namespace vispec {
 namespace {
 constexpr double kClassDropout = 0.1;
 
-torch::Tensor tokenize(VqModel& vq, const torch::Tensor& images, torch::Device device) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> out;
-  for (int64_t i = 0; i < images.size(0); i += 64) {
-    out.push_back(vq->encode(images.narrow(0, i, std::min<int64_t>(64, images.size(0) - i)).to(device)).to(torch::kCPU));
-    if ((i / 64) % 100 == 99) spdlog::info("tokenised {}/{}", i + 64, images.size(0));
-  }
-  return torch::cat(out).to(torch::kInt32);
-}
-
 // Tokens of the train and test sets, cached in the run directory. (No flip augmentation: a CPU run sees
 // less than two epochs, so more distinct images would not be seen anyway.) half: at half resolution.
 TensorMap token_dataset(const ModelConfig& model, const std::string& out_dir, bool half, torch::Device device) {
@@ -46,9 +36,9 @@ TensorMap token_dataset(const ModelConfig& model, const std::string& out_dir, bo
   }
   spdlog::info("tokenising {} + {} images with {}", train.images.size(0), test.images.size(0), model.vq_weights);
   TensorMap data;
-  data["train_tokens"] = tokenize(vq, train.images, device);
+  data["train_tokens"] = tokenize_images(vq, train.images);
   data["train_labels"] = train.labels;
-  data["test_tokens"] = tokenize(vq, test.images, device);
+  data["test_tokens"] = tokenize_images(vq, test.images);
   data["test_labels"] = test.labels;
   write_safetensors(cache, data);
   return data;

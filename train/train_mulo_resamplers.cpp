@@ -33,20 +33,9 @@ struct Resolutions {
   torch::Tensor high_codes, low_codes;  // VQ tokens [N, 256] and [N, 64] int32
 };
 
-torch::Tensor tokenize(VqModel& vq, const torch::Tensor& images, torch::Device device) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> out;
-  // Batches of 64: on CPU, larger ones spend more on im2col buffers than on the convolutions.
-  for (int64_t i = 0; i < images.size(0); i += 64) {
-    out.push_back(vq->encode(images.narrow(0, i, std::min<int64_t>(64, images.size(0) - i)).to(device)).cpu());
-    if (i % 12800 == 0) spdlog::info("tokenised {}/{}", i, images.size(0));
-  }
-  return torch::cat(out).to(torch::kInt32);
-}
-
 // Images of a split at both resolutions, with their tokens (cached in the run directory).
 Resolutions load_split(const std::string& split, int64_t limit, VqModel& vq, const ModelConfig& model,
-                       const std::string& out_dir, torch::Device device) {
+                       const std::string& out_dir) {
   Resolutions r;
   r.high = load_fashion_tensors(split, model.image_size()).images;
   if (limit > 0) r.high = r.high.narrow(0, 0, std::min(limit, r.high.size(0)));
@@ -54,7 +43,7 @@ Resolutions load_split(const std::string& split, int64_t limit, VqModel& vq, con
   const std::string cache = out_dir + "/" + split + "_tokens.safetensors";
   if (!file_exists(cache)) {
     spdlog::info("tokenising {} {} images at both resolutions", r.high.size(0), split);
-    write_safetensors(cache, {{"high", tokenize(vq, r.high, device)}, {"low", tokenize(vq, r.low, device)}});
+    write_safetensors(cache, {{"high", tokenize_images(vq, r.high)}, {"low", tokenize_images(vq, r.low)}});
   }
   auto t = read_safetensors(cache);
   r.high_codes = t.at("high");
@@ -95,8 +84,8 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
   vq->to(device);
   vq->eval();
   for (auto& p : vq->parameters()) p.requires_grad_(false);
-  const auto train = load_split("train", 0, vq, model, o.out_dir, device);
-  const auto test = load_split("test", 1000, vq, model, o.out_dir, device);
+  const auto train = load_split("train", 0, vq, model, o.out_dir);
+  const auto test = load_split("test", 1000, vq, model, o.out_dir);
   const int64_t g = model.gpt.grid_size, gl = model.mulo.gpt.grid_size;
 
   MuloResamplers net(model.mulo.resamplers);
