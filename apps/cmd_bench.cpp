@@ -1,8 +1,10 @@
 // vispec bench BENCH.yaml: decoders side by side on the same prompts and seeds (bench/bench_runner.h).
+// vispec step-cost: AR time per token against the memory-bandwidth floor (bench/step_cost.h).
 #include <filesystem>
 
 #include "apps/commands.h"
 #include "bench/bench_runner.h"
+#include "bench/step_cost.h"
 
 namespace vispec {
 
@@ -20,6 +22,26 @@ void add_bench_command(CLI::App& app, Action& action) {
                            ? (std::filesystem::path(file).parent_path() / "results").lexically_normal().string()
                            : results;
       run_bench(config, dir.empty() ? "results" : dir);
+      return kExitOk;
+    };
+  });
+}
+
+void add_step_cost_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("step-cost", "AR ms per token beside the memory-bandwidth floor (bench/step_cost.h)");
+  static StepCostOptions o;
+  cmd->add_option("--model", o.model_config, "model config of the embedded model")->capture_default_str();
+  cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  cmd->add_option("--dtypes", o.dtypes, "fp32, bf16, fp16")->delimiter(',')->capture_default_str();
+  cmd->add_option("--batches", o.batches, "batch sizes (CFG doubles the rows)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--threads", o.threads, "CPU threads, 0 = LibTorch's default")->capture_default_str();
+  cmd->add_option("--xl-layers", o.xl_layers, "GPT-XL layers (0: 36 on a GPU, 4 on a CPU)")->capture_default_str();
+  cmd->add_option("--xl-grid", o.xl_grid, "GPT-XL grid side (0: 24 on a GPU, 8 on a CPU)")->capture_default_str();
+  cmd->add_option("--results", o.results_dir, "directory for NAME.json and NAME.md")->capture_default_str();
+  cmd->add_option("--name", o.name, "results name (default step-cost-cpu or step-cost-cuda)");
+  cmd->callback([&action] {
+    action = [] {
+      run_step_cost(o);
       return kExitOk;
     };
   });

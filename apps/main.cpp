@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   vispec::add_grid_command(app, action);
   vispec::add_eval_commands(app, action);
   vispec::add_bench_command(app, action);
+  vispec::add_step_cost_command(app, action);
   vispec::add_distill_commands(app, action);
   try {
     app.parse(argc, argv);

@@ -8,7 +8,15 @@ namespace c10 { struct Device; }
 namespace vispec {
 // name: "auto", "cpu", "cuda" or "cuda:N". For "auto" and "cuda", the GPU is local_rank mod visible GPUs: one
 // rank per GPU when a node runs as many ranks as it has GPUs (CUDA_VISIBLE_DEVICES narrows the choice).
+// A CUDA choice also becomes the process's current device, so that nothing (cuBLAS handles, the caching
+// allocator, NCCL later) lands on GPU 0 by default: call this before allocating anything.
 c10::Device pick_device(const std::string& name, int local_rank = 0);
 // Sets LibTorch's intra-op threads (0 keeps LibTorch's default).
 void set_threads(int threads);
+// What the device is, for a job's identity: "cpu" or the GPU's model name ("NVIDIA H100 80GB HBM3").
+std::string device_model(const c10::Device& device);
+// LibTorch's version and the CUDA version it was built with ("libtorch 2.11.0, cuda 13.0" or ", cuda none").
+std::string software_versions();
+// Whether this build can drive a GPU and one is visible (tests and benchmarks skip CUDA cases otherwise).
+bool cuda_usable();
 }  // namespace vispec

@@ -50,4 +50,13 @@ at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint
   return u;
 }
 
+at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t positions,
+                         Purpose purpose, uint32_t draw) {
+  auto u = torch::empty({int64_t(sample_ids.size()), int64_t(positions)}, torch::kFloat64);
+  auto* p = u.data_ptr<double>();
+  for (size_t b = 0; b < sample_ids.size(); ++b)
+    for (uint32_t i = 0; i < positions; ++i) *p++ = uniform(RngKey{seed, sample_ids[b]}, i, purpose, draw);
+  return u;
+}
+
 }  // namespace vispec

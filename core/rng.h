@@ -37,5 +37,9 @@ double uniform(const RngKey& key, uint32_t position, Purpose purpose, uint32_t d
 // One uniform per sample, as a float64 CPU tensor [B].
 at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t position,
                     Purpose purpose, uint32_t draw = 0);
+// Every position's uniform at once, float64 CPU [B, positions]: uploaded in one copy before a decode loop, so
+// the loop itself never waits on a host-to-device transfer. Column i equals uniforms(..., i, purpose, draw).
+at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t positions,
+                         Purpose purpose, uint32_t draw = 0);
 
 }  // namespace vispec

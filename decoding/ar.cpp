@@ -10,21 +10,25 @@ DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   const int64_t B = request.class_ids.size(0), N = target_.gpt()->config().image_tokens();
   const auto device = target_.gpt()->tok_embeddings->weight.device();
+  const auto on_device = torch::TensorOptions().device(device);
+  // Everything a step reads is on the device before the loop, and the tokens come back once after it: no step
+  // waits for the host (on a GPU the host only queues kernels).
+  const auto u = uniform_table(request.seed, request.sample_ids, uint32_t(N), Purpose::kSample).to(device);
+  const auto step_mask = torch::ones({1, 1}, on_device.dtype(torch::kBool));
+  auto tokens = torch::empty({B, N}, on_device.dtype(torch::kInt64));
   auto cache = target_.make_cache(B);
   auto out = target_.prefill(cache, request.class_ids);
   cache.keep_all();
-  auto tokens = torch::empty({B, N}, torch::kInt64);
-  const auto step_mask = torch::ones({1, 1}, torch::kBool);
   for (int64_t i = 0; i < N; ++i) {
     auto probs = target_probs(out.logits.select(1, out.logits.size(1) - 1), params_);  // [B, V]
-    auto u = uniforms(request.seed, request.sample_ids, uint32_t(i), Purpose::kSample);
-    auto next = sample_from_probs(probs, u);                                            // [B]
-    tokens.select(1, i).copy_(next.to(torch::kCPU));
+    auto next = sample_from_probs(probs, u.select(1, i));                               // [B]
+    tokens.select(1, i).copy_(next);
     if (i + 1 == N) break;
-    auto pos = torch::full({B, 1}, i, torch::TensorOptions().dtype(torch::kInt64).device(device));
+    auto pos = torch::full({B, 1}, i, on_device.dtype(torch::kInt64));
     out = target_.decode_block(cache, next.view({B, 1}), pos, step_mask);
     cache.keep_all();
   }
+  tokens = tokens.cpu();
   DecodeResult result{tokens, std::vector<SampleStats>(B)};
   for (auto& s : result.stats) {
     s.target_forwards = N;  // the prefill plus N - 1 single-token steps

@@ -267,15 +267,17 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
   validate_decoder_spec(spec, model);
   DecoderModels m;
   m.target = std::move(target);
+  // Drafters and heads run in the target's dtype: their features and its hidden states meet in one forward.
+  const auto dtype = m.target->tok_embeddings->weight.scalar_type();
+  const auto options = torch::TensorOptions().device(device).dtype(dtype);
   if (uses_draft_gpt(spec.name)) {
-    m.draft_gpt = Gpt(model.draft_gpt);
+    m.draft_gpt = Gpt(model.draft_gpt, options);
     load_weights(*m.draft_gpt, model.draft_gpt_weights);
-    m.draft_gpt->to(device);
     m.draft_gpt->eval();
   }
   if (uses_eagle_head(spec.name)) {
     m.eagle = load_eagle_drafter(model.eagle_head, model);
-    m.eagle->to(device);
+    m.eagle->to(device, dtype);
     m.eagle->eval();
   }
   if (uses_ssd_heads(spec.name)) {
@@ -284,19 +286,17 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
     VISPEC_CHECK(p.kh <= m.ssd->horizontal_count() && p.kv <= m.ssd->vertical_count(), spec.where_of("kv"), ": kh ",
                  p.kh, ", kv ", p.kv, " but ", model.ssd_heads, " has ", m.ssd->horizontal_count(), " horizontal and ",
                  m.ssd->vertical_count(), " vertical heads");
-    m.ssd->to(device);
+    m.ssd->to(device, dtype);
     m.ssd->eval();
   }
   if (spec.name == "mulo_sd") {
-    m.mulo_gpt = Gpt(model.mulo.gpt);
+    m.mulo_gpt = Gpt(model.mulo.gpt, options);
     load_weights(*m.mulo_gpt, model.mulo.gpt_weights);
+    m.mulo_gpt->eval();
     m.mulo_resamplers = MuloResamplers(model.mulo.resamplers);
     load_weights(*m.mulo_resamplers, model.mulo.resamplers_weights);
-    for (torch::nn::Module* net : {static_cast<torch::nn::Module*>(m.mulo_gpt.get()),
-                                   static_cast<torch::nn::Module*>(m.mulo_resamplers.get())}) {
-      net->to(device);
-      net->eval();
-    }
+    m.mulo_resamplers->to(device, dtype);
+    m.mulo_resamplers->eval();
     m.vq = vq;
   }
   const auto accept = takes_rule(spec.name) ? acceptance_params(spec) : AcceptanceParams{};

@@ -6,7 +6,7 @@ namespace vispec {
 
 namespace {
 torch::Tensor sqrt_psd(const torch::Tensor& m) {
-  auto [values, vectors] = torch::linalg::eigh(m, "L");
+  auto [values, vectors] = torch::linalg_eigh(m, "L");
   return vectors.matmul(torch::diag(values.clamp_min(0).sqrt())).matmul(vectors.transpose(0, 1));
 }
 }  // namespace
@@ -28,7 +28,7 @@ double frechet_distance(const FeatureStats& a, const FeatureStats& b) {
   auto root_a = sqrt_psd(a.cov);
   auto inner = root_a.matmul(b.cov).matmul(root_a);
   inner = (inner + inner.transpose(0, 1)) / 2;  // symmetric up to round-off; make it exactly so for eigh
-  const double cross = torch::linalg::eigvalsh(inner, "L").clamp_min(0).sqrt().sum().item<double>();
+  const double cross = torch::linalg_eigvalsh(inner, "L").clamp_min(0).sqrt().sum().item<double>();
   const double d = mean_term + a.cov.trace().item<double>() + b.cov.trace().item<double>() - 2 * cross;
   return std::max(d, 0.0);  // round-off can leave -1e-12 for identical sets
 }

@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <cstdlib>
+
 #include "core/check.h"
 
 namespace vispec {
@@ -41,6 +43,11 @@ std::vector<uint8_t> read_idx_labels(const std::string& path) {
   VISPEC_CHECK(bytes.size() >= 8 && be32(bytes, 0) == 2049, path, ": not an IDX label file");
   VISPEC_CHECK(bytes.size() == 8 + size_t(be32(bytes, 4)), path, ": truncated IDX label file");
   return std::vector<uint8_t>(bytes.begin() + 8, bytes.end());
+}
+
+std::string fashion_mnist_dir() {
+  const char* dir = std::getenv("VISPEC_FASHION_MNIST_DIR");
+  return dir && *dir ? dir : "/usr/share/datasets/fashion-mnist";
 }
 
 LabelledImages read_fashion_mnist(const std::string& split, const std::string& dir) {

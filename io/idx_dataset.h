@@ -7,7 +7,9 @@
 
 namespace vispec {
 
-inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Where the IDX files are: $VISPEC_FASHION_MNIST_DIR if set (a machine without the Debian package, such as
+// the GPU machine of scripts/gpu_check.sh), else the package's directory.
+std::string fashion_mnist_dir();
 
 struct IdxImages {
   int64_t count = 0, rows = 0, cols = 0;
@@ -22,6 +24,6 @@ struct LabelledImages {
   std::vector<uint8_t> labels;
 };
 // split: "train" (60k) or "test" (10k); dir defaults to the Debian package's location.
-LabelledImages read_fashion_mnist(const std::string& split, const std::string& dir = kFashionMnistDir);
+LabelledImages read_fashion_mnist(const std::string& split, const std::string& dir = fashion_mnist_dir());
 
 }  // namespace vispec

@@ -3,17 +3,28 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "io/model_dtype.h"
 #include "io/yaml_util.h"
 
 namespace vispec {
 
 namespace {
+// `model: PATH` is shorthand for `model: {config: PATH}`; the map form takes per-job model options. Rewritten
+// before --set so that --set model.dtype=bf16 works on either form (the path keeps its line for errors).
+void expand_model_shorthand(YAML::Node& doc) {
+  YAML::Node model = doc["model"];
+  if (!model.IsScalar()) return;
+  YAML::Node map(YAML::NodeType::Map);
+  map["config"] = model;
+  doc["model"] = map;
+}
 }  // namespace
 
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides,
                           const std::string& out_override) {
   YAML::Node doc = load_yaml_file(path);
   if (!doc.IsMap()) VISPEC_FAIL(path, ": a job file must be a YAML map");
+  expand_model_shorthand(doc);
   for (const auto& o : overrides) apply_override(doc, o);
   YamlView root(doc, path);
   root.reject_unknown_keys(
@@ -22,9 +33,15 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
 
   JobConfig job;
   job.file = path;
-  job.model_config = root.need_path("model");
+  const auto model = root.at("model");
+  if (!model.node().IsMap()) model.fail("expected a model config path or a map {config: PATH, dtype: bf16}");
+  model.reject_unknown_keys({"config", "dtype"});
+  job.model_config = model.need_path("config");
   if (!std::filesystem::exists(job.model_config))
-    root.at("model").fail("model config '" + job.model_config + "' does not exist");
+    model.at("config").fail("model config '" + job.model_config + "' does not exist");
+  job.model_dtype = model.get<std::string>("dtype", "");
+  if (!job.model_dtype.empty() && !is_model_dtype(job.model_dtype))
+    model.at("dtype").fail("expected fp32, bf16 or fp16, got '" + job.model_dtype + "'");
   job.prompts_file = root.need_path("prompts");
   job.images_per_prompt = root.get<int64_t>("images_per_prompt", job.images_per_prompt);
   if (job.images_per_prompt < 1) root.at("images_per_prompt").fail("must be >= 1");

@@ -1,6 +1,7 @@
 // Job files (jobs/*.yaml): what to generate, with which model and decoder, where to write it.
 //
-//   model: ../configs/fmnist.yaml      # relative to the job file
+//   model: ../configs/fmnist.yaml      # relative to the job file; or a map that may override the config's dtype:
+//   model: {config: ../configs/fmnist.yaml, dtype: bf16}   (--set model.dtype=bf16 works on either form)
 //   prompts: demo-prompts.txt          # relative to the job file; one class name or id per line
 //   decoder: {name: ar, cfg_scale: 2.0, temperature: 1.0, top_k: 0, top_p: 1.0}
 //   images_per_prompt: 4
@@ -28,6 +29,7 @@ namespace vispec {
 struct JobConfig {
   std::string file;
   std::string model_config;   // resolved path
+  std::string model_dtype;    // empty: the model config's
   std::string prompts_file;   // resolved path
   DecoderSpec decoder;
   int64_t images_per_prompt = 1;

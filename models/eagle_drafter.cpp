@@ -26,7 +26,8 @@ torch::Tensor EagleDrafterImpl::forward(const torch::Tensor& features, const tor
                                         const torch::Tensor& cells, const torch::Tensor& block_mask, KvCache* cache) {
   const int64_t B = features.size(0), T = features.size(1);
   auto x = fc(torch::cat({token_embeddings, features}, -1));
-  auto rope = rope_table.to(x.device()).index_select(0, cells.reshape(-1)).view({B, T, -1, 2});
+  if (rope_table.device() != x.device()) rope_table = rope_table.to(x.device());  // once, after a model move
+  auto rope = rope_table.index_select(0, cells.reshape(-1)).view({B, T, -1, 2});
   torch::Tensor mask;
   if (cache) {
     mask = cache->begin_block(T, block_mask);

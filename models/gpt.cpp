@@ -10,9 +10,6 @@ namespace vispec {
 namespace F = torch::nn::functional;
 
 namespace {
-torch::nn::Linear linear(int64_t in, int64_t out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
-}
 
 // softmax(q k^T / sqrt(Dh) + mask) v, softmax in float32. q [B,H,T,Dh], k/v [B,H,S,Dh], mask [B|1,1,T,S].
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -31,8 +28,16 @@ torch::Tensor causal_mask(int64_t T, torch::Device device) {
   return torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
 }
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps_) : eps(eps_) {
-  weight = register_parameter("weight", torch::ones({dim}));
+NoBiasLinearImpl::NoBiasLinearImpl(int64_t in, int64_t out, const torch::TensorOptions& options) {
+  weight = register_parameter("weight", torch::empty({out, in}, options));
+}
+
+EmbeddingTableImpl::EmbeddingTableImpl(int64_t count, int64_t dim, const torch::TensorOptions& options) {
+  weight = register_parameter("weight", torch::empty({count, dim}, options));
+}
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps_, const torch::TensorOptions& options) : eps(eps_) {
+  weight = register_parameter("weight", torch::ones({dim}, options));
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
@@ -41,10 +46,10 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return y.to(x.scalar_type()) * weight;
 }
 
-AttentionImpl::AttentionImpl(const GptConfig& c)
+AttentionImpl::AttentionImpl(const GptConfig& c, const torch::TensorOptions& options)
     : n_head(c.n_head), n_kv_head(c.kv_heads()), head_dim(c.head_dim()) {
-  wqkv = register_module("wqkv", linear(c.dim, (n_head + 2 * n_kv_head) * head_dim));
-  wo = register_module("wo", linear(n_head * head_dim, c.dim));
+  wqkv = register_module("wqkv", NoBiasLinear(c.dim, (n_head + 2 * n_kv_head) * head_dim, options));
+  wo = register_module("wo", NoBiasLinear(n_head * head_dim, c.dim, options));
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
@@ -63,20 +68,20 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   return wo(y.transpose(1, 2).reshape({B, T, n_head * head_dim}));
 }
 
-FeedForwardImpl::FeedForwardImpl(const GptConfig& c) {
+FeedForwardImpl::FeedForwardImpl(const GptConfig& c, const torch::TensorOptions& options) {
   const int64_t hidden = c.ffn_hidden();
-  w1 = register_module("w1", linear(c.dim, hidden));
-  w3 = register_module("w3", linear(c.dim, hidden));
-  w2 = register_module("w2", linear(hidden, c.dim));
+  w1 = register_module("w1", NoBiasLinear(c.dim, hidden, options));
+  w3 = register_module("w3", NoBiasLinear(c.dim, hidden, options));
+  w2 = register_module("w2", NoBiasLinear(hidden, c.dim, options));
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) { return w2(torch::silu(w1(x)) * w3(x)); }
 
-TransformerBlockImpl::TransformerBlockImpl(const GptConfig& c) {
-  attention = register_module("attention", Attention(c));
-  feed_forward = register_module("feed_forward", FeedForward(c));
-  attention_norm = register_module("attention_norm", RMSNorm(c.dim, c.norm_eps));
-  ffn_norm = register_module("ffn_norm", RMSNorm(c.dim, c.norm_eps));
+TransformerBlockImpl::TransformerBlockImpl(const GptConfig& c, const torch::TensorOptions& options) {
+  attention = register_module("attention", Attention(c, options));
+  feed_forward = register_module("feed_forward", FeedForward(c, options));
+  attention_norm = register_module("attention_norm", RMSNorm(c.dim, c.norm_eps, options));
+  ffn_norm = register_module("ffn_norm", RMSNorm(c.dim, c.norm_eps, options));
 }
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
@@ -85,42 +90,44 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch:
   return h + feed_forward(ffn_norm(h));
 }
 
-LabelEmbedderImpl::LabelEmbedderImpl(int64_t num_classes, int64_t dim) {
-  embedding_table = register_module("embedding_table", torch::nn::Embedding(num_classes + 1, dim));
+LabelEmbedderImpl::LabelEmbedderImpl(int64_t num_classes, int64_t dim, const torch::TensorOptions& options) {
+  embedding_table = register_module("embedding_table", EmbeddingTable(num_classes + 1, dim, options));
 }
 
 torch::Tensor LabelEmbedderImpl::forward(const torch::Tensor& class_ids) {
   return embedding_table(class_ids).unsqueeze(1);
 }
 
-CaptionMlpImpl::CaptionMlpImpl(int64_t in, int64_t dim) {
-  fc1 = register_module("fc1", linear(in, dim));
-  fc2 = register_module("fc2", linear(dim, dim));
+CaptionMlpImpl::CaptionMlpImpl(int64_t in, int64_t dim, const torch::TensorOptions& options) {
+  fc1 = register_module("fc1", NoBiasLinear(in, dim, options));
+  fc2 = register_module("fc2", NoBiasLinear(dim, dim, options));
 }
 
 torch::Tensor CaptionMlpImpl::forward(const torch::Tensor& x) {
   return fc2(F::gelu(fc1(x), F::GELUFuncOptions().approximate("tanh")));
 }
 
-CaptionEmbedderImpl::CaptionEmbedderImpl(int64_t caption_dim, int64_t dim, int64_t token_num) {
-  cap_proj = register_module("cap_proj", CaptionMlp(caption_dim, dim));
-  uncond_embedding = register_buffer("uncond_embedding", torch::randn({token_num, caption_dim}) / std::sqrt(double(caption_dim)));
+CaptionEmbedderImpl::CaptionEmbedderImpl(int64_t caption_dim, int64_t dim, int64_t token_num,
+                                         const torch::TensorOptions& options) {
+  cap_proj = register_module("cap_proj", CaptionMlp(caption_dim, dim, options));
+  uncond_embedding =
+      register_buffer("uncond_embedding", torch::randn({token_num, caption_dim}, options) / std::sqrt(double(caption_dim)));
 }
 
 torch::Tensor CaptionEmbedderImpl::forward(const torch::Tensor& captions) { return cap_proj(captions); }
 
-GptImpl::GptImpl(const GptConfig& c) : config_(c) {
+GptImpl::GptImpl(const GptConfig& c, const torch::TensorOptions& options) : config_(c) {
   VISPEC_ASSERT(c.dim % c.n_head == 0 && c.n_head % c.kv_heads() == 0, "inconsistent head counts");
-  tok_embeddings = register_module("tok_embeddings", torch::nn::Embedding(c.vocab_size, c.dim));
+  tok_embeddings = register_module("tok_embeddings", EmbeddingTable(c.vocab_size, c.dim, options));
   if (c.text_conditional())
-    caption_embedding = register_module("cls_embedding", CaptionEmbedder(c.caption_dim, c.dim, c.cls_token_num));
+    caption_embedding = register_module("cls_embedding", CaptionEmbedder(c.caption_dim, c.dim, c.cls_token_num, options));
   else
-    cls_embedding = register_module("cls_embedding", LabelEmbedder(c.num_classes, c.dim));
+    cls_embedding = register_module("cls_embedding", LabelEmbedder(c.num_classes, c.dim, options));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.n_layer; ++i) layers->push_back(TransformerBlock(c));
-  norm = register_module("norm", RMSNorm(c.dim, c.norm_eps));
-  output = register_module("output", linear(c.dim, c.vocab_size));
-  rope_table = rope_2d_table(c.grid_size, c.head_dim(), c.rope_base, c.cls_token_num);
+  for (int64_t i = 0; i < c.n_layer; ++i) layers->push_back(TransformerBlock(c, options));
+  norm = register_module("norm", RMSNorm(c.dim, c.norm_eps, options));
+  output = register_module("output", NoBiasLinear(c.dim, c.vocab_size, options));
+  rope_table = rope_2d_table(c.grid_size, c.head_dim(), c.rope_base, c.cls_token_num).to(options.device());
   // LlamaGen's init: normal(0, 0.02) for linears and embeddings.
   for (auto& p : named_parameters()) {
     if (p.key().find("norm") == std::string::npos) torch::nn::init::normal_(p.value(), 0.0, 0.02);
@@ -149,7 +156,8 @@ torch::Tensor GptImpl::null_condition(int64_t batch) {
 
 GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& mask,
                        KvCache* cache) {
-  auto rope = rope_table.to(x.device()).index_select(0, seq_positions.reshape(-1))
+  if (rope_table.device() != x.device()) rope_table = rope_table.to(x.device());  // once, after a model move
+  auto rope = rope_table.index_select(0, seq_positions.reshape(-1))
                   .view({seq_positions.size(0), seq_positions.size(1), -1, 2});
   for (size_t i = 0; i < layers->size(); ++i)
     x = layers[i]->as<TransformerBlock>()->forward(x, rope, mask, cache, int64_t(i));

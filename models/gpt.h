@@ -15,8 +15,25 @@
 
 namespace vispec {
 
+// The GPT's parameters are created directly with the options (device, dtype) the model runs in, so loading a
+// 7B checkpoint never holds a float32 copy of it in host memory. Hence LlamaGen's bias-free linear layer and
+// embedding table are written here rather than taken from torch::nn (which allocate float32 on the CPU).
+struct NoBiasLinearImpl : torch::nn::Module {
+  NoBiasLinearImpl(int64_t in, int64_t out, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight); }
+  torch::Tensor weight;  // [out, in]
+};
+TORCH_MODULE(NoBiasLinear);
+
+struct EmbeddingTableImpl : torch::nn::Module {
+  EmbeddingTableImpl(int64_t count, int64_t dim, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& ids) { return torch::embedding(weight, ids); }
+  torch::Tensor weight;  // [count, dim]
+};
+TORCH_MODULE(EmbeddingTable);
+
 struct RMSNormImpl : torch::nn::Module {
-  RMSNormImpl(int64_t dim, double eps);
+  RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options = {});
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor weight;
   double eps;
@@ -24,24 +41,24 @@ struct RMSNormImpl : torch::nn::Module {
 TORCH_MODULE(RMSNorm);
 
 struct AttentionImpl : torch::nn::Module {
-  explicit AttentionImpl(const GptConfig& c);
+  explicit AttentionImpl(const GptConfig& c, const torch::TensorOptions& options = {});
   // x [B, T, D]; rope [B, T, Dh/2, 2]; mask [B or 1, 1, T, S] bool; cache null = attend within x only.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const torch::Tensor& mask,
                         KvCache* cache, int64_t layer);
-  torch::nn::Linear wqkv{nullptr}, wo{nullptr};
+  NoBiasLinear wqkv{nullptr}, wo{nullptr};
   int64_t n_head, n_kv_head, head_dim;
 };
 TORCH_MODULE(Attention);
 
 struct FeedForwardImpl : torch::nn::Module {
-  explicit FeedForwardImpl(const GptConfig& c);
+  explicit FeedForwardImpl(const GptConfig& c, const torch::TensorOptions& options = {});
   torch::Tensor forward(const torch::Tensor& x);  // w2(silu(w1 x) * w3 x)
-  torch::nn::Linear w1{nullptr}, w2{nullptr}, w3{nullptr};
+  NoBiasLinear w1{nullptr}, w2{nullptr}, w3{nullptr};
 };
 TORCH_MODULE(FeedForward);
 
 struct TransformerBlockImpl : torch::nn::Module {
-  explicit TransformerBlockImpl(const GptConfig& c);
+  explicit TransformerBlockImpl(const GptConfig& c, const torch::TensorOptions& options = {});
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const torch::Tensor& mask,
                         KvCache* cache, int64_t layer);
   Attention attention{nullptr};
@@ -52,23 +69,23 @@ TORCH_MODULE(TransformerBlock);
 
 // Class ids -> [B, 1, D]; id num_classes is the null class used by CFG and condition dropout.
 struct LabelEmbedderImpl : torch::nn::Module {
-  LabelEmbedderImpl(int64_t num_classes, int64_t dim);
+  LabelEmbedderImpl(int64_t num_classes, int64_t dim, const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& class_ids);
-  torch::nn::Embedding embedding_table{nullptr};
+  EmbeddingTable embedding_table{nullptr};
 };
 TORCH_MODULE(LabelEmbedder);
 
 struct CaptionMlpImpl : torch::nn::Module {
-  CaptionMlpImpl(int64_t in, int64_t dim);
+  CaptionMlpImpl(int64_t in, int64_t dim, const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& x);  // fc2(gelu_tanh(fc1 x)), no biases
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  NoBiasLinear fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(CaptionMlp);
 
 // Caption features [B, C, caption_dim] -> [B, C, D]; the learned uncond_embedding replaces the caption for
 // the unconditional stream.
 struct CaptionEmbedderImpl : torch::nn::Module {
-  CaptionEmbedderImpl(int64_t caption_dim, int64_t dim, int64_t token_num);
+  CaptionEmbedderImpl(int64_t caption_dim, int64_t dim, int64_t token_num, const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& captions);
   CaptionMlp cap_proj{nullptr};
   torch::Tensor uncond_embedding;  // [token_num, caption_dim]
@@ -82,7 +99,8 @@ struct GptOutput {
 
 class GptImpl : public torch::nn::Module {
  public:
-  explicit GptImpl(const GptConfig& config);
+  // options: the device and dtype of every parameter (default: float32 on the CPU, as for training).
+  explicit GptImpl(const GptConfig& config, const torch::TensorOptions& options = {});
   const GptConfig& config() const { return config_; }
 
   // Condition embeddings [B, cls_token_num, D]. For class models: ids [B] int64, num_classes = null.
@@ -105,14 +123,16 @@ class GptImpl : public torch::nn::Module {
   GptOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                          const torch::Tensor& block_mask);
 
-  torch::nn::Embedding tok_embeddings{nullptr};
+  EmbeddingTable tok_embeddings{nullptr};
   // Registered as "cls_embedding" (LlamaGen's name), whichever of the two the config asks for.
   LabelEmbedder cls_embedding{nullptr};
   CaptionEmbedder caption_embedding{nullptr};
   torch::nn::ModuleList layers{nullptr};
   RMSNorm norm{nullptr};
-  torch::nn::Linear output{nullptr};
-  torch::Tensor rope_table;  // [cls + grid^2, Dh/2, 2] float32, not a parameter (LlamaGen keeps it fp32)
+  NoBiasLinear output{nullptr};
+  // [cls + grid^2, Dh/2, 2] float32 whatever the model's dtype (LlamaGen keeps it fp32). Not a parameter or
+  // buffer (checkpoints do not hold it): made on the parameters' device, and moved once if the model moves.
+  torch::Tensor rope_table;
 
  private:
   GptOutput run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& mask, KvCache* cache);

@@ -18,6 +18,13 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 }  // namespace
 
+torch::Dtype model_dtype(const std::string& name) {
+  if (name == "fp32") return torch::kFloat32;
+  if (name == "bf16") return torch::kBFloat16;
+  if (name == "fp16") return torch::kFloat16;
+  VISPEC_FAIL("unknown model dtype '", name, "' (expected fp32, bf16 or fp16)");
+}
+
 TensorMap state_dict(const torch::nn::Module& module) {
   TensorMap out;
   for (const auto& p : module.named_parameters()) out[p.key()] = p.value();
@@ -52,6 +59,12 @@ void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const 
 }
 
 void load_weights(torch::nn::Module& module, const std::string& path, const std::vector<std::string>& ignore_prefixes) {
+  if (ends_with(path, ".safetensors")) {
+    // Straight from the mapped file into the parameters, converted to their device and dtype on the way.
+    const MappedSafetensors file(path);
+    load_state_dict(module, file.tensors(), path, ignore_prefixes);
+    return;
+  }
   load_state_dict(module, read_weights(path), path, ignore_prefixes);
 }
 

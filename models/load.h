@@ -12,12 +12,17 @@
 
 namespace vispec {
 
+// "fp32" | "bf16" | "fp16" (a model config's dtype) -> the torch dtype.
+torch::Dtype model_dtype(const std::string& name);
+
 TensorMap state_dict(const torch::nn::Module& module);
 // Reads .safetensors, or .pt/.pth/.bin torch checkpoints.
 TensorMap read_weights(const std::string& path);
 // ignore_prefixes: file tensors starting with one of these are skipped without complaint.
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
                      const std::vector<std::string>& ignore_prefixes = {});
+// Copies a file's tensors into the module's parameters and buffers, whatever their device and dtype (a
+// safetensors file is read through its memory map, never copied whole into host memory first).
 void load_weights(torch::nn::Module& module, const std::string& path,
                   const std::vector<std::string>& ignore_prefixes = {});
 void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata = {});

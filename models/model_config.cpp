@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "io/model_dtype.h"
 #include "io/yaml_util.h"
 
 namespace vispec {
@@ -104,10 +105,12 @@ int64_t ModelConfig::class_id(const std::string& prompt) const {
 
 ModelConfig load_model_config(const std::string& path) {
   YamlView root(load_yaml_file(path), path);
-  root.reject_unknown_keys({"name", "classes", "gpt", "vq", "classifier", "drafters"});
+  root.reject_unknown_keys({"name", "dtype", "classes", "gpt", "vq", "classifier", "drafters"});
   ModelConfig m;
   m.file = path;
   m.name = root.need<std::string>("name");
+  m.dtype = root.get<std::string>("dtype", m.dtype);
+  if (!is_model_dtype(m.dtype)) root.at("dtype").fail("expected fp32, bf16 or fp16, got '" + m.dtype + "'");
   const auto gpt = root.at("gpt"), vq = root.at("vq");
   m.gpt = parse_gpt(gpt);
   m.vq = parse_vq(vq);

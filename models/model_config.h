@@ -2,6 +2,7 @@
 // their weights (paths relative to the config file) and the class names of a class-conditional model.
 //
 //   name: fmnist
+//   dtype: fp32                                 # fp32 | bf16 | fp16: the GPTs, drafters and heads at inference
 //   classes: [t-shirt/top, trouser, ...]
 //   gpt: {weights: fmnist/gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, n_head: 4, ...}
 //   vq:  {weights: fmnist/vq.safetensors, codebook_size: 512, ch: 64, ch_mult: [1, 2], ...}
@@ -28,6 +29,9 @@ namespace vispec {
 struct ModelConfig {
   std::string file;  // where it was read from
   std::string name;
+  // Inference precision of the target GPT and of every drafter and head (they follow the target). The VQ and
+  // the classifier stay float32, and so do logits, sampling and acceptance. Trainers train in float32.
+  std::string dtype = "fp32";
   std::vector<std::string> classes;
   GptConfig gpt;
   std::string gpt_weights;  // absolute or relative to the working directory

@@ -34,11 +34,14 @@ MuloResamplerImpl::MuloResamplerImpl(const MuloResamplerConfig& c, int direction
 }
 
 torch::Tensor MuloResamplerImpl::forward(const torch::Tensor& codes) {
-  auto x = up() ? codes : torch::pixel_unshuffle(codes, 2);
+  // Code vectors come from the float32 VQ; the nets may run in the target's dtype (bf16 / fp16) and answer in
+  // the caller's.
+  auto x = codes.to(conv_in->conv->weight.scalar_type());
+  x = up() ? x : torch::pixel_unshuffle(x, 2);
   x = conv_in(x);
   for (const auto& block : *blocks) x = block->as<RowCausalResBlock>()->forward(x);
   x = conv_out(torch::silu(x));
-  return up() ? torch::pixel_shuffle(x, 2) : x;
+  return (up() ? torch::pixel_shuffle(x, 2) : x).to(codes.scalar_type());
 }
 
 MuloResamplersImpl::MuloResamplersImpl(const MuloResamplerConfig& c) {

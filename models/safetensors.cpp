@@ -38,38 +38,35 @@ std::string name_from_dtype(torch::Dtype dtype) {
   VISPEC_FAIL("safetensors: cannot store dtype ", c10::toString(dtype));
 }
 
-// Read-only memory map, unmapped on scope exit.
-struct MappedFile {
-  explicit MappedFile(const std::string& path) {
-    fd = ::open(path.c_str(), O_RDONLY);
-    VISPEC_CHECK(fd >= 0, path, ": cannot open: ", std::strerror(errno));
-    struct stat st {};
-    ::fstat(fd, &st);
-    size = size_t(st.st_size);
-    if (size > 0) {
-      data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      VISPEC_CHECK(data != MAP_FAILED, path, ": mmap failed: ", std::strerror(errno));
-    }
-  }
-  ~MappedFile() {
-    if (data && data != MAP_FAILED) ::munmap(data, size);
-    if (fd >= 0) ::close(fd);
-  }
-  int fd = -1;
+// Read-only memory map, unmapped when the last owner lets go.
+std::shared_ptr<void> map_file(const std::string& path, size_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  VISPEC_CHECK(fd >= 0, path, ": cannot open: ", std::strerror(errno));
+  struct stat st {};
+  ::fstat(fd, &st);
+  *size = size_t(st.st_size);
   void* data = nullptr;
-  size_t size = 0;
-};
+  if (*size > 0) data = ::mmap(nullptr, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);  // the mapping stays valid without the descriptor
+  VISPEC_CHECK(data != MAP_FAILED, path, ": mmap failed: ", std::strerror(err));
+  const size_t n = *size;
+  return std::shared_ptr<void>(data, [n](void* p) {
+    if (p) ::munmap(p, n);
+  });
+}
 
 }  // namespace
 
-TensorMap read_safetensors(const std::string& path, Metadata* metadata) {
-  MappedFile file(path);
-  const auto* bytes = static_cast<const uint8_t*>(file.data);
-  VISPEC_CHECK(file.size >= 8, path, ": not a safetensors file: ", file.size, " bytes, shorter than its header");
+MappedSafetensors::MappedSafetensors(const std::string& path) {
+  size_t file_size = 0;
+  mapping_ = map_file(path, &file_size);
+  const auto* bytes = static_cast<const uint8_t*>(mapping_.get());
+  VISPEC_CHECK(file_size >= 8, path, ": not a safetensors file: ", file_size, " bytes, shorter than its header");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
   VISPEC_CHECK(n <= 100000000, path, ": not a safetensors file: header length ", n, " is implausible");
-  VISPEC_CHECK(8 + n <= file.size, path, ": truncated: header claims ", n, " bytes but the file has ", file.size);
+  VISPEC_CHECK(8 + n <= file_size, path, ": truncated: header claims ", n, " bytes but the file has ", file_size);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes + 8, bytes + 8 + n);
@@ -77,7 +74,7 @@ TensorMap read_safetensors(const std::string& path, Metadata* metadata) {
     VISPEC_FAIL(path, ": corrupt header: ", e.what());
   }
   VISPEC_CHECK(header.is_object(), path, ": corrupt header: not a JSON object");
-  const uint64_t data_size = file.size - 8 - n;
+  const uint64_t data_size = file_size - 8 - n;
   const uint8_t* data = bytes + 8 + n;
 
   struct Entry {
@@ -85,11 +82,9 @@ TensorMap read_safetensors(const std::string& path, Metadata* metadata) {
     uint64_t begin, end;
   };
   std::vector<Entry> entries;
-  TensorMap out;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
-      if (metadata)
-        for (auto m = it->begin(); m != it->end(); ++m) (*metadata)[m.key()] = m->get<std::string>();
+      for (auto m = it->begin(); m != it->end(); ++m) metadata_[m.key()] = m->get<std::string>();
       continue;
     }
     const auto& name = it.key();
@@ -111,8 +106,7 @@ TensorMap read_safetensors(const std::string& path, Metadata* metadata) {
     VISPEC_CHECK(offsets[1] <= data_size, path, ": truncated: tensor '", name, "' ends at byte ", offsets[1],
                  " of a ", data_size, "-byte data section");
     entries.push_back({name, offsets[0], offsets[1]});
-    auto view = torch::from_blob(const_cast<uint8_t*>(data + offsets[0]), shape, torch::TensorOptions().dtype(dtype));
-    out[name] = view.clone();  // own the bytes: the map is released on return
+    tensors_[name] = torch::from_blob(const_cast<uint8_t*>(data + offsets[0]), shape, torch::TensorOptions().dtype(dtype));
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   uint64_t at = 0;
@@ -123,6 +117,13 @@ TensorMap read_safetensors(const std::string& path, Metadata* metadata) {
   }
   VISPEC_CHECK(at == data_size, path, ": corrupt: tensors cover ", at, " bytes of a ", data_size,
                "-byte data section");
+}
+
+TensorMap read_safetensors(const std::string& path, Metadata* metadata) {
+  const MappedSafetensors file(path);
+  if (metadata) *metadata = file.metadata();
+  TensorMap out;
+  for (const auto& [name, view] : file.tensors()) out[name] = view.clone();  // own the bytes: the map goes
   return out;
 }
 

@@ -9,12 +9,28 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <memory>
 #include <string>
 
 namespace vispec {
 
 using TensorMap = std::map<std::string, torch::Tensor>;
 using Metadata = std::map<std::string, std::string>;
+
+// A safetensors file mapped read-only and checked. tensors() are CPU views into the mapping, valid while this
+// object lives: copying each into a model's parameters (any device, any dtype) reads the file once and never
+// holds a second host copy of it.
+class MappedSafetensors {
+ public:
+  explicit MappedSafetensors(const std::string& path);
+  const TensorMap& tensors() const { return tensors_; }
+  const Metadata& metadata() const { return metadata_; }
+
+ private:
+  std::shared_ptr<void> mapping_;  // unmaps on destruction
+  TensorMap tensors_;
+  Metadata metadata_;
+};
 
 // Every tensor of the file as an owned CPU tensor.
 TensorMap read_safetensors(const std::string& path, Metadata* metadata = nullptr);

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "core/device.h"
 #include "decoding/decoder_factory.h"
 #include "io/atomic_file.h"
 
@@ -47,6 +48,9 @@ nlohmann::json job_identity(const JobPlan& plan) {
   for (const auto& [role, path] : decoder_weight_files(job.decoder, plan.model)) weights[role] = weights_identity(path);
   return {{"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
           {"weights", weights},
+          {"dtype", plan.model.dtype},
+          {"device_model", device_model(pick_device(job.device, 0))},
+          {"software", software_versions()},
           {"prompts_fnv", fnv1a_hex(read_file(job.prompts_file))},
           {"images_per_prompt", job.images_per_prompt},
           {"seed", job.seed},

@@ -2,9 +2,11 @@
 // model config's text, each weight file's size and a hash of its first and last MiB (hashing 14 GB of 7B
 // weights at every start would cost minutes; retrained weights differ there), the prompt list's content, the
 // decoder and its parameters, seed, images_per_prompt, unit_size and batch_size (a different batch can change
-// a last bit of the logits and so, rarely, a sampled token: measured 1 of 40 demo images, batch 20 vs 3). Not
-// included: schedule and rank count (outputs do not depend on them), paths (a job may move), device and
-// threads (a job may resume on another machine; there, last-bit float differences are possible).
+// a last bit of the logits and so, rarely, a sampled token: measured 1 of 40 demo images, batch 20 vs 3), the
+// model dtype, and the hardware and software that compute it: rank 0's device model (the GPU's name, or the
+// CPU's) and the LibTorch and CUDA versions. Kernels are deterministic run to run on one kind of device and
+// software, not across them, so resuming elsewhere is refused (--new starts over). Not included: schedule
+// and rank count (outputs do not depend on them), paths (a job may move) and threads.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -30,6 +30,7 @@ bool is_temporary(const fs::path& p) { return p.filename().string().find(".tmp."
 // killed run removed, errors.jsonl. Throws with one line on any problem.
 std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   const auto& out = plan.job.out_dir;
+  const auto identity = job_identity(plan);  // before anything is written: it may fail (an unusable device)
   if (start_over) {
     for (const char* name : {"journal.jsonl", "metrics.jsonl", "summary.json", "errors.jsonl", "eval.json"})
       fs::remove(fs::path(out) / name);
@@ -37,7 +38,6 @@ std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, in
   }
   for (const char* dir : {"images", "tokens", "metrics"}) make_directories(out + "/" + dir);
   if (plan.job.distill.enabled) make_directories(out + "/distill");
-  const auto identity = job_identity(plan);
   const uint64_t U = uint64_t(plan.job.unit_size);
   const nlohmann::json header = {{"journal", 1},
                                  {"fingerprint", fingerprint(identity)},
@@ -118,6 +118,8 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
       {"decoder", plan.job.decoder.name},
       {"seed", plan.job.seed},
       {"device", pick_device(plan.job.device, 0).str()},
+      {"device_model", device_model(pick_device(plan.job.device, 0))},
+      {"dtype", plan.model.dtype},
       {"ranks", ranks},
       {"schedule", plan.job.schedule},
       {"units_total", c.units_total},

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs exactly the Debian packages vispec needs to build, test and run. Idempotent; apt-get only.
+# Installs everything vispec needs to build, test and run, on a fresh Debian 12 machine. Idempotent.
+#   1. Debian packages (apt-get): compilers, MPI, HDF5, the C++ libraries, the test tools.
+#   2. The project's virtual environment .venv (ignored by git) with the pinned packages of
+#      scripts/requirements.txt from PyPI: torch's wheel carries the CUDA-enabled LibTorch that CMake builds
+#      against (CMakeLists.txt asks .venv/bin/python3 for torch.utils.cmake_prefix_path).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake pkg-config
-  libtorch-dev              # LibTorch 1.13 (CPU)
-  libopenblas0-pthread      # without it LibTorch falls back to reference BLAS (6 vs 94 GFLOP/s measured here)
+  python3 python3-venv      # the virtual environment (python3 -m venv) that holds torch
   libopenmpi-dev openmpi-bin
   libhdf5-dev
   libspdlog-dev libfmt-dev
@@ -15,7 +19,7 @@ packages=(
   libcli11-dev
   libpng-dev
   dataset-fashion-mnist     # real training data (IDX files)
-  python3-h5py python3-numpy  # tests read our outputs back with another tool
+  python3-h5py python3-numpy  # tests read our outputs back with another tool (Debian's /usr/bin/python3)
   gnuplot-nox               # vispec bench draws its speed/quality plot with gnuplot
 )
 
@@ -24,12 +28,24 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#packages[@]} packages present"
-  exit 0
+  echo "setup: all ${#packages[@]} Debian packages present"
+else
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "setup: installed ${missing[*]}"
 fi
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "setup: installed ${missing[*]}"
+
+# The virtual environment: made once, then only checked against the pins (a changed pin reinstalls).
+requirements=scripts/requirements.txt
+stamp=.venv/requirements.installed
+if [ -f "$stamp" ] && cmp -s "$requirements" "$stamp"; then
+  echo "setup: .venv matches $requirements"
+else
+  [ -x .venv/bin/python3 ] || python3 -m venv .venv
+  .venv/bin/python3 -m pip install -q --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$stamp"
+  echo "setup: .venv has $(.venv/bin/python3 -c 'import torch; print("torch", torch.__version__)')"
+fi

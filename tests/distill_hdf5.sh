@@ -4,6 +4,8 @@
 # fp32: the target's own head applied to hidden[t] picks tokens[t]), and a writer killed mid-unit leaves
 # nothing the index includes; distill-index covers exactly the journaled units and the rerun completes.
 set -euo pipefail
+# The Python that reads outputs back (numpy, h5py): Debian's by default, the GPU machine's via CMake there.
+py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -13,7 +15,7 @@ source "$src/tests/mpi_common.sh"
 write_job "$work/a"
 printf 'distill: {streams: cond+uncond, dtype: bf16}\n' >> "$work/a/job.yaml"
 "${MPIRUN[@]}" -np 2 "$vispec" run "$work/a/job.yaml" 2> "$work/a.log" || { cat "$work/a.log"; fail "distill run"; }
-(cd / && /usr/bin/python3 - "$work/a/out" <<'PY'
+(cd / && "$py" - "$work/a/out" <<'PY'
 import glob, json, sys
 import h5py, numpy as np
 out = sys.argv[1]
@@ -54,7 +56,7 @@ write_job "$work/g"
 sed -i 's/decoder: .*/decoder: {name: ar, cfg_scale: 1.0, temperature: 0}/' "$work/g/job.yaml"
 printf 'distill: {dtype: fp32, compression: 4}\n' >> "$work/g/job.yaml"
 "$vispec" run "$work/g/job.yaml" 2> "$work/g.log" || { cat "$work/g.log"; fail "greedy distill run"; }
-/usr/bin/python3 - "$work/g/out" "$src/configs/fmnist/gpt.safetensors" <<'PY'
+"$py" - "$work/g/out" "$src/configs/fmnist/gpt.safetensors" <<'PY'
 import json, struct, sys
 import h5py, numpy as np
 out, weights = sys.argv[1:3]
@@ -81,7 +83,7 @@ PY
 write_job "$work/h"
 printf 'distill: {dtype: fp16}\n' >> "$work/h/job.yaml"
 "$vispec" run "$work/h/job.yaml" --set images_per_prompt=1 2> "$work/h.log" || { cat "$work/h.log"; fail "fp16 run"; }
-/usr/bin/python3 -c "
+"$py" -c "
 import h5py, numpy as np, sys
 f = h5py.File(sys.argv[1], 'r'); h = f['hidden']
 assert h.dtype == np.float16 and h.shape == (6, 1, 256, 128) and np.isfinite(h[()]).all() and np.abs(h[()]).max() > 0.1
@@ -94,14 +96,14 @@ status=0; VISPEC_FAULT=kill-mid-unit@2 "$vispec" run "$work/k/job.yaml" 2> "$wor
 [ $status -eq 137 ] || fail "expected SIGKILL, got $status"
 [ ! -e "$work/k/out/distill/unit-000002.h5" ] || fail "a unit file of a killed unit was renamed into place"
 "$vispec" distill-index "$work/k/out" > "$work/k.index.txt"
-/usr/bin/python3 -c "
+"$py" -c "
 import h5py, sys
 f = h5py.File(sys.argv[1], 'r')
 assert list(f['units/unit'][()]) == [0, 1] and f['hidden'].shape[0] == 8 and list(f['sample_id'][()]) == list(range(8))
 " "$work/k/out/distill/index.h5" || fail "partial index"
 "$vispec" run "$work/k/job.yaml" 2> "$work/k.rerun.log" || { cat "$work/k.rerun.log"; fail "rerun"; }
 ls "$work/k/out/distill" | grep -q tmp && fail "temporary distillation files left"
-/usr/bin/python3 -c "
+"$py" -c "
 import h5py, sys
 f = h5py.File(sys.argv[1], 'r')
 assert list(f['units/unit'][()]) == [0, 1, 2, 3, 4] and list(f['sample_id'][()]) == list(range(18))

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # End to end on the embedded model: the demo job (one image per class), its outputs read back by numpy (Debian's
-# /usr/bin/python3 with python3-numpy, not whatever python3 is first on PATH) and
+# /usr/bin/python3 with python3-numpy unless VISPEC_TEST_PYTHON names another, not whatever python3 is first on PATH) and
 # by a PNG header parse and judged by vispec eval; a rerun must change nothing.
 set -euo pipefail
+# The Python that reads outputs back (numpy, h5py): Debian's by default, the GPU machine's via CMake there.
+py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1
 src=$2
 work=$(mktemp -d)
@@ -10,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$src"
 
 "$vispec" run jobs/demo.yaml --out "$work/a" --set images_per_prompt=1 --set batch_size=10
-/usr/bin/python3 - "$work/a" <<'PY'
+"$py" - "$work/a" <<'PY'
 import json, struct, sys, zlib, os
 import numpy as np
 out = sys.argv[1]
@@ -37,7 +39,7 @@ PY
 # vispec eval finds the model through summary.json and judges the 10 PNGs.
 "$vispec" eval "$work/a" --threads 1 | tee "$work/eval.txt"
 grep -q "10 images: class agreement" "$work/eval.txt"
-/usr/bin/python3 -c "import json,sys; e=json.load(open(sys.argv[1])); assert e['images']==10 and 0<=e['class_agreement']<=1 and e['fid']>0, e" "$work/a/eval.json"
+"$py" -c "import json,sys; e=json.load(open(sys.argv[1])); assert e['images']==10 and 0<=e['class_agreement']<=1 and e['fid']>0, e" "$work/a/eval.json"
 
 # Rerunning a finished job recomputes nothing and changes no file (the journal says every unit is done).
 before=$(cd "$work/a" && cat images/* tokens/* metrics.jsonl | md5sum)

@@ -1,5 +1,5 @@
 # Shared by the MPI / resume tests: a small job on the embedded model (18 samples in 5 units of 4, batches of 3,
-# one thread per rank) and checks on its outputs. Sourced with $vispec, $src and $work set.
+# one thread per rank) and checks on its outputs. Sourced with $vispec, $src, $work and $py set.
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -24,7 +24,7 @@ YAML
 same_outputs() {
   diff -r "$1/images" "$2/images" > /dev/null || { echo "FAIL: images differ: $1 $2"; return 1; }
   diff -r "$1/tokens" "$2/tokens" > /dev/null || { echo "FAIL: tokens differ: $1 $2"; return 1; }
-  /usr/bin/python3 - "$1" "$2" <<'PY'
+  "$py" - "$1" "$2" <<'PY'
 import json, sys
 def metrics(d):
     rows = [json.loads(l) for l in open(f"{d}/metrics.jsonl")]

@@ -4,6 +4,8 @@
 # changed configuration. Every rerun must complete with outputs identical to an uninterrupted run, nothing
 # duplicated in the journal. Failures are injected with VISPEC_FAULT (core/fault_injection.h).
 set -euo pipefail
+# The Python that reads outputs back (numpy, h5py): Debian's by default, the GPU machine's via CMake there.
+py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -39,7 +41,7 @@ status=0; VISPEC_FAULT=enospc@1 "$vispec" run "$d/job.yaml" 2> "$d.log" || statu
 [ $status -eq 2 ] || { cat "$d.log"; fail "full disk: expected exit 2, got $status"; }
 [ "$(grep -c 'vispec: error' "$d.log")" -eq 1 ] || { cat "$d.log"; fail "full disk: expected one error line"; }
 grep -q "No space left on device" "$d.log" || fail "full disk: the error line does not say why"
-/usr/bin/python3 -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$d/out/journal.jsonl" || fail "journal unreadable"
+"$py" -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$d/out/journal.jsonl" || fail "journal unreadable"
 "$vispec" run "$d/job.yaml" 2> "$d.rerun.log" || { cat "$d.rerun.log"; fail "rerun after full disk"; }
 same_outputs "$work/ref/out" "$d/out"
 echo "ok: full disk -> one line, exit 2, journal intact; rerun completes identically"

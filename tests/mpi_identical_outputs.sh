@@ -2,6 +2,8 @@
 # Real mpirun, 1 to 4 ranks, dynamic and static schedules: every run writes byte-identical images and tokens,
 # the same metrics and a complete journal, equal to a run without mpirun.
 set -euo pipefail
+# The Python that reads outputs back (numpy, h5py): Debian's by default, the GPU machine's via CMake there.
+py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -15,7 +17,7 @@ for np in 1 2 3 4; do
     "${MPIRUN[@]}" -np $np "$vispec" run "$d/job.yaml" --set schedule=$schedule 2> "$d.log" \
       || { cat "$d.log"; echo "FAIL: mpirun -np $np $schedule"; exit 1; }
     same_outputs "$work/ref/out" "$d/out"
-    ranks=$(/usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['ranks'], sum(r['units'] for r in s['per_rank']))" "$d/out/summary.json")
+    ranks=$("$py" -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['ranks'], sum(r['units'] for r in s['per_rank']))" "$d/out/summary.json")
     [ "$ranks" = "$np 5" ] || { echo "FAIL: summary ranks/units '$ranks' for -np $np"; exit 1; }
     echo "ok: -np $np $schedule identical to the single-process run"
   done

@@ -46,6 +46,7 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   JobPlan plan;
   plan.job = load_job_config(job_file, overrides, out_override);
   plan.model = load_model_config(plan.job.model_config);
+  if (!plan.job.model_dtype.empty()) plan.model.dtype = plan.job.model_dtype;
   validate_decoder_spec(plan.job.decoder, plan.model);
   plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt);
   return plan;

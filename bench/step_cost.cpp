@@ -1,0 +1,159 @@
+#include "bench/step_cost.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/device.h"
+#include "decoding/ar.h"
+#include "io/atomic_file.h"
+#include "models/load.h"
+#include "models/model_config.h"
+
+namespace vispec {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+// Copy bandwidth, counting bytes read and written (a copy of N bytes moves 2N), best of 5 after a warm-up.
+double copy_bandwidth(const torch::Device& device) {
+  const int64_t bytes = device.is_cuda() ? (int64_t(1) << 30) : (int64_t(1) << 28);
+  auto src = torch::ones({bytes / 4}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+  auto dst = torch::empty_like(src);
+  dst.copy_(src);
+  synchronize(device);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    dst.copy_(src);
+    synchronize(device);
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * double(bytes) / best;
+}
+
+// Bytes of the weights a decode step reads: every parameter but the embedding tables (a step gathers a few
+// of their rows).
+double weight_bytes(const Gpt& gpt) {
+  double total = 0;
+  for (const auto& p : gpt->named_parameters())
+    if (p.key().find("embedding") == std::string::npos)
+      total += double(p.value().numel()) * double(p.value().element_size());
+  return total;
+}
+
+struct Case {
+  std::string model, dtype;
+  Gpt gpt;
+};
+
+nlohmann::json measure(const Case& c, int64_t batch, const StepCostOptions& o, double bandwidth) {
+  const auto& cfg = c.gpt->config();
+  SamplingParams params;
+  params.cfg_scale = o.cfg_scale;
+  ArDecoder decoder(c.gpt, params);
+  DecodeRequest request{torch::arange(batch, torch::kInt64) % cfg.num_classes, {}, 0};
+  for (int64_t b = 0; b < batch; ++b) request.sample_ids.push_back(uint64_t(b));
+  const auto device = c.gpt->tok_embeddings->weight.device();
+  decoder.decode(request);  // warm-up: allocator, kernels' first launches
+  synchronize(device);
+  const auto t0 = Clock::now();
+  decoder.decode(request);  // returns after the tokens are on the host
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int64_t N = cfg.image_tokens(), rows = params.guided() ? 2 * batch : batch;
+  const double element = double(c.gpt->tok_embeddings->weight.element_size());
+  // Step i (the prefill, then token i's forward) attends over cls + i + 1 entries: their mean over the image.
+  const double mean_length = double(cfg.cls_token_num) + double(N - 1) / 2.0;
+  const double kv = 2.0 * double(cfg.n_layer * rows * cfg.kv_heads() * cfg.head_dim()) * mean_length * element;
+  const double weights = weight_bytes(c.gpt);
+  const double ms = 1e3 * seconds / double(N), floor_ms = 1e3 * (weights + kv) / bandwidth;
+  return {{"model", c.model},        {"layers", cfg.n_layer},      {"tokens", N},
+          {"dtype", c.dtype},
+          {"batch", batch},          {"rows", rows},               {"ms_per_token", ms},
+          {"weight_bytes", weights}, {"kv_bytes_per_step", kv},    {"floor_ms", floor_ms},
+          {"ratio", ms / floor_ms}};
+}
+
+std::string markdown(const nlohmann::json& r) {
+  std::string s = fmt::format(
+      "Device {} ({}), {}; copy bandwidth {:.1f} GB/s (read + written). AR with CFG {} (batch B runs 2B rows), "
+      "temperature 1; one timed decode of a whole image after a warm-up. {}\n\n",
+      r["device"].get<std::string>(), r["device_model"].get<std::string>(), r["software"].get<std::string>(),
+      r["bandwidth_gb_s"].get<double>(), r["cfg_scale"].get<double>(), r["xl_note"].get<std::string>());
+  s += "| model | layers | tokens | dtype | batch (rows) | ms / token | weights read | KV read / step | floor ms | ratio |\n";
+  s += "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const auto& x : r["rows"])
+    s += fmt::format("| {} | {} | {} | {} | {} ({}) | {:.3f} | {:.1f} MB | {:.2f} MB | {:.4f} | {:.1f} |\n",
+                     x["model"].get<std::string>(), x["layers"].get<int64_t>(), x["tokens"].get<int64_t>(),
+                     x["dtype"].get<std::string>(), x["batch"].get<int64_t>(), x["rows"].get<int64_t>(),
+                     x["ms_per_token"].get<double>(), x["weight_bytes"].get<double>() / 1e6,
+                     x["kv_bytes_per_step"].get<double>() / 1e6, x["floor_ms"].get<double>(),
+                     x["ratio"].get<double>());
+  return s;
+}
+}  // namespace
+
+std::string run_step_cost(const StepCostOptions& o) {
+  for (const auto& d : o.dtypes) VISPEC_CHECK(d == "fp32" || d == "bf16" || d == "fp16", "step-cost: unknown dtype '", d, "'");
+  for (auto b : o.batches) VISPEC_CHECK(b >= 1, "step-cost: batch must be >= 1");
+  const auto model = load_model_config(o.model_config);
+  set_threads(o.threads);
+  const auto device = pick_device(o.device);
+  torch::NoGradGuard no_grad;
+  GptConfig xl = gpt_preset("GPT-XL");
+  xl.vocab_size = 16384;
+  xl.num_classes = 1000;
+  xl.grid_size = o.xl_grid > 0 ? o.xl_grid : device.is_cuda() ? 24 : 8;
+  if (o.xl_layers > 0) xl.n_layer = o.xl_layers;
+  else if (!device.is_cuda()) xl.n_layer = 4;
+  const std::string xl_note =
+      xl.n_layer == 36 && xl.grid_size == 24
+          ? "GPT-XL: LlamaGen's shape (36 layers, 576 tokens), random weights."
+          : fmt::format("GPT-XL: LlamaGen's widths (dim 1280, 20 heads, vocab 16384) with {} of its 36 layers and a "
+                        "{}x{} grid ({} tokens, not 576), random weights.",
+                        xl.n_layer, xl.grid_size, xl.grid_size, xl.image_tokens());
+  const double bandwidth = copy_bandwidth(device);
+  spdlog::info("step-cost on {} ({}): copy bandwidth {:.1f} GB/s", device.str(), device_model(device), bandwidth / 1e9);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& dtype : o.dtypes) {
+    const auto options = torch::TensorOptions().device(device).dtype(model_dtype(dtype));
+    std::vector<Case> cases;
+    cases.push_back({"embedded (" + model.name + ")", dtype, Gpt(model.gpt, options)});
+    load_weights(*cases.back().gpt, model.gpt_weights);
+    torch::manual_seed(0);
+    cases.push_back({"GPT-XL shape", dtype, Gpt(xl, options)});
+    for (auto& c : cases) {
+      c.gpt->eval();
+      for (auto batch : o.batches) {
+        rows.push_back(measure(c, batch, o, bandwidth));
+        const auto& r = rows.back();
+        spdlog::info("{} {} batch {}: {:.3f} ms/token, floor {:.4f} ms, ratio {:.1f}", c.model, dtype, batch,
+                     r["ms_per_token"].get<double>(), r["floor_ms"].get<double>(), r["ratio"].get<double>());
+      }
+    }
+  }
+  const nlohmann::json result = {{"device", device.str()},
+                                 {"device_model", device_model(device)},
+                                 {"software", software_versions()},
+                                 {"threads", at::get_num_threads()},
+                                 {"bandwidth_gb_s", bandwidth / 1e9},
+                                 {"cfg_scale", o.cfg_scale},
+                                 {"xl_note", xl_note},
+                                 {"rows", rows}};
+  const std::string name = o.name.empty() ? (device.is_cuda() ? "step-cost-cuda" : "step-cost-cpu") : o.name;
+  std::filesystem::create_directories(o.results_dir);
+  const auto json_path = o.results_dir + "/" + name + ".json";
+  write_file_atomic(json_path, result.dump(2) + "\n");
+  write_file_atomic(o.results_dir + "/" + name + ".md", markdown(result));
+  spdlog::info("wrote {} and {}.md", json_path, name);
+  return json_path;
+}
+
+}  // namespace vispec

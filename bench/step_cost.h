@@ -1,0 +1,33 @@
+// vispec step-cost: what one AR token costs against what it must cost. For each model (the embedded one with
+// its weights, and LlamaGen GPT-XL's shape with random weights), dtype and batch, the AR decoder's wall time
+// per generated token (CFG on: batch B runs 2B rows), and beside it the memory-bandwidth floor of that step:
+// the bytes it must read (every weight matrix once, and the KV cache at the step's length, averaged over the
+// image) divided by this device's copy bandwidth, measured in the same run. Their ratio says how far eager
+// decoding is from the hardware (1.0 = bandwidth-bound at full speed). Written as RESULTS/<name>.json and .md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vispec {
+
+struct StepCostOptions {
+  std::string model_config = "configs/fmnist.yaml";  // the embedded model
+  std::string device = "auto";
+  std::vector<std::string> dtypes = {"fp32", "bf16"};
+  std::vector<int64_t> batches = {1, 32};
+  double cfg_scale = 2.0;
+  int threads = 0;                // CPU threads, 0 = LibTorch's default
+  // GPT-XL's depth and grid: 0 = the real ones (36 layers, 24 x 24 = 576 tokens) on a GPU, and 4 layers on an
+  // 8 x 8 grid (64 tokens) on a CPU, where the real shape would take hours; the report says which ran.
+  int64_t xl_layers = 0;
+  int64_t xl_grid = 0;
+  std::string results_dir = "bench/results";
+  std::string name;               // default: step-cost-cpu or step-cost-cuda
+};
+
+// Returns the path of the JSON written.
+std::string run_step_cost(const StepCostOptions& options);
+
+}  // namespace vispec

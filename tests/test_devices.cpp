@@ -1,0 +1,168 @@
+// Devices and dtypes. The model, its KV cache, the sampler and the decoders on every device this machine has
+// (the CPU always; CUDA where LibTorch was built with it and a GPU is visible, otherwise each CUDA case is
+// skipped with a message saying so), and the embedded model with every decoder in bf16 and fp16.
+#include <gtest/gtest.h>
+
+#include "core/device.h"
+#include "decoding/ar.h"
+#include "decoding/decoder_factory.h"
+#include "decoding/eagle2.h"
+#include "decoding/sd.h"
+#include "decoding/sjd.h"
+#include "exact_distribution.h"
+#include "models/load.h"
+#include "models/model_config.h"
+#include "tiny_models.h"
+#include "workers/loaded_models.h"
+
+namespace vispec {
+
+namespace {
+constexpr const char* kNoCuda =
+    "no CUDA device here: the CUDA case is skipped (scripts/gpu_check.sh runs the suite on a GPU machine)";
+
+torch::Device cuda() { return torch::Device(torch::kCUDA, 0); }
+
+// The embedded model as `vispec run` loads it (workers/loaded_models.h), in `dtype` on `device`.
+struct Embedded {
+  ModelConfig config;
+  LoadedModels models;
+  torch::Device device;
+  Embedded(torch::Device d, const std::string& dtype) : device(d) {
+    config = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
+    config.dtype = dtype;
+    models = load_models(config, device);
+  }
+  std::unique_ptr<Decoder> decoder(const std::string& name, double temperature) const {
+    DecoderSpec spec;
+    spec.name = name;
+    spec.name_where = "test: decoder.name";
+    spec.params = {{"cfg_scale", 2.0}, {"temperature", temperature}};
+    return make_decoder(spec, load_decoder_models(spec, config, models.gpt, models.vq, device));
+  }
+};
+
+// Decoders whose greedy tokens are AR's (the others relax the target distribution by design).
+const std::vector<std::string> kExactDecoders = {"ar", "sd", "eagle2", "adt_tree", "eagle1", "sjd"};
+
+// Every image token of `samples` decoded greedily by `name` on `e`.
+torch::Tensor greedy_tokens(const Embedded& e, const std::string& name, int64_t samples) {
+  return e.decoder(name, 0.0)->decode(test::requests(0, samples)).tokens;
+}
+
+// Every decoder of the factory decodes a sample with the embedded model in `dtype`, on the CPU and on CUDA
+// where there is one: tokens of the right shape and range (bf16 on a CPU is slow, hence one sample).
+void every_decoder_runs(const std::string& dtype) {
+  std::vector<torch::Device> devices{torch::kCPU};
+  if (cuda_usable()) devices.push_back(cuda());
+  else std::cout << kNoCuda << "\n";
+  for (const auto device : devices) {
+    const Embedded e(device, dtype);
+    EXPECT_EQ(e.models.gpt->tok_embeddings->weight.scalar_type(), model_dtype(dtype));
+    EXPECT_EQ(e.models.gpt->tok_embeddings->weight.device(), device);
+    for (const auto& name : known_decoders()) {
+      const auto out = e.decoder(name, 1.0)->decode(test::requests(0, 1));
+      ASSERT_EQ(out.tokens.sizes(), (std::vector<int64_t>{1, 256})) << name << " " << dtype << " " << device;
+      EXPECT_GE(out.tokens.min().item<int64_t>(), 0) << name << " " << dtype;
+      EXPECT_LT(out.tokens.max().item<int64_t>(), 512) << name << " " << dtype;
+    }
+  }
+}
+}  // namespace
+
+TEST(Devices, EveryDecoderRunsInBf16) { every_decoder_runs("bf16"); }
+TEST(Devices, EveryDecoderRunsInFp16) { every_decoder_runs("fp16"); }
+
+// Half precision changes the logits a little, not the model: teacher-forced logits of a real token grid stay
+// close to float32's, and the precision rules hold (KV cache in the model dtype, logits in float32).
+TEST(Devices, HalfPrecisionLogitsStayCloseToFloat32) {
+  torch::NoGradGuard no_grad;
+  const Embedded ref(torch::kCPU, "fp32");
+  const auto tokens = greedy_tokens(ref, "ar", 2);
+  const auto classes = test::requests(0, 2).class_ids;
+  auto fp32 = ref.models.gpt;
+  const auto reference = fp32->forward_sequence(fp32->embed_classes(classes), tokens.narrow(1, 0, 255)).logits;
+  for (const std::string dtype : {"bf16", "fp16"}) {
+    const Embedded e(torch::kCPU, dtype);
+    auto gpt = e.models.gpt;
+    const auto out = gpt->forward_sequence(gpt->embed_classes(classes), tokens.narrow(1, 0, 255));
+    EXPECT_EQ(out.logits.scalar_type(), torch::kFloat32);
+    EXPECT_EQ(out.hidden.scalar_type(), model_dtype(dtype));
+    auto cache = gpt->make_cache(1);
+    cache.begin_block(1, torch::ones({1, 1}, torch::kBool));
+    const auto kv = torch::zeros({1, 4, 1, 32}, model_dtype(dtype));
+    EXPECT_EQ(cache.write(0, kv, kv).first.scalar_type(), model_dtype(dtype));
+    const double diff = (out.logits - reference).abs().max().item<double>();
+    const double spread = reference.std().item<double>();
+    const double agree = (out.logits.argmax(-1) == reference.argmax(-1)).to(torch::kFloat64).mean().item<double>();
+    std::cout << dtype << ": max |logit - fp32| " << diff << " (logit std " << spread << "), argmax agreement "
+              << agree << "\n";
+    EXPECT_LT(diff, 0.5 * spread) << dtype;
+    EXPECT_GT(agree, 0.9) << dtype;
+  }
+}
+
+TEST(Devices, KvCacheDecodingEqualsAFullForwardOnCuda) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  torch::NoGradGuard no_grad;
+  auto gpt = test::tiny_gpt(1);
+  gpt->to(cuda());
+  const auto tokens = torch::randint(64, {2, 15}, torch::kInt64).to(cuda());
+  const auto classes = torch::tensor({0, 2}, torch::kInt64).to(cuda());
+  const auto full = gpt->forward_sequence(gpt->embed_classes(classes), tokens).logits;
+  auto cache = gpt->make_cache(2);
+  auto out = gpt->prefill(cache, gpt->embed_classes(classes));
+  cache.keep_all();
+  double worst = (out.logits.select(1, 0) - full.select(1, 0)).abs().max().item<double>();
+  for (int64_t i = 0; i < 15; ++i) {
+    const auto pos = torch::full({2, 1}, i, torch::TensorOptions().dtype(torch::kInt64).device(cuda()));
+    out = gpt->decode_block(cache, tokens.narrow(1, i, 1), pos, torch::ones({1, 1}, torch::kBool));
+    cache.keep_all();
+    worst = std::max(worst, (out.logits.select(1, 0) - full.select(1, i + 1)).abs().max().item<double>());
+  }
+  EXPECT_LE(worst, 1e-3);
+}
+
+TEST(Devices, SamplerOnCudaPicksTheSameTokensAsOnCpu) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  torch::manual_seed(3);
+  const auto logits = torch::randn({64, 100}) * 3;
+  const auto u = torch::rand({64}, torch::kFloat64);
+  for (double temperature : {0.0, 0.7, 1.0}) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.top_k = 50;
+    p.top_p = 0.9;
+    const auto cpu = sample_from_probs(target_probs(logits, p), u);
+    const auto gpu = sample_from_probs(target_probs(logits.to(cuda()), p), u.to(cuda())).cpu();
+    EXPECT_TRUE(torch::equal(cpu, gpu)) << "temperature " << temperature;
+  }
+}
+
+// fp32 kernels differ between CPU and GPU in their last bits, which greedy decoding turns into a different
+// token only at a near-tie of the top two logits: none on these samples.
+TEST(Devices, GreedyTokensOnCudaEqualCpuForArAndEveryExactDecoder) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  const Embedded cpu(torch::kCPU, "fp32"), gpu(cuda(), "fp32");
+  for (const auto& name : kExactDecoders)
+    EXPECT_TRUE(torch::equal(greedy_tokens(cpu, name, 4), greedy_tokens(gpu, name, 4))) << name;
+}
+
+TEST(Devices, LosslessDecodersSampleTheExactTargetDistributionOnCuda) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  const int64_t V = 8;
+  const auto p = test::guided_sampling(1.0);
+  auto target = test::tiny_gpt(3, V), drafter = test::tiny_gpt(4, V);
+  auto head = test::tiny_eagle_drafter(target->config(), 4);
+  target->to(cuda());
+  drafter->to(cuda());
+  head->to(cuda());
+  SdDecoder sd(target, drafter, p, 3, AcceptanceParams{}, nullptr);
+  EXPECT_TRUE(test::first_token_fit(sd, target, p, V, "SD on CUDA").passes());
+  Eagle2Decoder eagle2("eagle2", target, head, p, TreeShape{2, 3, 8}, AcceptanceParams{}, nullptr);
+  EXPECT_TRUE(test::first_token_fit(eagle2, target, p, V, "EAGLE-2 on CUDA").passes());
+  SjdDecoder sjd(target, p, 4);
+  EXPECT_TRUE(test::first_token_fit(sjd, target, p, V, "SJD on CUDA").passes());
+}
+
+}  // namespace vispec
