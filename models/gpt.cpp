@@ -1,7 +1,5 @@
 #include "models/gpt.h"
 
-#include <torch/version.h>
-
 #include "core/check.h"
 #include "models/rope_2d.h"
 
@@ -11,16 +9,11 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-// softmax(q k^T / sqrt(Dh) + mask) v, softmax in float32. q [B,H,T,Dh], k/v [B,H,S,Dh], mask [B|1,1,T,S].
+// softmax(q k^T / sqrt(Dh) + mask) v by LibTorch's fused attention, which picks the kernel for the device,
+// dtype and mask. q [B,H,T,Dh], k/v [B,H,S,Dh], mask [B|1,1,T,S].
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      const torch::Tensor& mask) {
-#if TORCH_VERSION_MAJOR >= 2
   return at::scaled_dot_product_attention(q, k, v, mask);
-#else
-  auto scores = torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) / std::sqrt(double(q.size(-1)));
-  scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
-  return torch::matmul(torch::softmax(scores, -1).to(v.scalar_type()), v);
-#endif
 }
 }  // namespace
 

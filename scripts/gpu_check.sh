@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything a GPU check needs, in one run on the GPU machine (about 10 minutes with 16 cores):
+# Everything a GPU check needs, in one run on the GPU machine (whose tool allows 10 minutes per command):
 #
 #   bash scripts/gpu_carry.sh                     # here, once: the Debian packages the build needs (.gpu-carry/)
 #   device run, carry [".gpu-carry"]: bash scripts/gpu_check.sh        # there; results land in $OUT
@@ -139,7 +139,10 @@ else
   arch=$usr/lib/x86_64-linux-gnu
   export PATH=$usr/bin:$PATH
   export OPAL_PREFIX=$usr  # OpenMPI finds its plugins and help files under the relocated prefix
-  export LD_LIBRARY_PATH=$arch:$arch/openmpi/lib:$arch/hdf5/serial:$prefix/fallback${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # One machine, no ssh: OpenMPI's launcher for a single node, else it refuses to start without an rsh agent.
+  command -v ssh > /dev/null || command -v rsh > /dev/null || export OMPI_MCA_plm=isolated
+  # Some Debian packages still install into /lib rather than /usr/lib (libnl, libkeyutils, ...).
+  export LD_LIBRARY_PATH=$arch:$arch/openmpi/lib:$arch/hdf5/serial:$prefix/lib/x86_64-linux-gnu:$prefix/fallback${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export VISPEC_FASHION_MNIST_DIR=$src/.gpu-carry/fashion-mnist
   # HDF5 from the prefix's files, not from its h5cc (a script that names /usr).
   cmake_extra=(-DCMAKE_PREFIX_PATH="$usr" -DHDF5_C_COMPILER_EXECUTABLE=/nonexistent/h5cc)

@@ -77,3 +77,24 @@ grep -q "written by a different job configuration (seed was 7, now 8)" "$work/dr
 "$vispec" run "$d/job.yaml" --set seed=8 --new 2> "$work/new.log" || fail "--new"
 grep -q "(0 done before" "$work/new.log" || fail "--new did not start over"
 echo "ok: config drift refused in one line; --new starts over"
+
+# 6. Other precision, hardware or software: kernels differ there, so a resume is refused in one line. Another
+# dtype is asked for directly; a journal written on another GPU is the header another machine would write.
+status=0; "$vispec" run "$d/job.yaml" --set seed=8 --set model.dtype=bf16 2> "$work/dtype.log" || status=$?
+[ $status -eq 2 ] && [ "$(wc -l < "$work/dtype.log")" -eq 1 ] \
+  && grep -q 'dtype was "fp32", now "bf16"' "$work/dtype.log" || { cat "$work/dtype.log"; fail "dtype drift"; }
+"$py" - "$d/out/journal.jsonl" <<'PY'
+import json, sys
+path = sys.argv[1]
+lines = open(path).read().splitlines()
+header = json.loads(lines[0])
+header["identity"]["device_model"] = "another GPU model"
+header["fingerprint"] = "0123456789abcdef"
+lines[0] = json.dumps(header)
+open(path, "w").write("\n".join(lines) + "\n")
+PY
+status=0; "$vispec" run "$d/job.yaml" --set seed=8 2> "$work/hw.log" || status=$?
+[ $status -eq 2 ] && [ "$(wc -l < "$work/hw.log")" -eq 1 ] \
+  && grep -q 'device_model was "another GPU model", now "' "$work/hw.log" || { cat "$work/hw.log"; fail "hardware drift"; }
+"$vispec" run "$d/job.yaml" --set seed=8 --new 2> "$work/new2.log" || { cat "$work/new2.log"; fail "--new after hardware drift"; }
+echo "ok: another dtype or device model refused in one line; --new starts over"
