@@ -4,6 +4,8 @@
 //   kill-at-unit@U    SIGKILL as unit U starts (a rank dying mid-job)
 //   enospc@U          unit U's writes fail with "No space left on device" (a full disk)
 //   slow@MS           every batch takes MS milliseconds longer (so a test can signal a job mid-run)
+//   bad-alloc@R       rank R runs out of memory (std::bad_alloc) just after planning
+//   coordinator-throws@U   rank 0's coordinator fails (std::runtime_error) as unit U is reported
 // Unset (always, in production), every check is one integer comparison.
 #pragma once
 

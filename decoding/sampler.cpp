@@ -28,8 +28,21 @@ torch::Tensor apply_top_p(const torch::Tensor& logits, double p) {
   return logits.masked_fill(remove, -std::numeric_limits<float>::infinity());
 }
 
+namespace nonfinite_watch {
+namespace {
+thread_local torch::Tensor flag;  // 0-dim bool on the device of the logits, undefined = nothing seen yet
+void note(const torch::Tensor& logits) {
+  const auto bad = torch::isfinite(logits).logical_not().any();
+  flag = flag.defined() ? flag.logical_or(bad.to(flag.device())) : bad;
+}
+}  // namespace
+void reset() { flag = torch::Tensor(); }
+bool seen() { return flag.defined() && flag.item<bool>(); }
+}  // namespace nonfinite_watch
+
 torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& params) {
   auto l = logits.to(torch::kFloat32);
+  nonfinite_watch::note(l);
   if (params.greedy()) {
     auto idx = l.argmax(-1, /*keepdim=*/true);
     return torch::zeros_like(l).scatter_(-1, idx, 1.0);

@@ -21,6 +21,14 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0; }
 };
 
+// Non-finite logits (a NaN in the weights, an fp16 overflow, an absurd cfg_scale) would otherwise become token
+// 0 without a word. target_probs() notes, per thread, whether any logits it saw were NaN or infinite: one
+// reduction on the logits' device, no synchronisation; the worker reads the note once, at the batch's end.
+namespace nonfinite_watch {
+void reset();   // before a batch
+bool seen();    // after it: reads the device flag (the batch's one synchronisation point anyway)
+}  // namespace nonfinite_watch
+
 // logits [2B, ..., V] laid out [cond; uncond] -> u + s (c - u), float32 [B, ..., V].
 torch::Tensor cfg_combine(const torch::Tensor& logits, double scale);
 // Sets logits below the k-th largest to -inf (ties with the k-th are kept). logits [..., V].

@@ -15,4 +15,8 @@ struct Prompt {
 
 std::vector<Prompt> read_prompts(const std::string& path);
 
+// The byte offset of the first byte of `text` that does not begin a well-formed UTF-8 sequence (overlong forms,
+// surrogates and code points above U+10FFFF are not well-formed), or std::string::npos if all of it is.
+size_t invalid_utf8_at(const std::string& text);
+
 }  // namespace vispec

@@ -38,24 +38,35 @@ TensorMap read_weights(const std::string& path) {
   VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth or .bin)");
 }
 
-void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
-                     const std::vector<std::string>& ignore_prefixes) {
-  auto own = state_dict(module);
+void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
+                      const std::vector<std::string>& ignore_prefixes) {
+  const auto own = state_dict(module);
   for (const auto& [name, t] : tensors) {
     if (own.count(name)) continue;
     bool ignored = false;
     for (const auto& p : ignore_prefixes) ignored = ignored || name.rfind(p, 0) == 0;
     VISPEC_CHECK(ignored, source, ": tensor '", name, "' does not belong to the model (wrong config?)");
   }
-  torch::NoGradGuard no_grad;
-  for (auto& [name, dst] : own) {
+  for (const auto& [name, dst] : own) {
     auto it = tensors.find(name);
     VISPEC_CHECK(it != tensors.end(), source, ": tensor '", name, "' is missing (model expects shape ",
                  shape_str(dst.sizes()), ")");
     VISPEC_CHECK(it->second.sizes() == dst.sizes(), source, ": tensor '", name, "' has shape ",
                  shape_str(it->second.sizes()), ", model expects ", shape_str(dst.sizes()));
-    dst.copy_(it->second);
   }
+}
+
+void check_weights_file(const torch::nn::Module& module, const std::string& path,
+                        const std::vector<std::string>& ignore_prefixes) {
+  if (!ends_with(path, ".safetensors")) return;
+  check_state_dict(module, MappedSafetensors(path).tensors(), path, ignore_prefixes);
+}
+
+void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
+                     const std::vector<std::string>& ignore_prefixes) {
+  check_state_dict(module, tensors, source, ignore_prefixes);
+  torch::NoGradGuard no_grad;
+  for (auto& [name, dst] : state_dict(module)) dst.copy_(tensors.at(name));
 }
 
 void load_weights(torch::nn::Module& module, const std::string& path, const std::vector<std::string>& ignore_prefixes) {

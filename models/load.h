@@ -21,6 +21,13 @@ TensorMap read_weights(const std::string& path);
 // ignore_prefixes: file tensors starting with one of these are skipped without complaint.
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
                      const std::vector<std::string>& ignore_prefixes = {});
+// Checks, without copying, that `tensors` fit the module (the errors load_state_dict would give).
+void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
+                      const std::vector<std::string>& ignore_prefixes = {});
+// Checks that a safetensors weights file fits the module, reading only the file's header (other formats are
+// checked when loaded). Used before a job writes anything, with modules built on the meta device.
+void check_weights_file(const torch::nn::Module& module, const std::string& path,
+                        const std::vector<std::string>& ignore_prefixes = {});
 // Copies a file's tensors into the module's parameters and buffers, whatever their device and dtype (a
 // safetensors file is read through its memory map, never copied whole into host memory first).
 void load_weights(torch::nn::Module& module, const std::string& path,

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <stdexcept>
 #include <thread>
 
 #include "core/exit_codes.h"
+#include "core/fault_injection.h"
 #include "core/stop_signal.h"
 #include "scheduler/messages.h"
 
@@ -45,6 +47,7 @@ std::optional<WorkUnit> Coordinator::handle(int source, const WorkerReport& r) {
   tally.wait_seconds += r.wait_seconds;
   if (r.done) {
     const auto& d = *r.done;
+    if (fault_at("coordinator-throws", d.unit)) throw std::runtime_error("injected coordinator failure (VISPEC_FAULT)");
     try {
       journal_.append({{"unit", d.unit}, {"rank", source}, {"images", d.images}, {"seconds", d.seconds},
                        {"target_forwards", d.stats.target_forwards}, {"draft_forwards", d.stats.draft_forwards},

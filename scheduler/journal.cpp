@@ -57,7 +57,9 @@ Journal::Journal(const std::string& out_dir, const nlohmann::json& header) : pat
         VISPEC_FAIL(path_, ": written by a different job configuration (", first_difference(record["identity"], header["identity"]),
                     "); rerun with --new to start this output directory over, or choose another --out");
     } else {
-      done_[record.at("unit").get<int64_t>()] = record;
+      VISPEC_CHECK(record.is_object() && record.contains("unit") && record["unit"].is_number_integer(), path_, ":",
+                   line_no, ": not a unit record (no integer 'unit'; the file was edited or corrupted)");
+      done_[record["unit"].get<int64_t>()] = record;
     }
     good_end = nl + 1;
     pos = nl + 1;

@@ -80,6 +80,11 @@ int MpiSession::broadcast_int(int value, int root) const {
   return value;
 }
 
+void MpiSession::abort(int code) const {
+  if (uses_mpi_) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
 void MpiSession::barrier() const {
   if (uses_mpi_) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "barrier");
 }

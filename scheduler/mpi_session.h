@@ -28,6 +28,10 @@ class MpiSession {
   std::optional<std::pair<int, std::string>> poll(int tag) const;  // (source, text) from any rank
   int broadcast_int(int value, int root = 0) const;
   void barrier() const;
+  // Ends every rank of the job at once with `code` (MPI_Abort; a world of one just exits): for a failure the
+  // message protocol cannot carry, when other ranks may be waiting in a receive or a collective that would
+  // never complete. Runs no destructors: files are written atomically, so nothing is left half-written.
+  [[noreturn]] void abort(int code) const;
 
  private:
   bool uses_mpi_ = false;

@@ -4,12 +4,14 @@
 
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <thread>
 
 #include "core/check.h"
 #include "core/logging.h"
 #include "core/device.h"
 #include "core/exit_codes.h"
+#include "core/fault_injection.h"
 #include "core/stop_signal.h"
 #include "io/atomic_file.h"
 #include "io/distill_index.h"
@@ -144,10 +146,32 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
 }
 
 void print_error(const std::string& message) { std::cerr << "vispec: error: " << message << std::endl; }
+
+// A failure outside the protocol (an exception that escaped planning, the coordinator or the output files,
+// std::bad_alloc, a filesystem error): the other ranks may be waiting for a message or a collective from this
+// one, so one line names the rank and the cause and every rank is ended at once. Never a hang.
+[[noreturn]] void fail_job(const MpiSession& session, const std::exception& e) {
+  const bool bad_input = dynamic_cast<const Error*>(&e) != nullptr;
+  const std::string what = e.what();
+  print_error((session.size() > 1 ? "rank " + std::to_string(session.rank()) + ": " : std::string()) +
+              (bad_input ? "" : "internal error: ") + what.substr(0, what.find('\n')));
+  session.abort(bad_input ? kExitUserError : kExitInternalError);
+}
+
+int run_ranks(MpiSession& session, const RunOptions& o);
 }  // namespace
 
 int run_job(const RunOptions& o) {
   MpiSession session;
+  try {
+    return run_ranks(session, o);
+  } catch (const std::exception& e) {
+    fail_job(session, e);
+  }
+}
+
+namespace {
+int run_ranks(MpiSession& session, const RunOptions& o) {
   if (session.rank() != 0 && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   install_stop_handlers();
 
@@ -159,6 +183,7 @@ int run_job(const RunOptions& o) {
   std::string error;
   try {
     plan = plan_job(o.job_file, o.overrides, o.out_dir);
+    if (fault_value("bad-alloc") == session.rank()) throw std::bad_alloc();
     if (session.rank() == 0) journal = prepare_output(plan, o.start_over, session.size());
   } catch (const Error& e) {
     code = kExitUserError;
@@ -191,7 +216,12 @@ int run_job(const RunOptions& o) {
   LocalChannel local;
   std::thread decoding([&] { run_worker(plan, worker, local); });
   Coordinator coordinator(session, local, plan, *journal);
-  const auto outcome = coordinator.run();
+  CoordinatorOutcome outcome;
+  try {
+    outcome = coordinator.run();
+  } catch (const std::exception& e) {
+    fail_job(session, e);  // ends the process: this rank's decoding thread is not joined
+  }
   decoding.join();
   code = outcome.exit_code;
   try {
@@ -210,5 +240,6 @@ int run_job(const RunOptions& o) {
                  journal->done().size(), outcome.units_total, kExitInterrupted);
   return session.broadcast_int(code);
 }
+}  // namespace
 
 }  // namespace vispec

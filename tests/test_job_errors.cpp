@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "io/atomic_file.h"
+#include "io/prompts.h"
 
 namespace vispec {
 
@@ -108,6 +109,70 @@ TEST_F(JobErrors, UnknownTopLevelFieldAndBadSetOverride) {
   EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
   EXPECT_NE(r.text.find("--set decoder.temperature: must be >= 0"), std::string::npos) << r.text;
   EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_F(JobErrors, ModelMapAndDtypeAreChecked) {
+  const std::string model = std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml";
+  auto err = expect_rejected("model: {config: " + model + ", dtype: fp8}\nprompts: prompts.txt\nout: " +
+                             (dir / "out").string() + "\ndecoder: {name: ar}\n");
+  EXPECT_NE(err.find("job.yaml:1: model.dtype: expected fp32, bf16 or fp16, got 'fp8'"), std::string::npos) << err;
+  err = expect_rejected("model: {config: " + model + ", precision: bf16}\nprompts: prompts.txt\nout: " +
+                        (dir / "out").string() + "\ndecoder: {name: ar}\n");
+  EXPECT_NE(err.find("model.precision: unknown field"), std::string::npos) << err;
+  write("job.yaml", job("decoder: {name: ar}\n"));
+  const auto r = run("run " + (dir / "job.yaml").string() + " --set model.dtype=int8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
+  EXPECT_NE(r.text.find("model.dtype: expected fp32, bf16 or fp16, got 'int8'"), std::string::npos) << r.text;
+}
+
+// cfg_scale 1e300 turns the guided logits into infinities and NaNs, which used to be sampled as token 0 with
+// exit 0: now the unit fails with one line, for AR and for a speculative decoder alike, and no image is kept.
+TEST_F(JobErrors, NonFiniteLogitsFailTheUnitInOneLine) {
+  for (const std::string decoder : {"ar", "eagle2"}) {
+    write("job.yaml", job("decoder: {name: " + decoder + ", cfg_scale: 1.0e300}\nimages_per_prompt: 1\n"));
+    const auto r = run("run " + (dir / "job.yaml").string() + " --new");
+    EXPECT_EQ(r.exit_code, 2) << decoder << ": " << r.text;
+    size_t errors = 0;  // progress lines go to stderr too: one error line
+    for (size_t at = r.text.find("vispec: error"); at != std::string::npos; at = r.text.find("vispec: error", at + 1))
+      ++errors;
+    EXPECT_EQ(errors, 1u) << decoder << ": " << r.text;
+    EXPECT_NE(r.text.find("non-finite logits (NaN or infinity) while decoding"), std::string::npos) << r.text;
+    EXPECT_TRUE(fs::is_empty(dir / "out" / "images")) << decoder;
+  }
+}
+
+// Weights that do not fit the config are found while the job is checked, before the output directory or its
+// journal exist: the rerun with the right file is then not refused as another job.
+TEST_F(JobErrors, WeightsThatDoNotFitAreRejectedBeforeAnythingIsWritten) {
+  const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
+  std::string config = read_file(src + "fmnist.yaml");
+  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
+    config.replace(at + 1, 0, src);  // absolute weight paths
+  const auto gpt = config.find(src + "fmnist/gpt.safetensors");
+  config.replace(gpt, (src + "fmnist/gpt.safetensors").size(), src + "fmnist/draft_gpt.safetensors");
+  write("model.yaml", config);
+  const auto err = expect_rejected("model: model.yaml\nprompts: prompts.txt\nout: " + (dir / "out").string() +
+                                   "\ndecoder: {name: ar}\n");
+  EXPECT_NE(err.find("draft_gpt.safetensors: tensor '"), std::string::npos) << err;
+  EXPECT_NE(err.find("has shape"), std::string::npos) << err;
+}
+
+TEST_F(JobErrors, AnUnusableDeviceIsRejectedBeforeAnythingIsWritten) {
+  auto err = expect_rejected(job("decoder: {name: ar}\ndevice: tpu\n"));
+  EXPECT_NE(err.find("device: unknown device 'tpu'"), std::string::npos) << err;
+  err = expect_rejected(job("decoder: {name: ar}\ndevice: cuda:99\n"));  // no machine has 100 GPUs
+  EXPECT_NE(err.find("device: 'cuda:99'"), std::string::npos) << err;
+}
+
+TEST(Prompts, InvalidUtf8IsFoundAtItsFirstByte) {
+  EXPECT_EQ(invalid_utf8_at("ankle boot, h\xC3\xA9, \xE2\x9C\x93, \xF0\x9D\x84\x9E"), std::string::npos);
+  EXPECT_EQ(invalid_utf8_at("ba\xFFg"), 2u);
+  EXPECT_EQ(invalid_utf8_at("a\xC0\xAF"), 1u);          // overlong '/'
+  EXPECT_EQ(invalid_utf8_at("\xED\xA0\x80"), 0u);       // a surrogate
+  EXPECT_EQ(invalid_utf8_at("x\xF4\x90\x80\x80"), 1u);  // above U+10FFFF
+  EXPECT_EQ(invalid_utf8_at("ok \xE2\x82"), 3u);         // cut short
+  EXPECT_EQ(invalid_utf8_at("\xE2\x28\xA1"), 0u);       // a bad continuation byte
 }
 
 }  // namespace vispec

@@ -75,7 +75,13 @@ class UnitWriter {
       const int64_t B = std::min(job.batch_size, count - start);
       const auto req = make_request(job.seed, &begin[start], B);
       const auto t_batch = Clock::now();
+      nonfinite_watch::reset();
       const auto result = decoder_.decode(req);
+      // A NaN or infinite logit would have been sampled as token 0: the unit fails instead, with one line.
+      VISPEC_CHECK(!nonfinite_watch::seen(), "unit ", unit.id, ", samples ", begin[start].sample_id, "..",
+                   begin[start + B - 1].sample_id, ": non-finite logits (NaN or infinity) while decoding; a NaN in "
+                   "the weights, an overflow in ", plan_.model.dtype, ", or an extreme cfg_scale (",
+                   sampling_params(job.decoder).cfg_scale, ")");
       const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
       if (distill) {
         const auto hidden = teacher_forced_hidden(models_.gpt, req.class_ids, result.tokens, job.distill.streams);
