@@ -44,6 +44,15 @@ class JobErrors : public ::testing::Test {
     EXPECT_FALSE(fs::exists(dir / "out")) << "output written for a bad job";
     return r.text;
   }
+  // A good job run with one bad `--set key=value`: the same contract; returns the line.
+  std::string expect_override_rejected(const std::string& assignment) {
+    write("job.yaml", job("decoder: {name: ar}\n"));
+    const auto r = run("run " + (dir / "job.yaml").string() + " --set " + assignment);
+    EXPECT_EQ(r.exit_code, 2) << r.text;
+    EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
+    EXPECT_FALSE(fs::exists(dir / "out")) << "output written for a bad override";
+    return r.text;
+  }
   fs::path dir;
 };
 }  // namespace
@@ -103,12 +112,8 @@ TEST_F(JobErrors, UnwritableOutputDirectory) {
 TEST_F(JobErrors, UnknownTopLevelFieldAndBadSetOverride) {
   auto err = expect_rejected(job("decoder: {name: ar}\nimages_per_promt: 3\n"));
   EXPECT_NE(err.find("job.yaml:5: images_per_promt: unknown field"), std::string::npos) << err;
-  write("job.yaml", job("decoder: {name: ar}\n"));
-  const auto r = run("run " + (dir / "job.yaml").string() + " --set decoder.temperature=-1");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
-  EXPECT_NE(r.text.find("--set decoder.temperature: must be >= 0"), std::string::npos) << r.text;
-  EXPECT_FALSE(fs::exists(dir / "out"));
+  err = expect_override_rejected("decoder.temperature=-1");
+  EXPECT_NE(err.find("--set decoder.temperature: must be >= 0"), std::string::npos) << err;
 }
 
 TEST_F(JobErrors, ModelMapAndDtypeAreChecked) {
@@ -119,11 +124,8 @@ TEST_F(JobErrors, ModelMapAndDtypeAreChecked) {
   err = expect_rejected("model: {config: " + model + ", precision: bf16}\nprompts: prompts.txt\nout: " +
                         (dir / "out").string() + "\ndecoder: {name: ar}\n");
   EXPECT_NE(err.find("model.precision: unknown field"), std::string::npos) << err;
-  write("job.yaml", job("decoder: {name: ar}\n"));
-  const auto r = run("run " + (dir / "job.yaml").string() + " --set model.dtype=int8");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
-  EXPECT_NE(r.text.find("model.dtype: expected fp32, bf16 or fp16, got 'int8'"), std::string::npos) << r.text;
+  err = expect_override_rejected("model.dtype=int8");
+  EXPECT_NE(err.find("model.dtype: expected fp32, bf16 or fp16, got 'int8'"), std::string::npos) << err;
 }
 
 // cfg_scale 1e300 turns the guided logits into infinities and NaNs, which used to be sampled as token 0 with
