@@ -19,6 +19,7 @@
 #include "scheduler/coordinator.h"
 #include "scheduler/fingerprint.h"
 #include "scheduler/journal.h"
+#include "scheduler/output_lock.h"
 #include "scheduler/unit_sources.h"
 
 namespace vispec {
@@ -28,11 +29,20 @@ namespace fs = std::filesystem;
 namespace {
 bool is_temporary(const fs::path& p) { return p.filename().string().find(".tmp.") != std::string::npos; }
 
-// Rank 0, before any unit: directories, the journal (refusing a different configuration), leftovers of a
-// killed run removed, errors.jsonl. Throws with one line on any problem.
-std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, int ranks) {
+// What rank 0 holds for the job's life: the output directory's lock and its journal.
+struct Output {
+  std::unique_ptr<OutputLock> lock;
+  std::unique_ptr<Journal> journal;
+};
+
+// Rank 0, before any unit: the lock (before anything in OUT changes), directories, the journal (refusing a
+// different configuration), leftovers of a killed run removed, errors.jsonl. Throws with one line on any
+// problem.
+Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   const auto& out = plan.job.out_dir;
   const auto identity = job_identity(plan);  // before anything is written: it may fail (an unusable device)
+  Output held;
+  held.lock = std::make_unique<OutputLock>(out);
   if (start_over) {
     for (const char* name : {"journal.jsonl", "metrics.jsonl", "summary.json", "errors.jsonl", "eval.json"})
       fs::remove(fs::path(out) / name);
@@ -50,7 +60,8 @@ std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, in
                                  {"samples", plan.plan.samples.size()},
                                  {"job", plan.job.file},
                                  {"created_utc", utc_timestamp()}};
-  auto journal = std::make_unique<Journal>(out, header);
+  held.journal = std::make_unique<Journal>(out, header);
+  const auto& journal = held.journal;
   // A killed run can leave temporaries and metrics of unjournaled units: remove them; those units rerun.
   int64_t removed = 0;
   for (const char* dir : {"", "/images", "/tokens", "/metrics", "/distill"})
@@ -79,7 +90,7 @@ std::unique_ptr<Journal> prepare_output(const JobPlan& plan, bool start_over, in
                plan.job.file, plan.plan.samples.size(), header["units"].get<int64_t>(), plan.job.unit_size,
                journal->done().size(), removed ? fmt::format(", {} leftover files removed", removed) : "",
                plan.job.decoder.name, ranks, plan.job.schedule);
-  return journal;
+  return held;
 }
 
 // Rank 0, after every rank has stopped: OUT/metrics.jsonl from the journaled units in unit order (so the file
@@ -178,13 +189,13 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
   // Every rank plans (the plan is a pure function of the files); rank 0 prepares OUT. All ranks agree on the
   // outcome before any decoding starts, and only one line is printed.
   JobPlan plan;
-  std::unique_ptr<Journal> journal;
+  Output output;
   int code = kExitOk;
   std::string error;
   try {
     plan = plan_job(o.job_file, o.overrides, o.out_dir);
     if (fault_value("bad-alloc") == session.rank()) throw std::bad_alloc();
-    if (session.rank() == 0) journal = prepare_output(plan, o.start_over, session.size());
+    if (session.rank() == 0) output = prepare_output(plan, o.start_over, session.size());
   } catch (const Error& e) {
     code = kExitUserError;
     error = e.what();
@@ -215,6 +226,7 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
 
   LocalChannel local;
   std::thread decoding([&] { run_worker(plan, worker, local); });
+  auto& journal = output.journal;
   Coordinator coordinator(session, local, plan, *journal);
   CoordinatorOutcome outcome;
   try {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One writer per output directory: while a job runs, a second run into its directory (the same job, with
+# --new, with another seed, or under mpirun) fails at once with one line naming the holder and changes
+# nothing, and the first completes as if alone; a holder killed with SIGKILL leaves no stale lock.
+set -euo pipefail
+py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
+vispec=$1 src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$src/tests/mpi_common.sh"
+
+d="$work/job"
+write_job "$d"
+"$vispec" run "$d/job.yaml" --out "$work/ref/out" 2> "$work/ref.log" || { cat "$work/ref.log"; fail "reference run"; }
+
+VISPEC_FAULT=slow@1500 "$vispec" run "$d/job.yaml" 2> "$work/first.log" &
+first=$!
+for _ in $(seq 300); do [ -s "$d/out/.vispec.lock" ] && break; sleep 0.1; done
+[ -s "$d/out/.vispec.lock" ] || fail "the first run never took the lock"
+n=0
+for second in "run $d/job.yaml" "run $d/job.yaml --new" "run $d/job.yaml --set seed=9"; do
+  n=$((n + 1))
+  status=0
+  # shellcheck disable=SC2086  # $second is a command line
+  timeout 30 "$vispec" $second 2> "$work/second$n.log" || status=$?
+  [ $status -eq 2 ] || { cat "$work/second$n.log"; fail "second run '$second': expected exit 2, got $status"; }
+  [ "$(grep -c 'vispec: error' "$work/second$n.log")" -eq 1 ] || { cat "$work/second$n.log"; fail "second run: not one line"; }
+  grep -q "in use by another vispec run (host .*, pid $first, started 20" "$work/second$n.log" \
+    || { cat "$work/second$n.log"; fail "second run '$second': the line does not name the holder"; }
+done
+status=0; timeout 60 "${MPIRUN[@]}" -np 2 "$vispec" run "$d/job.yaml" 2> "$work/second-mpi.log" || status=$?
+[ $status -eq 2 ] && grep -q "in use by another vispec run" "$work/second-mpi.log" \
+  || { cat "$work/second-mpi.log"; fail "second run under mpirun: expected exit 2 naming the holder, got $status"; }
+kill -0 $first 2> /dev/null || fail "the first run ended before the second runs were tried (make it slower)"
+wait $first || { cat "$work/first.log"; fail "the first run failed"; }
+same_outputs "$work/ref/out" "$d/out"
+echo "ok: a second run (same job, --new, another seed, mpirun) is refused naming the holder; the first completes identically"
+
+VISPEC_FAULT=kill-at-unit@2 "$vispec" run "$d/job.yaml" --new 2> /dev/null && fail "the killed run exited 0"
+"$vispec" run "$d/job.yaml" 2> "$work/after-kill.log" || { cat "$work/after-kill.log"; fail "rerun after SIGKILL"; }
+same_outputs "$work/ref/out" "$d/out"
+echo "ok: a killed holder leaves no stale lock"
