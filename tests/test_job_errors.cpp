@@ -106,7 +106,7 @@ TEST_F(JobErrors, UnwritableOutputDirectory) {
   const auto r = run("run " + (dir / "job.yaml").string() + " --out /dev/null/out");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
-  EXPECT_NE(r.text.find("/dev/null/out/images: cannot create directory"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("/dev/null/out: cannot create directory"), std::string::npos) << r.text;
 }
 
 TEST_F(JobErrors, UnknownTopLevelFieldAndBadSetOverride) {
