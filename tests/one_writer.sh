@@ -13,7 +13,7 @@ d="$work/job"
 write_job "$d"
 "$vispec" run "$d/job.yaml" --out "$work/ref/out" 2> "$work/ref.log" || { cat "$work/ref.log"; fail "reference run"; }
 
-VISPEC_FAULT=slow@1500 "$vispec" run "$d/job.yaml" 2> "$work/first.log" &
+VISPEC_FAULT=slow@3000 "$vispec" run "$d/job.yaml" 2> "$work/first.log" &
 first=$!
 for _ in $(seq 300); do [ -s "$d/out/.vispec.lock" ] && break; sleep 0.1; done
 [ -s "$d/out/.vispec.lock" ] || fail "the first run never took the lock"
