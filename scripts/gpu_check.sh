@@ -12,9 +12,10 @@
 #              machine has no MPI, HDF5 headers, spdlog, yaml-cpp or GoogleTest)
 #   configure  CMake against this machine's own torch (-DVISPEC_PYTHON=python3)
 #   build      all cores
-#   tests      the whole CTest suite, CUDA visible (CUDA tests skip, visibly, where no GPU is)
 #   demo_fp32, demo_bf16   jobs/demo.yaml on the GPU (device cuda), then with --set model.dtype=bf16
 #   step_cost  vispec step-cost: AR ms per token against the bandwidth floor, both models, fp32 and bf16
+#   tests      the whole CTest suite, CUDA visible (CUDA tests skip, visibly, where no GPU is); last, so that
+#              the figures above come back even if a time limit cuts the suite short
 # --cpu: the same steps without CUDA (CUDA_VISIBLE_DEVICES hidden, device cpu), e.g. on the CPU machine with
 # its existing build directory; the CTest suite runs this (tests/gpu_check_cpu.sh) so that the script cannot
 # rot. --tests REGEX runs only the matching tests (ctest -R); --step-cost-args adds options to vispec step-cost
@@ -92,6 +93,7 @@ write_summary() {
   rm -rf "$logs"
 }
 trap write_summary EXIT
+trap 'failed=1; exit 143' TERM  # a timeout's SIGTERM still writes the summary, marked failed
 
 # --- The Python whose torch we build against, and the one the script tests read outputs with -------------
 torch_python=${VISPEC_PYTHON:-}
@@ -148,21 +150,21 @@ else
   cmake_extra=(-DCMAKE_PREFIX_PATH="$usr" -DHDF5_C_COMPILER_EXECUTABLE=/nonexistent/h5cc)
 fi
 
-# --- configure, build, test ----------------------------------------------------------------------------------
+# --- configure, build -----------------------------------------------------------------------------------------
 step configure cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DVISPEC_PYTHON="$torch_python" \
   -DVISPEC_TEST_PYTHON="$test_python" "${cmake_extra[@]}" || exit 1
 step build cmake --build "$build" -j"$jobs" || exit 1
 vispec=$build/vispec
+# --- demo in fp32 and bf16, step cost, then the test suite: the figures first, should the suite run long -----
+step demo_fp32 "$vispec" run jobs/demo.yaml --out "$logs/demo-fp32" --new --set device=$device
+step demo_bf16 "$vispec" run jobs/demo.yaml --out "$logs/demo-bf16" --new --set device=$device --set model.dtype=bf16
+# shellcheck disable=SC2086  # step_cost_args is a list of options
+step step_cost "$vispec" step-cost --device $device --results "$outdir" $step_cost_args
+
 ctest_args=(--test-dir "$build" --output-on-failure -j"$jobs" -E gpu_check_cpu)
 [ -n "$tests_regex" ] && ctest_args+=(-R "$tests_regex")
 step tests ctest "${ctest_args[@]}"
 tests_line=$(grep -E "tests passed|tests failed" "$logs/tests.log" | tail -1)
 skipped=$(grep -c "Skipped" "$logs/tests.log")
-
-# --- demo in fp32 and bf16, step cost ------------------------------------------------------------------------
-step demo_fp32 "$vispec" run jobs/demo.yaml --out "$logs/demo-fp32" --new --set device=$device
-step demo_bf16 "$vispec" run jobs/demo.yaml --out "$logs/demo-bf16" --new --set device=$device --set model.dtype=bf16
-# shellcheck disable=SC2086  # step_cost_args is a list of options
-step step_cost "$vispec" step-cost --device $device --results "$outdir" $step_cost_args
 
 exit $failed
