@@ -52,7 +52,7 @@ void write_plot(const nlohmann::json& r, const std::string& png) {
   }
   VISPEC_CHECK(std::rename(tmp_png.c_str(), png.c_str()) == 0, png, ": cannot rename the plot into place");
 }
-// MuLo-SD's latency breakdown by the steps of its Algorithm 1 (paper 000, Fig. 7), as shares of its wall time
+// MuLo-SD's latency breakdown by the steps of its Algorithm 1 (the MuLo-SD paper, Fig. 7), as shares of its wall time
 // per image, beside its NFE and the paper's theoretical speedup S_T = T_p / ((1 - a) T_p + T_q) (its Eq. 9,
 // which counts a drafter forward as a target forward). Only decoders that report the step costs get a row.
 std::string mulo_step_costs(const nlohmann::json& r) {
@@ -61,7 +61,7 @@ std::string mulo_step_costs(const nlohmann::json& r) {
     const auto extra = d.value("extra_per_image", nlohmann::json::object());
     if (!extra.contains("upsample_ms")) continue;
     if (md.empty())
-      md = "\nMuLo-SD's time by step of its Algorithm 1 (paper 000, Fig. 7), % of its wall time per image; S_T is the "
+      md = "\nMuLo-SD's time by step of its Algorithm 1 (the MuLo-SD paper, Fig. 7), % of its wall time per image; S_T is the "
            "paper's Eq. 9 at the measured acceptance rate a (T_p, T_q: target and drafter tokens per image).\n\n"
            "| decoder | 1 draft | 2 up-sample | 3 verify | 4-5 accept, expand | 6 resample | 7 down-sample | other "
            "| resampled / image | target fwd | draft fwd | S_T (Eq. 9) | speedup |\n"

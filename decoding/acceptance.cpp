@@ -110,7 +110,7 @@ torch::Tensor rejection_distribution(const torch::Tensor& p, const torch::Tensor
     }
     case AcceptRule::kLanternPlusPlus: {
       if (a.optimal_resampling) return residual(p, q);
-      // LANTERN++ (LlamaGen code, research/relaxed_sd.md §3.3): the aggregated neighbours keep their whole target
+      // LANTERN++ (as in its authors' LlamaGen code): the aggregated neighbours keep their whole target
       // mass, norm(max(0, p - q')) with q' = q zeroed on them. The code zeroes all k + 1 nearest whenever any
       // was aggregated; ours only those aggregated (as for LANTERN), so lambda = 1 is the exact residual.
       const auto m = lanternpp_mass(p, x, neighbours, a.k, a.lambda);

@@ -1,4 +1,4 @@
-// ADT-Tree (paper 003, section IV; ALGORITHMS.md "ADT-Tree"): a policy choosing EAGLE-2's tree shape per
+// ADT-Tree (its paper, section IV): a policy choosing EAGLE-2's tree shape per
 // position from the trees drafted next to it. Only the shape changes: the builder, verification and
 // acceptance rules are EAGLE-2's (decoding/eagle2.cpp), so ADT-Tree with any rule is lossless or relaxed
 // exactly as that rule is.

@@ -1,4 +1,4 @@
-// MuLo-SD (paper 000): multi-scale drafting with local verification. The whole algorithm is in
+// MuLo-SD: multi-scale drafting with local verification. The whole algorithm is in
 // decoding/mulo_sd.cpp; this header holds its parameters, the decoder and the local expansion set.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace vispec {
 
-// The locally expanded rejection set R_X (paper 000, Eq. 6-7): every cell u of the drafted span
+// The locally expanded rejection set R_X (the MuLo-SD paper, Eq. 6-7): every cell u of the drafted span
 // [span_begin, span_end) (raster indices on a grid `width` cells wide) within Chebyshev distance `radius` of a
 // rejected cell t (|row_u - row_t| <= l and |col_u - col_t| <= l), and never before the first rejection t0
 // (u >= t0). `rejected` need not be sorted; the result is sorted ascending (the order they are resampled in).

@@ -1,4 +1,4 @@
-// SSD (Xiang et al., paper 004; ALGORITHMS.md "SSD"; research/tree_spatial_sd.md §3). No public code: this is
+// SSD (Xiang et al., the SSD paper; ALGORITHMS.md "SSD"; research/tree_spatial_sd.md §3). No public code: this is
 // our reading of the paper, step by step.
 //
 //   heads      h^(cell + offset) = f([h_pre(cell); e(token(cell))]) (models/ssd_heads): horizontal heads for

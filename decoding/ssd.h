@@ -1,4 +1,4 @@
-// SSD (spatially speculative decoding, paper 004): spatial draft heads, and rows drafted whole and corrected
+// SSD (spatially speculative decoding, the SSD paper): spatial draft heads, and rows drafted whole and corrected
 // in place by rounds of parallel verification instead of rolled back.
 #pragma once
 

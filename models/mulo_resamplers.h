@@ -1,4 +1,4 @@
-// MuLo-SD's learned resamplers (paper 000, §3.2 and supplementary "Implementation Details"): small conv nets
+// MuLo-SD's learned resamplers (the MuLo-SD paper, §3.2 and supplementary "Implementation Details"): small conv nets
 // with residual blocks and pixel shuffle that map a grid of VQ code vectors to a grid twice as fine (U_2) or
 // half as fine (D_2). Every convolution is ROW-CAUSAL (it sees its own row and the rows above, never below),
 // so a drafted row can be up-sampled before the rows below it exist and an accepted prefix down-sampled

@@ -4,12 +4,8 @@
 # fp32: the target's own head applied to hidden[t] picks tokens[t]), and a writer killed mid-unit leaves
 # nothing the index includes; distill-index covers exactly the journaled units and the rerun completes.
 set -euo pipefail
-# The Python that reads outputs back (numpy, h5py): Debian's by default, the GPU machine's via CMake there.
-py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1 src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/tests/mpi_common.sh"
+source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
 
 # 1. bf16, both streams, 2 ranks.
 write_job "$work/a"

@@ -1,5 +1,9 @@
 # Shared by the MPI / resume tests: a small job on the embedded model (18 samples in 5 units of 4, batches of 3,
-# one thread per rank) and checks on its outputs. Sourced with $vispec, $src, $work and $py set.
+# one thread per rank) and checks on its outputs. Sourced with $vispec and $src set; sets $py and $work.
+# The Python that reads outputs back (numpy, h5py): Debian's by default, the GPU machine's via CMake there.
+py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
 fail() { echo "FAIL: $*"; exit 1; }
 

@@ -4,12 +4,8 @@
 # changed configuration. Every rerun must complete with outputs identical to an uninterrupted run, nothing
 # duplicated in the journal. Failures are injected with VISPEC_FAULT (core/fault_injection.h).
 set -euo pipefail
-# The Python that reads outputs back (numpy, h5py): Debian's by default, the GPU machine's via CMake there.
-py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1 src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/tests/mpi_common.sh"
+source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
 write_job "$work/ref"
 "$vispec" run "$work/ref/job.yaml" 2> "$work/ref.log"
 

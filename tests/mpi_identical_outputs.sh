@@ -2,12 +2,8 @@
 # Real mpirun, 1 to 4 ranks, dynamic and static schedules: every run writes byte-identical images and tokens,
 # the same metrics and a complete journal, equal to a run without mpirun.
 set -euo pipefail
-# The Python that reads outputs back (numpy, h5py): Debian's by default, the GPU machine's via CMake there.
-py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1 src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/tests/mpi_common.sh"
+source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
 write_job "$work/ref"
 "$vispec" run "$work/ref/job.yaml" 2> "$work/ref.log"
 for np in 1 2 3 4; do

@@ -4,11 +4,8 @@
 # failures (a journal line that is JSON but no unit record, a prompt line that is not UTF-8) are input errors
 # with file and line. Real mpirun, 2 ranks; each case also without mpirun.
 set -euo pipefail
-py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1 src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/tests/mpi_common.sh"
+source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
 
 # expect_failure NAME TEXT CMD...: CMD ends within 60 s, not with 0, and prints exactly one vispec error line,
 # which contains TEXT.

@@ -3,11 +3,8 @@
 # --new, with another seed, or under mpirun) fails at once with one line naming the holder and changes
 # nothing, and the first completes as if alone; a holder killed with SIGKILL leaves no stale lock.
 set -euo pipefail
-py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 vispec=$1 src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/tests/mpi_common.sh"
+source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
 
 d="$work/job"
 write_job "$d"

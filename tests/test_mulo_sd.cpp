@@ -1,4 +1,4 @@
-// MuLo-SD (decoding/mulo_sd.cpp): the local expansion set R_X equals paper 000's Eq. 6-7 on hand-made cases;
+// MuLo-SD (decoding/mulo_sd.cpp): the local expansion set R_X equals the MuLo-SD paper's Eq. 6-7 on hand-made cases;
 // the row-causal resamplers U_2 / D_2 round-trip shapes and a change in a later row never changes an earlier
 // output row; the decoder at its two ends (tau > 1 rejects every draft: AR's tokens, at T = 0 and T = 1; tau = 0
 // keeps every draft: one target forward per span) and in between (a sample's tokens and counts do not depend on

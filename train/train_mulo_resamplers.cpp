@@ -1,4 +1,4 @@
-// Trains MuLo-SD's resamplers (paper 000, supplementary "Implementation Details"; models/mulo_resamplers.h)
+// Trains MuLo-SD's resamplers (the MuLo-SD paper, supplementary "Implementation Details"; models/mulo_resamplers.h)
 // with the VQ frozen, on Fashion-MNIST at both resolutions (32x32 images -> 16x16 grid, their 2x2 average
 // pooling 16x16 -> 8x8 grid, both tokenised by the same VQ):
 //   U_2: low-res codes  -> high-res latent; loss MSE(VQ decoder(latent), the 32x32 image) + commitment

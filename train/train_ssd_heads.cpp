@@ -1,4 +1,4 @@
-// Trains SSD's spatial heads (models/ssd_heads.h; paper 004 Eq. 3) on self-distillation data: for every head
+// Trains SSD's spatial heads (models/ssd_heads.h; the SSD paper Eq. 3) on self-distillation data: for every head
 // (direction, offset k) and every valid source cell (y, x) (horizontal: x + k < W; vertical: y + k < H),
 // SmoothL1(f([h_pre(y, x); e(token(y, x))]), h_pre(target cell)). The heads are independent predictors with
 // identical hyperparameters (the paper trains them separately): one optimizer over disjoint parameters with
