@@ -23,7 +23,7 @@ void add_distill_commands(CLI::App& app, Action& action) {
   index->add_option("out", out, "the run's output directory")->required();
   index->callback([&action] {
     action = [] {
-      const auto units = distill_units(read_journal_units(out));
+      const auto units = distill_units(Journal(out).done());
       build_distill_index(out, units);
       std::cout << describe_h5(distill_index_path(out));
       return kExitOk;

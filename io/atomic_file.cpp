@@ -30,6 +30,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(const void* data, size_t size) {
+  digest_.update(data, size);
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
     const ssize_t n = ::write(fd_, p, size);
@@ -40,7 +41,7 @@ void AtomicFile::write(const void* data, size_t size) {
   }
 }
 
-void AtomicFile::commit(bool sync_directory) {
+FileDigest AtomicFile::commit(bool sync_directory) {
   VISPEC_CHECK(::fsync(fd_) == 0, path_, ": fsync failed: ", std::strerror(errno));
   ::close(fd_);
   fd_ = -1;
@@ -50,12 +51,13 @@ void AtomicFile::commit(bool sync_directory) {
     VISPEC_FAIL(path_, ": rename failed: ", std::strerror(err));
   }
   if (sync_directory) fsync_directory(fs::path(path_).parent_path().string());
+  return digest_.digest();
 }
 
-void write_file_atomic(const std::string& path, const std::string& contents, bool sync_directory) {
+FileDigest write_file_atomic(const std::string& path, const std::string& contents, bool sync_directory) {
   AtomicFile f(path);
   f.write(contents);
-  f.commit(sync_directory);
+  return f.commit(sync_directory);
 }
 
 void append_file_synced(const std::string& path, const std::string& contents) {

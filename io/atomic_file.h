@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include "io/file_digest.h"
+
 namespace vispec {
 
 class AtomicFile {
@@ -18,14 +20,16 @@ class AtomicFile {
   void write(const void* data, size_t size);
   void write(const std::string& s) { write(s.data(), s.size()); }
   // sync_directory=false leaves the directory fsync to the caller (one per batch of files, e.g. a unit).
-  void commit(bool sync_directory = true);
+  // Returns the size and checksum of what was written (for the journal's record of the file).
+  FileDigest commit(bool sync_directory = true);
 
  private:
   std::string path_, tmp_;
   int fd_ = -1;
+  DigestBuilder digest_;
 };
 
-void write_file_atomic(const std::string& path, const std::string& contents, bool sync_directory = true);
+FileDigest write_file_atomic(const std::string& path, const std::string& contents, bool sync_directory = true);
 // Appends and fsyncs (for line-oriented logs such as metrics.jsonl, where a torn last line is tolerated).
 void append_file_synced(const std::string& path, const std::string& contents);
 void fsync_directory(const std::string& dir);

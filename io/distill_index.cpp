@@ -12,6 +12,7 @@
 #include "io/atomic_file.h"
 #include "io/distill_schema.h"
 #include "io/h5.h"
+#include "io/unit_files.h"
 
 namespace vispec {
 
@@ -58,22 +59,36 @@ std::string distill_unit_path(const std::string& out_dir, int64_t unit) {
 }
 std::string distill_index_path(const std::string& out_dir) { return out_dir + "/distill/index.h5"; }
 
+void check_distill_unit_files(const std::string& out_dir, const std::vector<DistillUnitRef>& units) {
+  for (const auto& u : units) {
+    if (!u.file) continue;
+    const auto problem = check_unit_file(out_dir, {"distill/" + unit_file_name(u.unit), *u.file}, false);
+    VISPEC_CHECK(problem.empty(), problem, " (changed after its unit was journaled): `vispec verify ", out_dir,
+                 " --repair`, then rerun the job to recompute the broken units");
+  }
+}
+
 void build_distill_index(const std::string& out_dir, const std::vector<DistillUnitRef>& units) {
+  check_distill_unit_files(out_dir, units);
   const std::string path = distill_index_path(out_dir), tmp = path + ".tmp." + std::to_string(::getpid());
   int64_t total = 0;
   for (const auto& u : units) total += u.length;
   {
     h5::Handle index = h5::create_file(tmp);
-    std::vector<int64_t> ids, offsets, lengths;
+    std::vector<int64_t> ids, offsets, lengths, bytes, crcs;
     for (const auto& u : units) {
       ids.push_back(u.unit);
       offsets.push_back(offsets.empty() ? 0 : offsets.back() + lengths.back());
       lengths.push_back(u.length);
+      bytes.push_back(u.file ? u.file->bytes : -1);
+      crcs.push_back(u.file ? int64_t(u.file->crc32) : -1);
     }
     auto table = h5::group(index.get(), "units", path);
     write_table_column(table.get(), "unit", ids, path);
     write_table_column(table.get(), "offset", offsets, path);
     write_table_column(table.get(), "length", lengths, path);
+    write_table_column(table.get(), "bytes", bytes, path);
+    write_table_column(table.get(), "crc32", crcs, path);
     {
       h5::Handle str(H5Tcopy(H5T_C_S1), H5Tclose);
       H5Tset_size(str.get(), H5T_VARIABLE);
@@ -104,6 +119,7 @@ void build_distill_index(const std::string& out_dir, const std::vector<DistillUn
         dims[0] = hsize_t(total);
         h5::Handle vspace(H5Screate_simple(rank, dims.data(), nullptr), H5Sclose);
         h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+        H5Pset_obj_track_times(dcpl.get(), false);  // a rebuilt index equals the first, byte for byte
         for (size_t i = 0; i < units.size(); ++i) {
           if (lengths[i] == 0) continue;
           std::vector<hsize_t> start(static_cast<size_t>(rank), 0), count = dims;

@@ -7,16 +7,25 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include <optional>
+
+#include "io/file_digest.h"
 
 namespace vispec {
 
 struct DistillUnitRef {
   int64_t unit = 0;
-  int64_t length = 0;  // samples (rows) in the unit file
+  int64_t length = 0;                // samples (rows) in the unit file
+  std::optional<FileDigest> file;    // its size and CRC-32 as journaled (absent: journaled by an older vispec)
 };
 
-// units ascending; those of length 0 have no rows and are listed in the table only.
+// units ascending; those of length 0 have no rows and are listed in the table only. First checks every unit
+// file's size against its journaled one (check_distill_unit_files).
 void build_distill_index(const std::string& out_dir, const std::vector<DistillUnitRef>& units);
+
+// Throws one line naming the first unit file that is missing or not its journaled size (deleted or truncated
+// after its run), with the way out: `vispec verify OUT --repair`, then the rerun recomputes those units.
+void check_distill_unit_files(const std::string& out_dir, const std::vector<DistillUnitRef>& units);
 
 // `vispec inspect`: the schema attributes, each dataset's shape, dtype, layout (chunked/virtual/contiguous)
 // and filters, and the unit table's totals, as text.

@@ -1,6 +1,7 @@
 #include "io/distill_reader.h"
 
 #include <cstring>
+#include <filesystem>
 
 #include "core/check.h"
 #include "io/h5.h"
@@ -89,7 +90,23 @@ DistillReader::DistillReader(const std::string& path) : path_(path) {
   dtype_ = dtype == "fp32" ? DistillDtype::kFloat32 : dtype == "fp16" ? DistillDtype::kFloat16 : DistillDtype::kBFloat16;
   check_stored_type(file.get(), dtype_, path);
   const auto ids = read_column(file.get(), "units/unit", path), lengths = read_column(file.get(), "units/length", path);
-  for (size_t i = 0; i < ids.size(); ++i) units_.push_back({ids[i], lengths[i]});
+  VISPEC_CHECK(lengths.size() == ids.size(), path, ": units/length and units/unit differ in length");
+  // Indexes built before the table had sizes and CRC-32s lack these columns; their unit files go unchecked.
+  std::vector<int64_t> bytes(ids.size(), -1), crcs(ids.size(), -1);
+  if (H5Lexists(file.get(), "units/bytes", H5P_DEFAULT) > 0) {
+    bytes = read_column(file.get(), "units/bytes", path);
+    crcs = read_column(file.get(), "units/crc32", path);
+    VISPEC_CHECK(bytes.size() == ids.size() && crcs.size() == ids.size(), path,
+                 ": units/bytes or units/crc32 differ in length from units/unit");
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    DistillUnitRef u{ids[i], lengths[i]};
+    if (bytes[i] >= 0) u.file = FileDigest{bytes[i], uint32_t(crcs[i])};
+    units_.push_back(u);
+  }
+  // A unit file deleted or truncated since the index was built would read as rows of zeros (HDF5 fills
+  // unmapped virtual data): refuse it here, before any training step. The index sits in OUT/distill/.
+  check_distill_unit_files(std::filesystem::absolute(path).parent_path().parent_path().string(), units_);
 }
 
 DistillRows DistillReader::read(int64_t row, int64_t count) const {

@@ -25,8 +25,10 @@
 // OUT/distill/index.h5, built by rank 0 at the end of a run (and by `vispec distill-index OUT`) over exactly
 // the journaled units: the four datasets above as HDF5 Virtual Datasets spanning every unit file in unit
 // order (source paths relative to the index), the same root attributes without `unit`, and a table
-//   units/unit [U] int64, units/offset [U] int64, units/length [U] int64, units/file [U] string
-// that tells a reader where every unit's rows are without opening the unit files.
+//   units/unit [U] int64, units/offset [U] int64, units/length [U] int64, units/file [U] string,
+//   units/bytes [U] int64, units/crc32 [U] int64 (the unit file's journaled size and CRC-32; -1 if unknown)
+// that tells a reader where every unit's rows are without opening the unit files. Readers check each unit
+// file's size against units/bytes before reading: HDF5 reads a missing source of a virtual dataset as zeros.
 #pragma once
 
 #include <cstdint>

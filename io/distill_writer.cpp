@@ -86,7 +86,7 @@ void DistillUnitWriter::push(DistillBatch batch) {
   cv_.notify_all();
 }
 
-void DistillUnitWriter::finish() {
+FileDigest DistillUnitWriter::finish() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closing_ = true;
@@ -94,6 +94,7 @@ void DistillUnitWriter::finish() {
   cv_.notify_all();
   thread_.join();
   if (error_) std::rethrow_exception(error_);
+  const FileDigest digest = digest_file(tmp_);
   // Durable before visible: fsync the closed file, rename it into place, fsync the directory.
   const int fd = ::open(tmp_.c_str(), O_RDONLY | O_CLOEXEC);
   VISPEC_CHECK(fd >= 0 && ::fsync(fd) == 0, path_, ": fsync failed");
@@ -101,6 +102,7 @@ void DistillUnitWriter::finish() {
   VISPEC_CHECK(std::rename(tmp_.c_str(), path_.c_str()) == 0, path_, ": rename failed");
   fsync_directory(path_.substr(0, path_.find_last_of('/')));
   done_ = true;
+  return digest;
 }
 
 void DistillUnitWriter::run() {

@@ -1,6 +1,6 @@
 // Writes one unit's distillation file (io/distill_schema.h) from a background thread: the worker pushes each
 // decoded batch and goes on decoding while the previous one is written; a bounded queue keeps memory flat.
-// finish() waits for the last batch, closes, fsyncs and renames the file into place; destroyed without
+// finish() waits for the last batch, closes, checksums, fsyncs and renames the file into place; destroyed without
 // finish() (an abandoned unit, an exception) the temporary file is removed.
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "io/distill_schema.h"
+#include "io/file_digest.h"
 
 namespace vispec {
 
@@ -43,7 +44,9 @@ class DistillUnitWriter {
   DistillUnitWriter& operator=(const DistillUnitWriter&) = delete;
 
   void push(DistillBatch batch);  // blocks while the queue is full; rethrows a write error
-  void finish();                  // all rows written -> file closed, fsynced, renamed; rethrows a write error
+  // All rows written -> file closed, fsynced, renamed; rethrows a write error. Returns the file's digest, read
+  // back once while it is still in the page cache (HDF5 writes it in pieces, out of order).
+  FileDigest finish();
 
  private:
   void run();

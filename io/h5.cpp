@@ -37,7 +37,9 @@ Handle open_file(const std::string& path) {
 }
 
 Handle group(hid_t parent, const std::string& name, const std::string& where) {
-  return {check(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), where, "group create"),
+  Handle props(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
+  H5Pset_obj_track_times(props.get(), false);
+  return {check(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, props.get(), H5P_DEFAULT), where, "group create"),
           H5Gclose};
 }
 
@@ -83,6 +85,7 @@ Handle create_dataset(hid_t parent, const std::string& name, hid_t type, const s
                       const std::vector<hsize_t>& chunk, int gzip, const std::string& where) {
   Handle space(check(H5Screate_simple(int(dims.size()), dims.data(), nullptr), where, "dataspace"), H5Sclose);
   Handle props(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_obj_track_times(props.get(), false);  // no timestamps: a recomputed unit file equals the first, byte for byte
   if (!chunk.empty()) {
     check(H5Pset_chunk(props.get(), int(chunk.size()), chunk.data()), where, "chunking");
     if (gzip > 0) {

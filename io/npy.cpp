@@ -7,7 +7,7 @@
 
 namespace vispec {
 
-void write_npy_int32(const std::string& path, const std::vector<int32_t>& data, const std::vector<int64_t>& shape,
+FileDigest write_npy_int32(const std::string& path, const std::vector<int32_t>& data, const std::vector<int64_t>& shape,
                      bool sync_directory) {
   std::string dims;
   for (auto d : shape) dims += std::to_string(d) + ",";
@@ -21,7 +21,7 @@ void write_npy_int32(const std::string& path, const std::vector<int32_t>& data, 
   out.push_back(char(header.size() >> 8));
   out += header;
   out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(int32_t));
-  write_file_atomic(path, out, sync_directory);
+  return write_file_atomic(path, out, sync_directory);
 }
 
 std::vector<int32_t> read_npy_int32(const std::string& path, std::vector<int64_t>* shape) {

@@ -18,7 +18,7 @@ void append_bytes(png_structp png, png_bytep data, png_size_t length) {
 void no_flush(png_structp) {}
 }  // namespace
 
-void write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
+FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
                bool sync_directory) {
   VISPEC_ASSERT(channels == 1 || channels == 3, "png channels");
   VISPEC_ASSERT(pixels.size() == size_t(width) * height * channels, "png size");
@@ -38,7 +38,7 @@ void write_png(const std::string& path, const std::vector<uint8_t>& pixels, int 
     png_write_row(png, const_cast<png_bytep>(pixels.data() + size_t(y) * width * channels));
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  write_file_atomic(path, encoded, sync_directory);
+  return write_file_atomic(path, encoded, sync_directory);
 }
 
 std::vector<uint8_t> read_png(const std::string& path, int& width, int& height, int& channels) {

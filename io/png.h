@@ -5,10 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "io/file_digest.h"
+
 namespace vispec {
 
 // pixels: height * width * channels bytes, row-major, channels 1 (gray) or 3 (RGB).
-void write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
+FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
                bool sync_directory = true);
 // Decodes a PNG (for tests and tools): fills width/height/channels.
 std::vector<uint8_t> read_png(const std::string& path, int& width, int& height, int& channels);

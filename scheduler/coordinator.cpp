@@ -51,7 +51,8 @@ std::optional<WorkUnit> Coordinator::handle(int source, const WorkerReport& r) {
     try {
       journal_.append({{"unit", d.unit}, {"rank", source}, {"images", d.images}, {"seconds", d.seconds},
                        {"target_forwards", d.stats.target_forwards}, {"draft_forwards", d.stats.draft_forwards},
-                       {"drafted", d.stats.drafted}, {"accepted", d.stats.accepted}, {"tokens", d.stats.tokens}});
+                       {"drafted", d.stats.drafted}, {"accepted", d.stats.accepted}, {"tokens", d.stats.tokens},
+                       {"files", unit_files_to_json(d.files)}});
     } catch (const std::exception& e) {
       if (out_.error.empty()) {  // e.g. a full disk: the journal keeps every line written before
         out_.error = e.what();

@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/unit_files.h"
 
 namespace vispec {
 
@@ -32,9 +34,20 @@ std::string journal_path(const std::string& out_dir) { return out_dir + "/journa
 Journal::Journal(const std::string& out_dir, const nlohmann::json& header) : path_(journal_path(out_dir)) {
   if (!file_exists(path_)) {
     write_file_atomic(path_, header.dump() + "\n");
+    header_ = header;
     return;
   }
   resumed_ = true;
+  load(&header, /*cut_torn_tail=*/true);
+}
+
+Journal::Journal(const std::string& out_dir) : path_(journal_path(out_dir)) {
+  VISPEC_CHECK(file_exists(path_), path_, ": no journal (is this a vispec run directory?)");
+  resumed_ = true;
+  load(nullptr, /*cut_torn_tail=*/false);
+}
+
+void Journal::load(const nlohmann::json* expected, bool cut_torn_tail) {
   const std::string text = read_file(path_);
   size_t pos = 0, good_end = 0;
   int64_t line_no = 0;
@@ -42,64 +55,83 @@ Journal::Journal(const std::string& out_dir, const nlohmann::json& header) : pat
     const size_t nl = text.find('\n', pos);
     ++line_no;
     if (nl == std::string::npos) break;  // torn last line: no newline, cut below
+    const std::string where = path_ + ":" + std::to_string(line_no);
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(text.substr(pos, nl - pos));
     } catch (const nlohmann::json::exception&) {
-      VISPEC_CHECK(text.find('\n', nl + 1) == std::string::npos, path_, ":", line_no,
+      VISPEC_CHECK(text.find('\n', nl + 1) == std::string::npos, where,
                    ": not a JSON line in the middle of the journal (the file was edited or corrupted)");
       break;  // a torn last line that happens to end in a newline
     }
     if (line_no == 1) {
-      VISPEC_CHECK(record.contains("fingerprint") && record.contains("identity"), path_,
-                   ":1: not a vispec journal header");
-      if (record["fingerprint"] != header["fingerprint"])
-        VISPEC_FAIL(path_, ": written by a different job configuration (", first_difference(record["identity"], header["identity"]),
+      VISPEC_CHECK(record.is_object() && record.contains("fingerprint") && record.contains("identity"), where,
+                   ": not a vispec journal header");
+      if (expected && record["fingerprint"] != (*expected)["fingerprint"])
+        VISPEC_FAIL(path_, ": written by a different job configuration (",
+                    first_difference(record["identity"], (*expected)["identity"]),
                     "); rerun with --new to start this output directory over, or choose another --out");
+      header_ = std::move(record);
     } else {
-      VISPEC_CHECK(record.is_object() && record.contains("unit") && record["unit"].is_number_integer(), path_, ":",
-                   line_no, ": not a unit record (no integer 'unit'; the file was edited or corrupted)");
-      done_[record["unit"].get<int64_t>()] = record;
+      VISPEC_CHECK(record.is_object() && record.contains("unit") && record["unit"].is_number_integer() &&
+                       record.contains("images") && record["images"].is_number_integer(),
+                   where, ": not a unit record (no integer 'unit' and 'images'; the file was edited or corrupted)");
+      if (record.contains("files")) unit_files_from_json(record["files"], where);  // well-formed, or one line
+      const int64_t unit = record["unit"].get<int64_t>();
+      done_[unit] = std::move(record);  // a later record of a unit supersedes
     }
     good_end = nl + 1;
     pos = nl + 1;
   }
   VISPEC_CHECK(good_end > 0, path_, ": empty or torn header; remove the file to start over");
-  if (good_end < text.size()) {  // cut the torn tail so that appends start on a fresh line
+  if (cut_torn_tail && good_end < text.size()) {  // so that appends start on a fresh line
     VISPEC_CHECK(::truncate(path_.c_str(), off_t(good_end)) == 0, path_, ": cannot truncate a torn line: ",
                  std::strerror(errno));
   }
 }
 
-std::map<int64_t, nlohmann::json> read_journal_units(const std::string& out_dir) {
-  const auto path = journal_path(out_dir);
-  VISPEC_CHECK(file_exists(path), path, ": no journal (is this a vispec run directory?)");
-  std::map<int64_t, nlohmann::json> units;
-  const std::string text = read_file(path);
-  size_t pos = text.find('\n');  // skip the header
-  while (pos != std::string::npos && pos + 1 < text.size()) {
-    const size_t nl = text.find('\n', pos + 1);
-    if (nl == std::string::npos) break;  // a torn last line is not a journaled unit
-    try {
-      const auto record = nlohmann::json::parse(text.substr(pos + 1, nl - pos - 1));
-      units[record.at("unit").get<int64_t>()] = record;
-    } catch (const nlohmann::json::exception&) {
-      break;
-    }
-    pos = nl;
+std::vector<DistillUnitRef> distill_units(const std::map<int64_t, nlohmann::json>& done) {
+  std::vector<DistillUnitRef> units;
+  for (const auto& [unit, record] : done) {
+    DistillUnitRef ref{unit, record.at("images").get<int64_t>()};
+    if (record.contains("files"))
+      for (const auto& f : unit_files_from_json(record["files"], "journal unit " + std::to_string(unit)))
+        if (f.name.rfind("distill/", 0) == 0) ref.file = f.digest;
+    units.push_back(ref);
   }
   return units;
 }
 
-std::vector<DistillUnitRef> distill_units(const std::map<int64_t, nlohmann::json>& done) {
-  std::vector<DistillUnitRef> units;
-  for (const auto& [unit, record] : done) units.push_back({unit, record.at("images").get<int64_t>()});
-  return units;
+namespace {
+void drop_sample_files(nlohmann::json& record) {
+  if (!record.contains("files")) return;
+  auto kept = nlohmann::json::array();
+  for (auto& f : record["files"]) {
+    const auto& name = f[0].get_ref<const std::string&>();
+    if (name.rfind("images/", 0) != 0 && name.rfind("tokens/", 0) != 0) kept.push_back(std::move(f));
+  }
+  record["files"] = std::move(kept);
 }
+}  // namespace
 
 void Journal::append(const nlohmann::json& record) {
   append_file_synced(path_, record.dump() + "\n");
-  done_[record.at("unit").get<int64_t>()] = record;
+  auto& held = done_[record.at("unit").get<int64_t>()];
+  held = record;
+  if (file_lists_released_) drop_sample_files(held);
+}
+
+void Journal::forget(const std::vector<int64_t>& units) {
+  VISPEC_ASSERT(!file_lists_released_, "Journal::forget after release_sample_file_lists would drop file entries");
+  for (const int64_t u : units) done_.erase(u);
+  std::string text = header_.dump() + "\n";
+  for (const auto& [unit, record] : done_) text += record.dump() + "\n";
+  write_file_atomic(path_, text);
+}
+
+void Journal::release_sample_file_lists() {
+  for (auto& [unit, record] : done_) drop_sample_files(record);
+  file_lists_released_ = true;
 }
 
 }  // namespace vispec

@@ -1,10 +1,13 @@
 // OUT/journal.jsonl: the record of which units are done, the only thing that makes a unit count.
 //
 //   {"journal": 1, "fingerprint": "9f2c...", "identity": {...}, "units": 12, "unit_size": 64, ...}   header
-//   {"unit": 3, "rank": 1, "images": 64, "seconds": 7.9, "target_forwards": 16384, ...}            one per unit
+//   {"unit": 3, "rank": 1, "images": 64, "seconds": 7.9, ..., "files": [["images/00000192.png", 1093,
+//    "9a0c41d2"], ...]}                                                                              one per unit
 //
 // Rank 0 appends a unit's line (and fsyncs) only after the worker has renamed every file of the unit and
-// fsynced their directories. A rerun reads the journal, skips its units and recomputes every other one. The
+// fsynced their directories. The line lists those files with their sizes and CRC-32s (io/unit_files.h), so
+// that a file deleted, truncated or damaged after the run is found (scheduler/output_check.h) instead of
+// being read as data. A rerun reads the journal, skips its units and recomputes every other one. The
 // header's fingerprint identifies everything that decides the outputs (scheduler/fingerprint.h): a rerun with
 // a different one is refused unless --new. A torn last line (a kill during the append) is cut off on reopen.
 #pragma once
@@ -20,27 +23,40 @@ namespace vispec {
 
 class Journal {
  public:
-  // Opens (creating with `header` when absent) OUT/journal.jsonl. header must hold "fingerprint" and
-  // "identity"; an existing journal with another fingerprint throws, naming the first field that differs.
+  // For a run: opens (creating with `header` when absent) OUT/journal.jsonl, cutting a torn last line. header
+  // must hold "fingerprint" and "identity"; an existing journal with another fingerprint throws, naming the
+  // first field that differs.
   Journal(const std::string& out_dir, const nlohmann::json& header);
+  // For tools (verify, distill-index): an existing journal, whatever its fingerprint; the file is not changed
+  // until forget() is called (the caller holds the output lock then).
+  explicit Journal(const std::string& out_dir);
 
   const std::map<int64_t, nlohmann::json>& done() const { return done_; }
   bool is_done(int64_t unit) const { return done_.count(unit) != 0; }
   bool resumed() const { return resumed_; }
+  const nlohmann::json& header() const { return header_; }
   // Appends the unit's record and fsyncs.
   void append(const nlohmann::json& record);
+  // Un-journals units (their outputs are broken): rewrites the journal without their records, atomically.
+  void forget(const std::vector<int64_t>& units);
+  // Once the records have been checked: drops the per-sample entries (images/, tokens/) of the file lists
+  // held in memory, now and for later appends (a million-image job's take hundreds of MB as JSON); the unit
+  // files' entries (metrics, distillation) stay for the end of the run. The journal file keeps every entry.
+  void release_sample_file_lists();
   const std::string& path() const { return path_; }
 
  private:
+  void load(const nlohmann::json* expected_header, bool cut_torn_tail);
+
   std::string path_;
-  std::map<int64_t, nlohmann::json> done_;
-  bool resumed_ = false;
+  nlohmann::json header_;
+  std::map<int64_t, nlohmann::json> done_;  // the last record of each unit
+  bool resumed_ = false, file_lists_released_ = false;
 };
 
 std::string journal_path(const std::string& out_dir);
-// The unit records of an existing journal, without checking a fingerprint (for tools such as distill-index).
-std::map<int64_t, nlohmann::json> read_journal_units(const std::string& out_dir);
-// The distillation index's view of journaled units: (unit, images) in unit order.
+// The distillation index's view of journaled units: (unit, images, the unit file's size and CRC-32 when
+// the record lists it) in unit order.
 std::vector<DistillUnitRef> distill_units(const std::map<int64_t, nlohmann::json>& done);
 
 }  // namespace vispec

@@ -12,7 +12,7 @@ std::string encode_report(const WorkerReport& r) {
     j["done"] = {{"unit", r.done->unit},           {"images", r.done->images},
                  {"seconds", r.done->seconds},     {"target_forwards", s.target_forwards},
                  {"draft_forwards", s.draft_forwards}, {"drafted", s.drafted},
-                 {"accepted", s.accepted},         {"tokens", s.tokens}};
+                 {"accepted", s.accepted},         {"tokens", s.tokens}, {"files", unit_files_to_json(r.done->files)}};
   }
   return j.dump();
 }
@@ -38,6 +38,7 @@ WorkerReport decode_report(const std::string& text) {
     u.stats.drafted = d.at("drafted").get<int64_t>();
     u.stats.accepted = d.at("accepted").get<int64_t>();
     u.stats.tokens = d.at("tokens").get<int64_t>();
+    u.files = unit_files_from_json(d.at("files"), "report of rank " + std::to_string(r.rank));
     r.done = u;
   }
   return r;

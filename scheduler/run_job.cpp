@@ -19,6 +19,7 @@
 #include "scheduler/coordinator.h"
 #include "scheduler/fingerprint.h"
 #include "scheduler/journal.h"
+#include "scheduler/output_check.h"
 #include "scheduler/output_lock.h"
 #include "scheduler/unit_sources.h"
 
@@ -27,6 +28,8 @@ namespace vispec {
 namespace fs = std::filesystem;
 
 namespace {
+constexpr int kCheckThreads = 8;  // stats in flight while a rerun checks the journaled files
+
 bool is_temporary(const fs::path& p) { return p.filename().string().find(".tmp.") != std::string::npos; }
 
 // What rank 0 holds for the job's life: the output directory's lock and its journal.
@@ -34,6 +37,23 @@ struct Output {
   std::unique_ptr<OutputLock> lock;
   std::unique_ptr<Journal> journal;
 };
+
+// A journaled unit whose files are gone or of another size (deleted, truncated, a disk that lost them) is
+// not done: it is un-journaled, and this run recomputes it. Sizes only (a stat per file); `vispec verify`
+// reads the contents.
+void recompute_broken_units(const std::string& out, Journal& journal) {
+  const auto check = check_outputs(out, journal.done(), /*checksums=*/false, kCheckThreads);
+  if (!check.broken.empty()) {
+    std::vector<int64_t> units;
+    for (const auto& b : check.broken) {
+      units.push_back(b.unit);
+      if (units.size() <= 5) spdlog::warn("unit {}: {}; recomputing it", b.unit, b.problems.front());
+    }
+    if (units.size() > 5) spdlog::warn("... and {} more broken unit(s); recomputing them", units.size() - 5);
+    journal.forget(units);
+  }
+  journal.release_sample_file_lists();
+}
 
 // Rank 0, before any unit: the lock (before anything in OUT changes), directories, the journal (refusing a
 // different configuration), leftovers of a killed run removed, errors.jsonl. Throws with one line on any
@@ -62,6 +82,7 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
                                  {"created_utc", utc_timestamp()}};
   held.journal = std::make_unique<Journal>(out, header);
   const auto& journal = held.journal;
+  recompute_broken_units(out, *journal);
   // A killed run can leave temporaries and metrics of unjournaled units: remove them; those units rerun.
   int64_t removed = 0;
   for (const char* dir : {"", "/images", "/tokens", "/metrics", "/distill"})

@@ -95,13 +95,17 @@ class UnitWriter {
         if (fault_at("enospc", unit.id))
           VISPEC_FAIL(image_path(job.out_dir, s.sample_id), ": write failed: No space left on device (VISPEC_FAULT)");
         const auto px = bytes[b];
-        write_png(image_path(job.out_dir, s.sample_id),
-                  std::vector<uint8_t>(px.data_ptr<uint8_t>(), px.data_ptr<uint8_t>() + px.numel()),
-                  int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)), /*sync_directory=*/false);
+        const auto png = image_path(job.out_dir, s.sample_id);
+        done.files.push_back({relative(png), write_png(png, std::vector<uint8_t>(px.data_ptr<uint8_t>(),
+                                                                                 px.data_ptr<uint8_t>() + px.numel()),
+                                                       int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)),
+                                                       /*sync_directory=*/false)});
         const auto row = result.tokens[b].to(torch::kInt32).contiguous();
-        write_npy_int32(tokens_path(job.out_dir, s.sample_id),
-                        std::vector<int32_t>(row.data_ptr<int32_t>(), row.data_ptr<int32_t>() + row.numel()),
-                        {grid, grid}, /*sync_directory=*/false);
+        const auto npy = tokens_path(job.out_dir, s.sample_id);
+        done.files.push_back(
+            {relative(npy), write_npy_int32(npy, std::vector<int32_t>(row.data_ptr<int32_t>(),
+                                                                      row.data_ptr<int32_t>() + row.numel()),
+                                            {grid, grid}, /*sync_directory=*/false)});
         if (start + b == count / 2) maybe_kill_at("kill-mid-unit", unit.id);
         done.stats += st;
         nlohmann::json line{{"sample_id", s.sample_id}, {"prompt", s.prompt}, {"class_id", s.class_id},
@@ -118,16 +122,20 @@ class UnitWriter {
       }
     }
     // The renames above are durable once their directories are; then the unit's metrics make it whole.
-    if (distill) distill->finish();
+    if (distill) done.files.push_back({relative(distill_unit_path(job.out_dir, unit.id)), distill->finish()});
     fsync_directory(job.out_dir + "/images");
     fsync_directory(job.out_dir + "/tokens");
-    write_file_atomic(unit_metrics_path(job.out_dir, unit.id), metrics);
+    const auto metrics_file = unit_metrics_path(job.out_dir, unit.id);
+    done.files.push_back({relative(metrics_file), write_file_atomic(metrics_file, metrics)});
     done.images = count;
     done.seconds = seconds_since(t0);
     return done;
   }
 
  private:
+  // OUT/images/00000042.png -> images/00000042.png, as the journal records it (OUT may move).
+  std::string relative(const std::string& path) const { return path.substr(plan_.job.out_dir.size() + 1); }
+
   const JobPlan& plan_;
   LoadedModels& models_;
   Decoder& decoder_;

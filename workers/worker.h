@@ -14,6 +14,7 @@
 #include <string>
 
 #include "decoding/decoder.h"
+#include "io/unit_files.h"
 #include "workers/job_plan.h"
 
 namespace vispec {
@@ -29,6 +30,7 @@ struct UnitDone {
   int64_t images = 0;
   double seconds = 0;      // decode + write
   SampleStats stats;       // summed over the unit's samples
+  std::vector<UnitFile> files;  // every file the unit wrote, for the journal to check later
 };
 
 // What a worker says each time it asks for work.

@@ -1,0 +1,68 @@
+// vispec verify OUT [--repair]: are a run's journaled outputs intact? Reads every file each journaled unit
+// wrote and compares its size and CRC-32 with the journal's (scheduler/output_check.h). With --repair, the
+// broken units are un-journaled (and their unit files removed, the distillation index rebuilt over the rest,
+// summary.json removed as no longer true), so that rerunning the job recomputes exactly those units.
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "apps/commands.h"
+#include "io/distill_index.h"
+#include "io/distill_schema.h"
+#include "io/run_layout.h"
+#include "scheduler/journal.h"
+#include "scheduler/output_check.h"
+#include "scheduler/output_lock.h"
+#include "workers/worker.h"
+
+namespace vispec {
+
+namespace {
+int verify(const std::string& out, bool repair, int threads) {
+  std::unique_ptr<OutputLock> lock;
+  if (repair) lock = std::make_unique<OutputLock>(out);  // no job may write while the journal is rewritten
+  Journal journal(out);
+  const auto check = check_outputs(out, journal.done(), /*checksums=*/true,
+                                   threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<int64_t> broken;
+  for (const auto& b : check.broken) {
+    broken.push_back(b.unit);
+    for (const auto& p : b.problems) std::cout << "unit " << b.unit << ": " << p << "\n";
+  }
+  std::cout << "verify " << out << ": " << journal.done().size() << " units journaled, " << check.files_checked
+            << " files checked, " << broken.size() << " broken unit(s)";
+  if (check.units_unlisted > 0)
+    std::cout << ", " << check.units_unlisted << " unit(s) journaled without a file list (not checked)";
+  std::cout << std::endl;
+  if (broken.empty()) return kExitOk;
+  if (!repair) {
+    std::cout << "run `vispec verify " << out << " --repair`, then rerun the job: it recomputes these units"
+              << std::endl;
+    return kExitBrokenOutputs;
+  }
+  journal.forget(broken);
+  namespace fs = std::filesystem;
+  for (const int64_t u : broken) {  // the rerun would remove them too; no file of a broken unit stays behind
+    fs::remove(unit_metrics_path(out, u));
+    fs::remove(distill_unit_path(out, u));
+  }
+  fs::remove(summary_path(out));
+  if (fs::exists(distill_index_path(out))) build_distill_index(out, distill_units(journal.done()));
+  std::cout << "repaired: " << broken.size() << " unit(s) un-journaled; rerun the job to recompute them"
+            << std::endl;
+  return kExitOk;
+}
+}  // namespace
+
+void add_verify_command(CLI::App& app, Action& action) {
+  static std::string out;
+  static bool repair = false;
+  static int threads = 0;
+  auto* cmd = app.add_subcommand("verify", "check a run's journaled outputs against their sizes and CRC-32s");
+  cmd->add_option("out", out, "the run's output directory")->required();
+  cmd->add_flag("--repair", repair, "un-journal the broken units so that a rerun recomputes exactly those");
+  cmd->add_option("--threads", threads, "files checked at once (0: one per core)")->capture_default_str();
+  cmd->callback([&action] { action = [] { return verify(out, repair, threads); }; });
+}
+
+}  // namespace vispec

@@ -1,0 +1,31 @@
+// Are a run's journaled outputs still what the journal says? Each unit record lists its files with sizes and
+// CRC-32s (io/unit_files.h). A rerun checks sizes (one stat per file) and recomputes the units that fail;
+// `vispec verify OUT` also recomputes every checksum, and with --repair un-journals the broken units so that
+// the rerun recomputes exactly those.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace vispec {
+
+struct BrokenUnit {
+  int64_t unit = 0;
+  std::vector<std::string> problems;  // one line per bad file (io/unit_files.h check_unit_file)
+};
+
+struct OutputCheck {
+  std::vector<BrokenUnit> broken;  // ascending unit
+  int64_t units_checked = 0, files_checked = 0;
+  int64_t units_unlisted = 0;      // records without a file list (journaled by an older vispec): not checked
+};
+
+// Checks every journaled unit's files, `threads` at a time (stats and reads are latency-bound on network
+// file systems).
+OutputCheck check_outputs(const std::string& out_dir, const std::map<int64_t, nlohmann::json>& done, bool checksums,
+                          int threads);
+
+}  // namespace vispec

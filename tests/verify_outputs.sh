@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Journaled outputs are checked (issue: "journaled outputs are never checked"). The journal lists every file of
+# a unit with its size and CRC-32, equal to what Python's zlib computes from the files. A distillation unit
+# file deleted or truncated after its run is refused by distill-index and by the trainers (one line naming it)
+# and recomputed by the rerun; a deleted PNG or unit metrics file likewise; a same-size corruption, which only
+# reading finds, is reported by `vispec verify` (exit 6) and un-journaled by `verify --repair`. After each
+# repair the outputs (PNGs, tokens, metrics, HDF5 files) equal an uninterrupted run's, byte for byte.
+set -euo pipefail
+vispec=$1 src=$2
+source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
+
+distill_job() {  # distill_job DIR
+  write_job "$1"
+  printf 'distill: {streams: cond, dtype: bf16}\n' >> "$1/job.yaml"
+}
+same_distill() {  # unit files and index byte for byte (HDF5 object timestamps are off)
+  diff -r "$1/distill" "$2/distill" > /dev/null || { echo "FAIL: distillation files differ: $1 $2"; return 1; }
+}
+expect_fail() {  # expect_fail CODE PATTERN LOG COMMAND...: exit CODE and PATTERN in its output
+  local code=$1 pattern=$2 log=$3; shift 3
+  set +e; "$@" > "$log" 2>&1; local rc=$?; set -e
+  [ "$rc" -eq "$code" ] || { cat "$log"; fail "expected exit $code, got $rc: $*"; }
+  grep -q -- "$pattern" "$log" || { cat "$log"; fail "no '$pattern' in the output of: $*"; }
+}
+
+distill_job "$work/ref"
+"$vispec" run "$work/ref/job.yaml" 2> "$work/ref.log" || { cat "$work/ref.log"; fail "reference run"; }
+distill_job "$work/a"
+a=$work/a/out
+"${MPIRUN[@]}" -np 2 "$vispec" run "$work/a/job.yaml" 2> "$work/a.log" || { cat "$work/a.log"; fail "2-rank run"; }
+
+# 1. Every unit's record lists its files, with sizes and CRC-32s another tool agrees with.
+"$py" - "$a" <<'PY' || fail "journal file lists"
+import json, os, sys, zlib
+out = sys.argv[1]
+records = [json.loads(l) for l in open(f"{out}/journal.jsonl")][1:]
+assert sorted(r["unit"] for r in records) == [0, 1, 2, 3, 4]
+for r in records:
+    names = [f[0] for f in r["files"]]
+    assert sum(n.startswith("images/") for n in names) == r["images"], names
+    assert sum(n.startswith("tokens/") for n in names) == r["images"], names
+    assert f"distill/unit-{r['unit']:06d}.h5" in names and f"metrics/unit-{r['unit']:06d}.jsonl" in names, names
+    for name, size, crc in r["files"]:
+        data = open(f"{out}/{name}", "rb").read()
+        assert len(data) == size and f"{zlib.crc32(data):08x}" == crc, (name, size, crc)
+print("ok: file lists")
+PY
+"$vispec" verify "$a" > "$work/v.log" || { cat "$work/v.log"; fail "verify of an intact run"; }
+grep -q "5 units journaled, 46 files checked, 0 broken unit(s)" "$work/v.log" || { cat "$work/v.log"; fail "verify counts"; }
+
+# 2. A distillation unit file truncated after the run: distill-index and the trainer refuse it, naming it;
+#    the rerun recomputes that unit only.
+: > "$a/distill/unit-000003.h5"
+expect_fail 2 "unit-000003.h5: 0 bytes, journaled" "$work/idx.log" "$vispec" distill-index "$a"
+expect_fail 2 "unit-000003.h5: 0 bytes, journaled" "$work/train.log" \
+  "$vispec" train eagle-head --config "$src/configs/fmnist.yaml" --data "$a" --out "$work/head" --steps 2 --threads 1
+"$vispec" run "$work/a/job.yaml" 2> "$work/r1.log" || { cat "$work/r1.log"; fail "rerun after a truncation"; }
+grep -q "unit 3: .*unit-000003.h5: 0 bytes, journaled .*; recomputing it" "$work/r1.log" || { cat "$work/r1.log"; fail "rerun warning"; }
+grep -q "(4 done before" "$work/r1.log" || { cat "$work/r1.log"; fail "the rerun should recompute one unit"; }
+same_outputs "$work/ref/out" "$a" && same_distill "$work/ref/out" "$a" || fail "after the truncation"
+
+# 3. A deleted distillation file, PNG and unit metrics file (units 0, 1, 2): the rerun recomputes those three.
+rm "$a/distill/unit-000000.h5" "$a/images/00000004.png" "$a/metrics/unit-000002.jsonl"
+"${MPIRUN[@]}" -np 2 "$vispec" run "$work/a/job.yaml" 2> "$work/r2.log" || { cat "$work/r2.log"; fail "rerun after deletions"; }
+grep -q "(2 done before" "$work/r2.log" || { cat "$work/r2.log"; fail "the rerun should recompute three units"; }
+same_outputs "$work/ref/out" "$a" && same_distill "$work/ref/out" "$a" || fail "after the deletions"
+
+# 4. A flipped byte (same size) in a token file of unit 2: only reading finds it. verify names it (exit 6);
+#    --repair un-journals unit 2 and rebuilds the index; the rerun recomputes it.
+"$py" -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[-1]^=1; open(p,'wb').write(b)" "$a/tokens/00000009.npy"
+expect_fail 6 "unit 2: .*tokens/00000009.npy: CRC-32 .*, journaled" "$work/v2.log" "$vispec" verify "$a"
+"$vispec" verify "$a" --repair > "$work/v3.log" || { cat "$work/v3.log"; fail "verify --repair"; }
+grep -q "repaired: 1 unit(s) un-journaled" "$work/v3.log" || { cat "$work/v3.log"; fail "repair message"; }
+"$py" - "$a" <<'PY' || fail "state after the repair"
+import json, os, sys, h5py
+out = sys.argv[1]
+assert sorted(json.loads(l)["unit"] for l in list(open(f"{out}/journal.jsonl"))[1:]) == [0, 1, 3, 4]
+assert not os.path.exists(f"{out}/summary.json") and not os.path.exists(f"{out}/distill/unit-000002.h5")
+with h5py.File(f"{out}/distill/index.h5", "r") as f:
+    assert list(f["units/unit"][()]) == [0, 1, 3, 4]
+PY
+"$vispec" run "$work/a/job.yaml" 2> "$work/r3.log" || { cat "$work/r3.log"; fail "rerun after the repair"; }
+grep -q "(4 done before" "$work/r3.log" || { cat "$work/r3.log"; fail "the rerun should recompute one unit"; }
+same_outputs "$work/ref/out" "$a" && same_distill "$work/ref/out" "$a" || fail "after the repair"
+"$vispec" verify "$a" > /dev/null || fail "verify after the rerun"
+echo "ok: journaled outputs are checked, verified and repaired"
