@@ -7,18 +7,10 @@
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/file_digest.h"
 #include "io/npy.h"
 
 namespace vispec {
-
-namespace {
-uint64_t fnv1a(const void* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* b = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-}  // namespace
 
 CodebookNeighbours CodebookNeighbours::build(const torch::Tensor& codebook, int64_t columns) {
   torch::NoGradGuard no_grad;

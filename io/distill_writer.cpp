@@ -131,7 +131,7 @@ void DistillUnitWriter::run() {
       row += b.count;
     }
     VISPEC_ASSERT(row == header_.samples, "distillation file closed with missing rows");
-    VISPEC_CHECK(H5Fflush(f.file.get(), H5F_SCOPE_LOCAL) >= 0, path_, ": HDF5 flush failed");
+    h5::check(H5Fflush(f.file.get(), H5F_SCOPE_LOCAL), path_, "flush");
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
     error_ = std::current_exception();

@@ -28,6 +28,14 @@ class DigestBuilder {
 
 // Streams the file once (1 MiB at a time); throws one line naming the file if it cannot be read.
 FileDigest digest_file(const std::string& path);
+// FNV-1a, 64 bits: the job fingerprint's hash of small texts (scheduler/fingerprint.h), streamable.
+inline constexpr uint64_t kFnv1aBasis = 1469598103934665603ull;
+inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = kFnv1aBasis) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
 std::string crc32_hex(uint32_t crc);                                  // "0a1b2c3d"
 // Parses crc32_hex's form; false if `text` is not 8 hex digits.
 bool parse_crc32_hex(const std::string& text, uint32_t& crc);

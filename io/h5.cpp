@@ -19,10 +19,44 @@ void Handle::reset() {
   id_ = -1;
 }
 
+namespace {
+// HDF5 1.10 closes every file still open at exit (H5_term_library, registered with atexit), and a file whose
+// close failed (a full disk: the final flush cannot be written) makes that pass segfault. vispec closes its
+// files itself (RAII handles), so the library is told before its first call not to register it; the
+// process's exit releases what a failed close left behind.
+[[maybe_unused]] const bool kNoAtExit = [] {
+  H5dont_atexit();
+  return true;
+}();
+
+herr_t keep_cause(unsigned n, const H5E_error2_t* e, void* data) {
+  auto& cause = *static_cast<std::string*>(data);
+  const std::string desc = e->desc ? e->desc : "";
+  // The system's own words where a call failed ("... errno = 28, error message = 'No space left on
+  // device', ..."); else the innermost entry's description up to its details.
+  const std::string key = "error message = '";
+  if (const auto p = desc.find(key); p != std::string::npos) {
+    cause = desc.substr(p + key.size(), desc.find('\'', p + key.size()) - p - key.size());
+    return 1;  // stop walking
+  }
+  if (n == 0) cause = desc.substr(0, desc.find(':'));
+  return 0;
+}
+}  // namespace
+
 void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
+std::string error_cause() {
+  std::string cause;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_cause, &cause);
+  return cause;
+}
+
 hid_t check(hid_t id, const std::string& where, const char* what) {
-  VISPEC_CHECK(id >= 0, where, ": HDF5 ", what, " failed");
+  if (id < 0) {
+    const auto cause = error_cause();
+    VISPEC_FAIL(where, ": HDF5 ", what, " failed", cause.empty() ? "" : ": " + cause);
+  }
   return id;
 }
 

@@ -28,8 +28,11 @@ class Handle {
   herr_t (*close_)(hid_t) = nullptr;
 };
 
-// Throws "<where>: HDF5 <what> failed" when id < 0 (HDF5's own error stack printing is turned off).
+// Throws "<where>: HDF5 <what> failed: <cause>" when id < 0, the cause taken from HDF5's error stack (the
+// system's message where a system call failed: "No space left on device"); HDF5's own printing of the stack
+// is turned off.
 hid_t check(hid_t id, const std::string& where, const char* what);
+std::string error_cause();  // the current error stack's cause, as check() words it
 void silence_errors();
 
 Handle create_file(const std::string& path);  // truncates

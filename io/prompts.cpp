@@ -5,19 +5,39 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "io/file_digest.h"
 
 namespace vispec {
 
-std::vector<Prompt> read_prompts(const std::string& path) {
-  std::ifstream in(path);
-  VISPEC_CHECK(in.good(), path, ": cannot read prompts file: ", std::strerror(errno));
-  std::vector<Prompt> out;
+PromptReader::PromptReader(const std::string& path, uint64_t offset, int64_t line)
+    : path_(path), in_(path, std::ios::binary), offset_(offset), line_(line), fnv_(kFnv1aBasis) {
+  VISPEC_CHECK(in_.good(), path, ": cannot read prompts file: ", std::strerror(errno));
+  if (offset > 0) in_.seekg(std::streamoff(offset));
+}
+
+bool PromptReader::next(Prompt& prompt) {
   std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
+  while (std::getline(in_, line)) {
+    const bool newline = !in_.eof();  // the last line may lack one
+    fnv_ = fnv1a(line.data(), line.size(), fnv_);
+    if (newline) fnv_ = fnv1a("\n", 1, fnv_);
+    const uint64_t start = offset_;
+    const int64_t number = line_;
+    offset_ += line.size() + (newline ? 1 : 0);
+    ++line_;
     const auto b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
     if (b == std::string::npos || line[b] == '#') continue;
-    out.push_back({n, line.substr(b, e - b + 1)});
+    prompt = {number, start, line.substr(b, e - b + 1)};
+    return true;
   }
+  VISPEC_CHECK(!in_.bad(), path_, ": read failed: ", std::strerror(errno));
+  return false;
+}
+
+std::vector<Prompt> read_prompts(const std::string& path) {
+  PromptReader reader(path);
+  std::vector<Prompt> out;
+  for (Prompt p; reader.next(p);) out.push_back(std::move(p));
   VISPEC_CHECK(!out.empty(), path, ": the prompts file holds no prompts");
   return out;
 }

@@ -10,16 +10,9 @@
 
 #include <torch/torch.h>
 
-namespace vispec {
+#include "models/classifier_config.h"
 
-struct ClassifierConfig {
-  int64_t in_channels = 1;
-  int64_t image_size = 32;  // must be a multiple of 8
-  int64_t num_classes = 10;
-  int64_t width = 32;
-  int64_t features = 128;
-  double dropout = 0.3;
-};
+namespace vispec {
 
 struct ClassifierImpl : torch::nn::Module {
   explicit ClassifierImpl(const ClassifierConfig& config);

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "models/classifier.h"
+#include "models/classifier_config.h"
 #include "models/gpt_config.h"
 #include "models/mulo_config.h"
 #include "models/vq_config.h"

@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "models/safetensors_header.h"
 
 namespace vispec {
 
@@ -62,61 +63,12 @@ MappedSafetensors::MappedSafetensors(const std::string& path) {
   size_t file_size = 0;
   mapping_ = map_file(path, &file_size);
   const auto* bytes = static_cast<const uint8_t*>(mapping_.get());
-  VISPEC_CHECK(file_size >= 8, path, ": not a safetensors file: ", file_size, " bytes, shorter than its header");
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
-  VISPEC_CHECK(n <= 100000000, path, ": not a safetensors file: header length ", n, " is implausible");
-  VISPEC_CHECK(8 + n <= file_size, path, ": truncated: header claims ", n, " bytes but the file has ", file_size);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes + 8, bytes + 8 + n);
-  } catch (const std::exception& e) {
-    VISPEC_FAIL(path, ": corrupt header: ", e.what());
-  }
-  VISPEC_CHECK(header.is_object(), path, ": corrupt header: not a JSON object");
-  const uint64_t data_size = file_size - 8 - n;
-  const uint8_t* data = bytes + 8 + n;
-
-  struct Entry {
-    std::string name;
-    uint64_t begin, end;
-  };
-  std::vector<Entry> entries;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      for (auto m = it->begin(); m != it->end(); ++m) metadata_[m.key()] = m->get<std::string>();
-      continue;
-    }
-    const auto& name = it.key();
-    const auto& info = it.value();
-    VISPEC_CHECK(info.is_object() && info.contains("dtype") && info.contains("shape") && info.contains("data_offsets"),
-                 path, ": tensor '", name, "': header entry lacks dtype, shape or data_offsets");
-    const auto dtype = dtype_from_name(path, name, info["dtype"].get<std::string>());
-    std::vector<int64_t> shape = info["shape"].get<std::vector<int64_t>>();
-    const auto offsets = info["data_offsets"].get<std::vector<uint64_t>>();
-    VISPEC_CHECK(offsets.size() == 2 && offsets[0] <= offsets[1], path, ": tensor '", name, "': bad data_offsets");
-    int64_t numel = 1;
-    for (auto d : shape) {
-      VISPEC_CHECK(d >= 0, path, ": tensor '", name, "': negative dimension");
-      numel *= d;
-    }
-    const uint64_t expect = uint64_t(numel) * c10::elementSize(dtype);
-    VISPEC_CHECK(offsets[1] - offsets[0] == expect, path, ": tensor '", name, "': ", offsets[1] - offsets[0],
-                 " bytes stored but shape and dtype need ", expect);
-    VISPEC_CHECK(offsets[1] <= data_size, path, ": truncated: tensor '", name, "' ends at byte ", offsets[1],
-                 " of a ", data_size, "-byte data section");
-    entries.push_back({name, offsets[0], offsets[1]});
-    tensors_[name] = torch::from_blob(const_cast<uint8_t*>(data + offsets[0]), shape, torch::TensorOptions().dtype(dtype));
-  }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
-  uint64_t at = 0;
-  for (const auto& e : entries) {
-    VISPEC_CHECK(e.begin == at, path, ": corrupt: tensor '", e.name, "' starts at byte ", e.begin,
-                 " but the previous tensor ends at ", at, " (holes or overlaps)");
-    at = e.end;
-  }
-  VISPEC_CHECK(at == data_size, path, ": corrupt: tensors cover ", at, " bytes of a ", data_size,
-               "-byte data section");
+  const auto header = parse_safetensors_header(bytes, file_size, path);
+  metadata_ = header.metadata;
+  const uint8_t* data = bytes + header.data_offset;
+  for (const auto& e : header.tensors)
+    tensors_[e.name] = torch::from_blob(const_cast<uint8_t*>(data + e.begin), e.shape,
+                                        torch::TensorOptions().dtype(dtype_from_name(path, e.name, e.dtype)));
 }
 
 TensorMap read_safetensors(const std::string& path, Metadata* metadata) {

@@ -1,9 +1,10 @@
-// safetensors read (mmap) and write (huggingface/safetensors format; research/models.md §6.1).
+// safetensors read (mmap) and write (the Hugging Face safetensors format).
 //
 //   [u64 little-endian N][N bytes JSON header, space-padded to 8][data]
 //   header: {"__metadata__": {str: str}, "<name>": {"dtype": "F32", "shape": [...], "data_offsets": [b, e]}}
-// The reader enforces the reference reader's rules (offsets tile the data exactly, sizes match shapes) and
-// names the file and the tensor in every error. The writer writes under a temporary name and renames.
+// The reader enforces the reference reader's rules (models/safetensors_header.h: offsets tile the data
+// exactly, sizes match shapes) and names the file and the tensor in every error. The writer writes under a
+// temporary name and renames.
 #pragma once
 
 #include <torch/torch.h>

@@ -39,7 +39,7 @@ std::optional<WorkUnit> Coordinator::next_unit(int rank) {
   const int64_t u = queue.front();
   queue.pop_front();
   const uint64_t U = uint64_t(plan_.job.unit_size);
-  return WorkUnit{u, uint64_t(u) * U, std::min(uint64_t(u + 1) * U, plan_.plan.id_count)};
+  return WorkUnit{u, uint64_t(u) * U, std::min(uint64_t(u + 1) * U, plan_.plan.id_count), plan_.plan.units[size_t(u)]};
 }
 
 std::optional<WorkUnit> Coordinator::handle(int source, const WorkerReport& r) {

@@ -1,21 +1,16 @@
 #include "scheduler/fingerprint.h"
 
 #include <cstdio>
-#include <fstream>
 
 #include "core/check.h"
 #include "core/device.h"
 #include "decoding/decoder_factory.h"
 #include "io/atomic_file.h"
+#include "io/digest_cache.h"
 
 namespace vispec {
 
 namespace {
-uint64_t fnv1a(const char* data, size_t n, uint64_t h = 1469598103934665603ull) {
-  for (size_t i = 0; i < n; ++i) h = (h ^ uint8_t(data[i])) * 1099511628211ull;
-  return h;
-}
-
 std::string hex(uint64_t h) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
@@ -23,16 +18,8 @@ std::string hex(uint64_t h) {
 }
 
 nlohmann::json weights_identity(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  VISPEC_CHECK(in.good(), path, ": cannot read weights");
-  const int64_t size = int64_t(in.tellg());
-  const int64_t span = std::min<int64_t>(size, 1 << 20);
-  std::string head(size_t(span), '\0'), tail(size_t(span), '\0');
-  in.seekg(0);
-  in.read(head.data(), span);
-  in.seekg(size - span);
-  in.read(tail.data(), span);
-  return {{"bytes", size}, {"head_tail_fnv", hex(fnv1a(tail.data(), tail.size(), fnv1a(head.data(), head.size())))}};
+  const auto d = cached_file_digest(path);
+  return {{"bytes", d.bytes}, {"crc32", crc32_hex(d.crc32)}};
 }
 }  // namespace
 
@@ -51,7 +38,7 @@ nlohmann::json job_identity(const JobPlan& plan) {
           {"dtype", plan.model.dtype},
           {"device_model", device_model(pick_device(job.device, 0))},
           {"software", software_versions()},
-          {"prompts_fnv", fnv1a_hex(read_file(job.prompts_file))},
+          {"prompts_fnv", hex(plan.plan.prompts_fnv)},
           {"images_per_prompt", job.images_per_prompt},
           {"seed", job.seed},
           {"decoder", decoder},

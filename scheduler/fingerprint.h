@@ -1,6 +1,6 @@
 // What decides a job's outputs, as JSON (the "identity"), and its 64-bit FNV-1a fingerprint. Included: the
-// model config's text, each weight file's size and a hash of its first and last MiB (hashing 14 GB of 7B
-// weights at every start would cost minutes; retrained weights differ there), the prompt list's content, the
+// model config's text, each weight file's size and CRC-32 over all of it (read once, then remembered by
+// size and modification time: io/digest_cache.h), the prompt list's content (hashed by the planning scan), the
 // decoder and its parameters, seed, images_per_prompt, unit_size and batch_size (a different batch can change
 // a last bit of the logits and so, rarely, a sampled token: measured 1 of 40 demo images, batch 20 vs 3), the
 // model dtype, and the hardware and software that compute it: rank 0's device model (the GPU's name, or the

@@ -46,13 +46,19 @@ WorkerReport decode_report(const std::string& text) {
 
 std::string encode_assignment(const std::optional<WorkUnit>& unit) {
   if (!unit) return R"({"stop":true})";
-  return nlohmann::json{{"unit", unit->id}, {"first", unit->first_id}, {"end", unit->end_id}}.dump();
+  return nlohmann::json{{"unit", unit->id},
+                        {"first", unit->first_id},
+                        {"end", unit->end_id},
+                        {"start", {unit->start.offset, unit->start.line, unit->start.prompt}}}
+      .dump();
 }
 
 std::optional<WorkUnit> decode_assignment(const std::string& text) {
   const auto j = nlohmann::json::parse(text);
   if (j.contains("stop")) return std::nullopt;
-  return WorkUnit{j.at("unit").get<int64_t>(), j.at("first").get<uint64_t>(), j.at("end").get<uint64_t>()};
+  const auto& s = j.at("start");
+  return WorkUnit{j.at("unit").get<int64_t>(), j.at("first").get<uint64_t>(), j.at("end").get<uint64_t>(),
+                  {s.at(0).get<uint64_t>(), s.at(1).get<int64_t>(), s.at(2).get<uint64_t>()}};
 }
 
 }  // namespace vispec

@@ -77,7 +77,7 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
                                  {"units", int64_t((plan.plan.id_count + U - 1) / U)},
                                  {"unit_size", plan.job.unit_size},
                                  {"sample_ids", plan.plan.id_count},
-                                 {"samples", plan.plan.samples.size()},
+                                 {"samples", plan.plan.samples},
                                  {"job", plan.job.file},
                                  {"created_utc", utc_timestamp()}};
   held.journal = std::make_unique<Journal>(out, header);
@@ -108,7 +108,7 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
     write_file_atomic(errors_path, lines);
   }
   spdlog::info("job {}: {} samples in {} units of {} ({} done before{}), decoder {}, {} rank(s), {} schedule",
-               plan.job.file, plan.plan.samples.size(), header["units"].get<int64_t>(), plan.job.unit_size,
+               plan.job.file, plan.plan.samples, header["units"].get<int64_t>(), plan.job.unit_size,
                journal->done().size(), removed ? fmt::format(", {} leftover files removed", removed) : "",
                plan.job.decoder.name, ranks, plan.job.schedule);
   return held;
@@ -214,7 +214,8 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
   int code = kExitOk;
   std::string error;
   try {
-    plan = plan_job(o.job_file, o.overrides, o.out_dir);
+    // Only rank 0 reads the whole prompt list: a worker gets the place of each unit's prompts with the unit.
+    plan = plan_job(o.job_file, o.overrides, o.out_dir, /*scan_prompts=*/session.rank() == 0);
     if (fault_value("bad-alloc") == session.rank()) throw std::bad_alloc();
     if (session.rank() == 0) output = prepare_output(plan, o.start_over, session.size());
   } catch (const Error& e) {

@@ -1,5 +1,6 @@
 #include "workers/job_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/check.h"
@@ -10,34 +11,65 @@
 
 namespace vispec {
 
-SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_file, int64_t images_per_prompt) {
-  const auto prompts = read_prompts(prompts_file);
-  std::string known;
-  for (const auto& c : model.classes) known += (known.empty() ? "" : ", ") + c;
-  SamplePlan plan;
-  plan.id_count = uint64_t(prompts.size()) * uint64_t(images_per_prompt);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const auto& p = prompts[i];
-    const std::string where = prompts_file + ":" + std::to_string(p.line) + ": prompt: ";
-    if (const size_t at = invalid_utf8_at(p.text); at != std::string::npos) {
-      char byte[8];
-      std::snprintf(byte, sizeof(byte), "0x%02X", unsigned(static_cast<unsigned char>(p.text[at])));
-      // The line itself stays out of the message: records and logs must be valid UTF-8.
-      plan.errors.push_back({prompts_file, p.line, where + "not valid UTF-8 (byte " + byte + " at column " +
-                                                       std::to_string(at + 1) + ")"});
-      continue;
-    }
-    const int64_t id = model.class_id(p.text);
-    if (id < 0) {
-      plan.errors.push_back({prompts_file, p.line,
-                             where + "unknown class name '" + p.text + "' (known: " + known + ", or an id below " +
-                                 std::to_string(model.gpt.num_classes) + ")"});
-      continue;
-    }
-    for (int64_t j = 0; j < images_per_prompt; ++j)
-      plan.samples.push_back({uint64_t(i) * uint64_t(images_per_prompt) + uint64_t(j), id, p.text});
+namespace {
+// The class a prompt names, or -1 with `error` set: the one judgement the planning scan and the workers'
+// reads share, so that they skip the same lines.
+int64_t prompt_class(const ModelConfig& model, const std::string& file, const Prompt& p, std::string& error) {
+  const std::string where = file + ":" + std::to_string(p.line) + ": prompt: ";
+  if (const size_t at = invalid_utf8_at(p.text); at != std::string::npos) {
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "0x%02X", unsigned(static_cast<unsigned char>(p.text[at])));
+    // The line itself stays out of the message: records and logs must be valid UTF-8.
+    error = where + "not valid UTF-8 (byte " + byte + " at column " + std::to_string(at + 1) + ")";
+    return -1;
   }
+  const int64_t id = model.class_id(p.text);
+  if (id < 0) {
+    std::string known;
+    for (const auto& c : model.classes) known += (known.empty() ? "" : ", ") + c;
+    error = where + "unknown class name '" + p.text + "' (known: " + known + ", or an id below " +
+            std::to_string(model.gpt.num_classes) + ")";
+  }
+  return id;
+}
+}  // namespace
+
+SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_file, int64_t images_per_prompt,
+                        int64_t unit_size) {
+  const uint64_t ipp = uint64_t(images_per_prompt), U = uint64_t(unit_size);
+  PromptReader reader(prompts_file);
+  SamplePlan plan;
+  uint64_t prompts = 0;
+  for (Prompt p; reader.next(p); ++prompts) {
+    // Units whose first id is an image of this prompt start at its line.
+    while (plan.units.size() * U < (prompts + 1) * ipp) plan.units.push_back({p.offset, p.line, prompts});
+    std::string error;
+    if (prompt_class(model, prompts_file, p, error) < 0)
+      plan.errors.push_back({prompts_file, p.line, error});
+    else
+      plan.samples += images_per_prompt;
+  }
+  VISPEC_CHECK(prompts > 0, prompts_file, ": the prompts file holds no prompts");
+  plan.id_count = prompts * ipp;
+  plan.prompts_fnv = reader.bytes_fnv();
   return plan;
+}
+
+std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::string& prompts_file,
+                                        int64_t images_per_prompt, const UnitStart& start, uint64_t first_id,
+                                        uint64_t end_id) {
+  const uint64_t ipp = uint64_t(images_per_prompt);
+  PromptReader reader(prompts_file, start.offset, start.line);
+  std::vector<PlannedSample> samples;
+  Prompt p;
+  for (uint64_t prompt = start.prompt; prompt * ipp < end_id && reader.next(p); ++prompt) {
+    std::string error;
+    const int64_t class_id = prompt_class(model, prompts_file, p, error);
+    if (class_id < 0) continue;  // recorded by the planning scan
+    for (uint64_t id = std::max(prompt * ipp, first_id); id < std::min((prompt + 1) * ipp, end_id); ++id)
+      samples.push_back({id, class_id, p.text});
+  }
+  return samples;
 }
 
 DecodeRequest make_request(uint64_t seed, const PlannedSample* first, int64_t count) {
@@ -53,7 +85,7 @@ DecodeRequest make_request(uint64_t seed, const PlannedSample* first, int64_t co
 }
 
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides,
-                 const std::string& out_override) {
+                 const std::string& out_override, bool scan_prompts) {
   JobPlan plan;
   plan.job = load_job_config(job_file, overrides, out_override);
   plan.model = load_model_config(plan.job.model_config);
@@ -62,7 +94,8 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   // Found by a worker after the journal's header was written, a bad weights file would make the rerun with
   // the fixed file look like another job.
   check_model_weights(plan.model);
-  plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt);
+  if (scan_prompts)
+    plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt, plan.job.unit_size);
   return plan;
 }
 

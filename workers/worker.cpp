@@ -36,12 +36,11 @@ class UnitWriter {
   // Decodes and writes one unit; nullopt if a stop signal arrived first (the unit is abandoned).
   std::optional<UnitDone> run(const WorkUnit& unit) {
     maybe_kill_at("kill-at-unit", unit.id);
-    const auto& all = plan_.plan.samples;
-    const auto by_id = [](const PlannedSample& s, uint64_t id) { return s.sample_id < id; };
-    const auto begin = std::lower_bound(all.begin(), all.end(), unit.first_id, by_id);
-    const auto end = std::lower_bound(begin, all.end(), unit.end_id, by_id);
-    const int64_t count = end - begin;
     const auto& job = plan_.job;
+    const auto samples =
+        read_samples(plan_.model, job.prompts_file, job.images_per_prompt, unit.start, unit.first_id, unit.end_id);
+    const PlannedSample* begin = samples.data();
+    const int64_t count = int64_t(samples.size());
     const int64_t grid = plan_.model.gpt.grid_size;
     const auto t0 = Clock::now();
     UnitDone done;

@@ -19,10 +19,12 @@
 
 namespace vispec {
 
-// Sample ids [first_id, end_id) of the job's plan (ids of skipped prompts in the range are simply absent).
+// Sample ids [first_id, end_id) of the job's plan (ids of skipped prompts in the range are simply absent),
+// whose prompts the worker reads from `start` in the prompt file.
 struct WorkUnit {
   int64_t id = -1;
   uint64_t first_id = 0, end_id = 0;
+  UnitStart start;
 };
 
 struct UnitDone {
