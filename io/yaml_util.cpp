@@ -1,8 +1,7 @@
 #include "io/yaml_util.h"
 
-#include <filesystem>
-
 #include <algorithm>
+#include <filesystem>
 
 #include "core/check.h"
 
@@ -43,10 +42,16 @@ YamlView YamlView::at(const std::string& key) const {
   return YamlView(node_[key], file_, child);
 }
 
+std::string YamlView::key_name(const YAML::Node& key) const {
+  // YAML allows a list or a map as a key ("? [a, b]: 1"); no vispec file has one.
+  if (!key.IsScalar()) fail("a key that is a list or a map, not a field name");
+  return key.Scalar();
+}
+
 std::vector<std::string> YamlView::keys() const {
   std::vector<std::string> out;
   if (node_.IsMap())
-    for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+    for (const auto& kv : node_) out.push_back(key_name(kv.first));
   return out;
 }
 
@@ -57,8 +62,9 @@ std::string YamlView::need_path(const std::string& key) const {
 }
 
 void YamlView::reject_unknown_keys(const std::vector<std::string>& known) const {
+  if (!node_.IsMap()) return;
   for (const auto& kv : node_) {
-    const auto key = kv.first.as<std::string>();
+    const auto key = key_name(kv.first);
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;

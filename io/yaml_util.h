@@ -37,6 +37,7 @@ class YamlView {
   std::string where() const;  // "file:line: path"
 
  private:
+  std::string key_name(const YAML::Node& key) const;  // a map key as a field name; fails on a list or map key
   YAML::Node node_;
   std::string file_, path_;
 };

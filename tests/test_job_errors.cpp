@@ -167,6 +167,20 @@ TEST_F(JobErrors, AnUnusableDeviceIsRejectedBeforeAnythingIsWritten) {
   EXPECT_NE(err.find("device: 'cuda:99'"), std::string::npos) << err;
 }
 
+// Found by fuzz/fuzz_model_config: YAML allows a list or a map as a key, which yaml-cpp cannot convert to a
+// field name; that escaped as an exception of yaml-cpp's (an "internal error", exit 3).
+TEST_F(JobErrors, AKeyThatIsAListOrAMapIsRefusedInOneLine) {
+  auto err = expect_rejected(job("decoder: {name: ar}\n? [a, b]\n: 1\n"));
+  EXPECT_NE(err.find("a key that is a list or a map"), std::string::npos) << err;
+  std::string config = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
+  config.replace(config.find("  vocab_size:"), 0, "  ? {x: 1}\n  : 2\n");
+  write("model.yaml", config);
+  err = expect_rejected("model: model.yaml\nprompts: prompts.txt\nout: " + (dir / "out").string() +
+                        "\ndecoder: {name: ar}\n");
+  EXPECT_NE(err.find("model.yaml:"), std::string::npos) << err;
+  EXPECT_NE(err.find("a key that is a list or a map"), std::string::npos) << err;
+}
+
 TEST(Prompts, InvalidUtf8IsFoundAtItsFirstByte) {
   EXPECT_EQ(invalid_utf8_at("ankle boot, h\xC3\xA9, \xE2\x9C\x93, \xF0\x9D\x84\x9E"), std::string::npos);
   EXPECT_EQ(invalid_utf8_at("ba\xFFg"), 2u);

@@ -89,6 +89,36 @@ TEST(Safetensors, CorruptHeaderAndOffsetsAreRejected) {
   EXPECT_NE(err.find("'a.weight'"), std::string::npos) << err;
 }
 
+// Headers that are valid JSON but not what the format allows: each is refused in one line (vispec::Error), never
+// a JSON type error (an "internal error") and never a tensor mapped beyond the file.
+TEST(Safetensors, HostileHeadersAreRefusedInOneLine) {
+  const auto path = temp_path("hostile.safetensors");
+  const auto with_header = [&](std::string header, const std::string& data) {
+    header += std::string((8 - header.size() % 8) % 8, ' ');
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i) bytes[size_t(i)] = char((uint64_t(header.size()) >> (8 * i)) & 0xFF);
+    write_file_atomic(path, bytes + header + data);
+    const auto e = error_of([&] { MappedSafetensors m(path); });
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    return e;
+  };
+  // 2^62 x 8 float32 wraps a 64-bit byte count around to 0: without the overflow check it passed and was mapped.
+  auto err = with_header(R"({"x":{"dtype":"F32","shape":[4611686018427387904,8],"data_offsets":[0,0]}})", "");
+  EXPECT_NE(err.find("is too large"), std::string::npos) << err;
+  err = with_header(R"({"x":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", "abcd");
+  EXPECT_NE(err.find("dtype is not a string"), std::string::npos) << err;
+  err = with_header(R"({"x":{"dtype":"F32","shape":"1","data_offsets":[0,4]}})", "abcd");
+  EXPECT_NE(err.find("shape is not a list"), std::string::npos) << err;
+  err = with_header(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "abcd");
+  EXPECT_NE(err.find("not a dimension"), std::string::npos) << err;
+  err = with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", "abcd");
+  EXPECT_NE(err.find("data_offsets is not [begin, end]"), std::string::npos) << err;
+  err = with_header(R"({"__metadata__":{"k":1}})", "");
+  EXPECT_NE(err.find("__metadata__ 'k' is not a string"), std::string::npos) << err;
+  err = with_header(R"({"__metadata__":[1]})", "");
+  EXPECT_NE(err.find("__metadata__ is not an object"), std::string::npos) << err;
+}
+
 TEST(Safetensors, StrictLoadNamesMissingUnknownAndMisshapenTensors) {
   auto gpt = test::tiny_gpt();
   auto state = state_dict(*gpt);
