@@ -6,6 +6,8 @@
 //   slow@MS           every batch takes MS milliseconds longer (so a test can signal a job mid-run)
 //   bad-alloc@R       rank R runs out of memory (std::bad_alloc) just after planning
 //   coordinator-throws@U   rank 0's coordinator fails (std::runtime_error) as unit U is reported
+//   fs-error@U        the worker decoding unit U meets a std::filesystem error
+//   json-error@U      the worker decoding unit U meets a JSON parse error
 // Unset (always, in production), every check is one integer comparison.
 #pragma once
 

@@ -24,6 +24,10 @@ while [ $# -gt 0 ]; do
 done
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_job_config fuzz_model_config fuzz_prompts fuzz_safetensors fuzz_journal fuzz_distill_reader)
 
+if ! command -v clang++ > /dev/null; then  # e.g. the GPU machine; scripts/setup.sh installs it everywhere else
+  echo "SKIP: no clang++ here (the fuzz targets need clang and libclang-rt-14-dev: scripts/setup.sh)"
+  exit 77
+fi
 cmake -S fuzz -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; echo "fuzz: configure failed (needs clang and libclang-rt-14-dev: scripts/setup.sh)"; exit 1; }
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build.build.log" 2>&1 \

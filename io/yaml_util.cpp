@@ -116,7 +116,10 @@ YAML::Node unmarked(const YAML::Node& node) {
   }
   if (node.IsMap()) {
     YAML::Node out(YAML::NodeType::Map);
-    for (const auto& kv : node) out[kv.first.as<std::string>()] = unmarked(kv.second);
+    for (const auto& kv : node) {
+      VISPEC_CHECK(kv.first.IsScalar(), "--set: a key that is a list or a map, not a field name");
+      out[kv.first.Scalar()] = unmarked(kv.second);
+    }
     return out;
   }
   return YAML::Node();

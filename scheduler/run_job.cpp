@@ -118,11 +118,11 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
 // is the same whatever the rank count), and OUT/summary.json.
 void finish_output(const JobPlan& plan, const Journal& journal, const CoordinatorOutcome& c, int ranks) {
   const auto& out = plan.job.out_dir;
-  std::string metrics;
+  AtomicFile metrics(metrics_path(out));  // streamed unit by unit: memory per unit, not per job
   SampleStats total;
   int64_t images = 0;
   for (const auto& [unit, record] : journal.done()) {
-    metrics += read_file(unit_metrics_path(out, unit));
+    metrics.write(read_file(unit_metrics_path(out, unit)));
     images += record.at("images").get<int64_t>();
     total.target_forwards += record.at("target_forwards").get<int64_t>();
     total.draft_forwards += record.at("draft_forwards").get<int64_t>();
@@ -130,7 +130,7 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
     total.accepted += record.at("accepted").get<int64_t>();
     total.tokens += record.at("tokens").get<int64_t>();
   }
-  write_file_atomic(metrics_path(out), metrics);
+  metrics.commit();
   if (plan.job.distill.enabled) build_distill_index(out, distill_units(journal.done()));
   int64_t images_run = 0, units_run = 0;
   double wait = 0;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # No hang: a failure on any rank that the message protocol cannot carry (std::bad_alloc, a failing coordinator)
-# ends the whole job within seconds with one line naming the rank and the cause; inputs that used to raise such
+# ends the whole job within seconds with one line naming the rank and the cause, and so does one it carries
+# (a filesystem or JSON error inside a worker's unit, on rank 0's worker thread or on rank 1); inputs that used to raise such
 # failures (a journal line that is JSON but no unit record, a prompt line that is not UTF-8) are input errors
 # with file and line. Real mpirun, 2 ranks; each case also without mpirun.
 set -euo pipefail
@@ -31,6 +32,17 @@ expect_failure coordinator "rank 0: internal error: injected coordinator failure
   env VISPEC_FAULT=coordinator-throws@1 "${MPIRUN[@]}" -np 2 -x VISPEC_FAULT "$vispec" run "$d/job.yaml" --new
 expect_failure coordinator-alone "internal error: injected coordinator failure" \
   env VISPEC_FAULT=coordinator-throws@1 "$vispec" run "$d/job.yaml" --new
+
+# A filesystem or JSON error inside a worker's unit, on rank 0's worker thread (unit 0) and on rank 1 (unit 1;
+# the static schedule gives unit u to rank u mod 2): the protocol carries it, every rank stops, exit 3.
+for unit in 0 1; do
+  for kind in fs-error json-error; do
+    what=$([ $kind = fs-error ] && echo "internal error: filesystem error: injected" || echo "internal error: [json.exception.parse_error")
+    expect_failure "$kind-unit$unit" "rank $unit: $what" env VISPEC_FAULT=$kind@$unit \
+      "${MPIRUN[@]}" -np 2 -x VISPEC_FAULT "$vispec" run "$d/job.yaml" --new --set schedule=static
+  done
+done
+expect_failure fs-error-alone "internal error: filesystem error: injected" env VISPEC_FAULT=fs-error@2 "$vispec" run "$d/job.yaml" --new
 
 # A journal line that is valid JSON but no unit record: an input error naming the file and line, on every path.
 "$vispec" run "$d/job.yaml" --new 2> "$work/full.log" || { cat "$work/full.log"; fail "the reference run"; }

@@ -47,7 +47,7 @@ class JobErrors : public ::testing::Test {
   // A good job run with one bad `--set key=value`: the same contract; returns the line.
   std::string expect_override_rejected(const std::string& assignment) {
     write("job.yaml", job("decoder: {name: ar}\n"));
-    const auto r = run("run " + (dir / "job.yaml").string() + " --set " + assignment);
+    const auto r = run("run " + (dir / "job.yaml").string() + " --set '" + assignment + "'");
     EXPECT_EQ(r.exit_code, 2) << r.text;
     EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
     EXPECT_FALSE(fs::exists(dir / "out")) << "output written for a bad override";
@@ -165,6 +165,35 @@ TEST_F(JobErrors, AnUnusableDeviceIsRejectedBeforeAnythingIsWritten) {
   EXPECT_NE(err.find("device: unknown device 'tpu'"), std::string::npos) << err;
   err = expect_rejected(job("decoder: {name: ar}\ndevice: cuda:99\n"));  // no machine has 100 GPUs
   EXPECT_NE(err.find("device: 'cuda:99'"), std::string::npos) << err;
+}
+
+// Text inputs in the encodings and shapes people make by accident: a UTF-8 or UTF-16 byte-order mark and CRLF
+// line ends read like plain UTF-8 (yaml-cpp decodes by the BOM); an empty file, a file that is a list, and
+// malformed --set overrides are refused in one line naming the file or the override.
+TEST_F(JobErrors, EncodingsAndMalformedOverrides) {
+  const std::string text = job("decoder: {name: ar, temperature: 0}\nimages_per_prompt: 1\n");
+  std::string crlf, utf16 = "\xFF\xFE";
+  for (const char c : text) {
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    utf16 += std::string(1, c) + '\0';
+  }
+  write("bom.yaml", "\xEF\xBB\xBF" + text);
+  write("crlf.yaml", crlf);
+  write("utf16.yaml", utf16);
+  for (const char* file : {"bom.yaml", "crlf.yaml", "utf16.yaml"}) {
+    const auto r = run("run " + (dir / file).string() + " --new");
+    EXPECT_EQ(r.exit_code, 0) << file << ": " << r.text;
+  }
+  fs::remove_all(dir / "out");
+  auto err = expect_rejected("");
+  EXPECT_NE(err.find("job.yaml: a job file must be a YAML map"), std::string::npos) << err;
+  err = expect_rejected("- model\n- prompts\n");
+  EXPECT_NE(err.find("job.yaml: a job file must be a YAML map"), std::string::npos) << err;
+  for (const char* bad : {"", "=1", "seed", "decoder.name.x=1", "seed={a: [1", "decoder={[a]: 1}", "a..b=1",
+                          "seed=1e999"}) {
+    err = expect_override_rejected(bad);
+    EXPECT_NE(err.find("--set"), std::string::npos) << bad << ": " << err;
+  }
 }
 
 // Found by fuzz/fuzz_model_config: YAML allows a list or a map as a key, which yaml-cpp cannot convert to a

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -36,6 +37,10 @@ class UnitWriter {
   // Decodes and writes one unit; nullopt if a stop signal arrived first (the unit is abandoned).
   std::optional<UnitDone> run(const WorkUnit& unit) {
     maybe_kill_at("kill-at-unit", unit.id);
+    if (fault_at("fs-error", unit.id))  // as std::filesystem throws on a vanished directory
+      throw std::filesystem::filesystem_error("injected (VISPEC_FAULT)", job_out(),
+                                              std::make_error_code(std::errc::io_error));
+    if (fault_at("json-error", unit.id)) (void)nlohmann::json::parse("{\"injected\": VISPEC_FAULT}");
     const auto& job = plan_.job;
     const auto samples =
         read_samples(plan_.model, job.prompts_file, job.images_per_prompt, unit.start, unit.first_id, unit.end_id);
@@ -132,6 +137,7 @@ class UnitWriter {
   }
 
  private:
+  const std::string& job_out() const { return plan_.job.out_dir; }
   // OUT/images/00000042.png -> images/00000042.png, as the journal records it (OUT may move).
   std::string relative(const std::string& path) const { return path.substr(plan_.job.out_dir.size() + 1); }
 
