@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstring>

@@ -32,9 +32,15 @@ TensorMap state_dict(const torch::nn::Module& module) {
   return out;
 }
 
+namespace {
+bool is_torch_checkpoint(const std::string& path) {
+  return ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".bin");
+}
+}  // namespace
+
 TensorMap read_weights(const std::string& path) {
   if (ends_with(path, ".safetensors")) return read_safetensors(path);
-  if (ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".bin")) return read_torch_checkpoint(path);
+  if (is_torch_checkpoint(path)) return read_torch_checkpoint(path);
   VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth or .bin)");
 }
 
@@ -58,8 +64,12 @@ void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors,
 
 void check_weights_file(const torch::nn::Module& module, const std::string& path,
                         const std::vector<std::string>& ignore_prefixes) {
-  if (!ends_with(path, ".safetensors")) return;
-  check_state_dict(module, MappedSafetensors(path).tensors(), path, ignore_prefixes);
+  if (ends_with(path, ".safetensors")) {
+    check_state_dict(module, MappedSafetensors(path).tensors(), path, ignore_prefixes);
+  } else if (is_torch_checkpoint(path)) {
+    const MappedFile file(path);
+    check_state_dict(module, torch_checkpoint_views(file, path), path, ignore_prefixes);
+  }
 }
 
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
@@ -74,6 +84,11 @@ void load_weights(torch::nn::Module& module, const std::string& path, const std:
     // Straight from the mapped file into the parameters, converted to their device and dtype on the way.
     const MappedSafetensors file(path);
     load_state_dict(module, file.tensors(), path, ignore_prefixes);
+    return;
+  }
+  if (is_torch_checkpoint(path)) {  // likewise from views into the mapped checkpoint
+    const MappedFile file(path);
+    load_state_dict(module, torch_checkpoint_views(file, path), path, ignore_prefixes);
     return;
   }
   load_state_dict(module, read_weights(path), path, ignore_prefixes);

@@ -1,16 +1,12 @@
 #include "models/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/mapped_file.h"
 #include "models/safetensors_header.h"
 
 namespace vispec {
@@ -27,43 +23,25 @@ const DtypeName kDtypes[] = {
     {"U8", torch::kUInt8},    {"BOOL", torch::kBool},
 };
 
-torch::Dtype dtype_from_name(const std::string& path, const std::string& tensor, const std::string& name) {
-  for (const auto& d : kDtypes)
-    if (name == d.name) return d.dtype;
-  VISPEC_FAIL(path, ": tensor '", tensor, "': unsupported dtype '", name, "'");
-}
-
 std::string name_from_dtype(torch::Dtype dtype) {
   for (const auto& d : kDtypes)
     if (dtype == d.dtype) return d.name;
   VISPEC_FAIL("safetensors: cannot store dtype ", c10::toString(dtype));
 }
 
-// Read-only memory map, unmapped when the last owner lets go.
-std::shared_ptr<void> map_file(const std::string& path, size_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  VISPEC_CHECK(fd >= 0, path, ": cannot open: ", std::strerror(errno));
-  struct stat st {};
-  ::fstat(fd, &st);
-  *size = size_t(st.st_size);
-  void* data = nullptr;
-  if (*size > 0) data = ::mmap(nullptr, *size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int err = errno;
-  ::close(fd);  // the mapping stays valid without the descriptor
-  VISPEC_CHECK(data != MAP_FAILED, path, ": mmap failed: ", std::strerror(err));
-  const size_t n = *size;
-  return std::shared_ptr<void>(data, [n](void* p) {
-    if (p) ::munmap(p, n);
-  });
-}
-
 }  // namespace
 
+torch::Dtype dtype_from_name(const std::string& path, const std::string& tensor, const std::string& name) {
+  for (const auto& d : kDtypes)
+    if (name == d.name) return d.dtype;
+  VISPEC_FAIL(path, ": tensor '", tensor, "': unsupported dtype '", name, "'");
+}
+
 MappedSafetensors::MappedSafetensors(const std::string& path) {
-  size_t file_size = 0;
-  mapping_ = map_file(path, &file_size);
-  const auto* bytes = static_cast<const uint8_t*>(mapping_.get());
-  const auto header = parse_safetensors_header(bytes, file_size, path);
+  const MappedFile file(path);
+  mapping_ = file.owner();
+  const auto* bytes = file.data();
+  const auto header = parse_safetensors_header(bytes, file.size(), path);
   metadata_ = header.metadata;
   const uint8_t* data = bytes + header.data_offset;
   for (const auto& e : header.tensors)

@@ -33,6 +33,9 @@ class MappedSafetensors {
   Metadata metadata_;
 };
 
+// The LibTorch dtype of a safetensors dtype name ("F32", "BF16", ...); throws naming the file and tensor.
+torch::Dtype dtype_from_name(const std::string& path, const std::string& tensor, const std::string& name);
+
 // Every tensor of the file as an owned CPU tensor.
 TensorMap read_safetensors(const std::string& path, Metadata* metadata = nullptr);
 void write_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata = {});

@@ -4,39 +4,29 @@
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/mapped_file.h"
+#include "models/torch_checkpoint_index.h"
 
 namespace vispec {
 
-TensorMap read_torch_checkpoint(const std::string& path) {
-  const std::string bytes = read_file(path);
-  c10::IValue value;
-  try {
-    value = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    VISPEC_FAIL(path, ": cannot read torch checkpoint (convert it to safetensors): ", what);
-  }
-  // Unwrap training checkpoints down to the state dict.
-  for (int depth = 0; depth < 2 && value.isGenericDict(); ++depth) {
-    auto dict = value.toGenericDict();
-    bool unwrapped = false;
-    for (const char* key : {"model", "module", "state_dict"}) {
-      if (dict.contains(key) && dict.at(key).isGenericDict()) {
-        value = dict.at(key);
-        unwrapped = true;
-        break;
-      }
-    }
-    if (!unwrapped) break;
-  }
-  VISPEC_CHECK(value.isGenericDict(), path, ": not a state dict");
+TensorMap torch_checkpoint_views(const MappedFile& file, const std::string& path, const std::string& state_dict_key) {
   TensorMap out;
-  for (const auto& item : value.toGenericDict()) {
-    if (!item.key().isString() || !item.value().isTensor()) continue;  // skip args, steps, optimizer entries
-    out[item.key().toStringRef()] = item.value().toTensor();
+  for (const auto& t : index_torch_checkpoint(file.data(), file.size(), path, state_dict_key)) {
+    const auto dtype = dtype_from_name(path, t.name, t.dtype);
+    const auto storage_numel = int64_t(t.storage.size) / int64_t(c10::elementSize(dtype));
+    // The index checked the view's extent against the storage, and the storage against the file.
+    const auto whole = torch::from_blob(const_cast<uint8_t*>(t.storage.data), {storage_numel},
+                                        torch::TensorOptions().dtype(dtype));
+    out[t.name] = whole.as_strided(t.shape, t.stride, t.offset);
   }
-  VISPEC_CHECK(!out.empty(), path, ": holds no tensors");
+  return out;
+}
+
+TensorMap read_torch_checkpoint(const std::string& path, const std::string& state_dict_key) {
+  const MappedFile file(path);
+  TensorMap out;
+  for (auto& [name, view] : torch_checkpoint_views(file, path, state_dict_key))
+    out[name] = view.clone(at::MemoryFormat::Contiguous);  // owned: the file is unmapped on return
   return out;
 }
 

@@ -1,16 +1,23 @@
-// LlamaGen-style torch .pt checkpoints (zip-format torch.save of a state dict, possibly wrapped in
-// {"model": ...}, {"module": ...}, {"state_dict": ...} or {"ema": ...}). research/models.md §1.8 and §6.2:
-// LibTorch's unpickler reads plain fp32/bf16 state dicts; FSDP checkpoints need a one-time conversion to
-// safetensors in Python.
+// torch.save checkpoints (.pt, .pth, .bin), read by vispec's own zip reader and restricted unpickler
+// (models/torch_checkpoint_index.h): state dicts as torch.save writes them (OrderedDict), bare or inside the
+// layouts training scripts save ({"model": ...}, {"state_dict": ...}, {"module": ...}; others, such as
+// {"model": {"sd": ...}} or {"ema": ...}, through state_dict_key); tensors of every dtype, shared storages,
+// offsets and strides. Nothing in the file is executed;
+// a global outside the short list a checkpoint needs is refused in one line naming it.
 #pragma once
 
 #include <string>
 
+#include "io/mapped_file.h"
 #include "models/safetensors.h"
 
 namespace vispec {
 
-TensorMap read_torch_checkpoint(const std::string& path);
+// state_dict_key: see index_torch_checkpoint (empty: the checkpoint, or its "model", "module" or "state_dict").
+TensorMap read_torch_checkpoint(const std::string& path, const std::string& state_dict_key = "");
+// The same tensors as views into the mapped file (valid while `file` lives): loading copies each straight into
+// a parameter, with no second host copy of the checkpoint.
+TensorMap torch_checkpoint_views(const MappedFile& file, const std::string& path, const std::string& state_dict_key = "");
 // Writes a state dict in torch.save's zip format (readable by torch.load and by read_torch_checkpoint).
 void write_torch_checkpoint(const std::string& path, const TensorMap& tensors);
 

@@ -38,7 +38,7 @@ class UnitWriter {
   std::optional<UnitDone> run(const WorkUnit& unit) {
     maybe_kill_at("kill-at-unit", unit.id);
     if (fault_at("fs-error", unit.id))  // as std::filesystem throws on a vanished directory
-      throw std::filesystem::filesystem_error("injected (VISPEC_FAULT)", job_out(),
+      throw std::filesystem::filesystem_error("injected (VISPEC_FAULT)", plan_.job.out_dir,
                                               std::make_error_code(std::errc::io_error));
     if (fault_at("json-error", unit.id)) (void)nlohmann::json::parse("{\"injected\": VISPEC_FAULT}");
     const auto& job = plan_.job;
@@ -137,7 +137,6 @@ class UnitWriter {
   }
 
  private:
-  const std::string& job_out() const { return plan_.job.out_dir; }
   // OUT/images/00000042.png -> images/00000042.png, as the journal records it (OUT may move).
   std::string relative(const std::string& path) const { return path.substr(plan_.job.out_dir.size() + 1); }
 
