@@ -1,8 +1,15 @@
 #include "models/load.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/mapped_file.h"
 #include "models/torch_checkpoint.h"
 
 namespace vispec {
@@ -36,12 +43,85 @@ namespace {
 bool is_torch_checkpoint(const std::string& path) {
   return ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".bin");
 }
+
+// The HF sharded layout: DIR/model.safetensors.index.json (or pytorch_model.bin.index.json) maps every tensor
+// name to the shard that holds it, {"metadata": {...}, "weight_map": {"name": "model-00001-of-00002.safetensors"}}.
+bool is_shard_index(const std::string& path) { return ends_with(path, ".index.json"); }
+
+struct ShardIndex {
+  std::vector<std::string> shards;                   // paths, in first-mention order
+  std::map<std::string, std::string> shard_of_name;  // tensor name -> shard path
+};
+
+ShardIndex read_shard_index(const std::string& path) {
+  const auto j = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
+  VISPEC_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), path,
+               ": not a shard index (no \"weight_map\" object)");
+  const auto dir = std::filesystem::path(path).parent_path();
+  ShardIndex index;
+  for (const auto& [name, shard] : j["weight_map"].items()) {
+    VISPEC_CHECK(shard.is_string(), path, ": weight_map['", name, "'] is not a file name");
+    const auto file = shard.get<std::string>();
+    VISPEC_CHECK(!file.empty() && file.find('/') == std::string::npos, path, ": weight_map['", name, "'] = '", file,
+                 "' is not a file beside the index");
+    const auto shard_path = (dir / file).string();
+    if (std::find(index.shards.begin(), index.shards.end(), shard_path) == index.shards.end())
+      index.shards.push_back(shard_path);
+    index.shard_of_name[name] = shard_path;
+  }
+  VISPEC_CHECK(!index.shards.empty(), path, ": the weight_map is empty");
+  return index;
+}
+
+// Calls f(views, source) for each file of the weights in turn: one for a plain file, each shard of an index.
+// The views are valid during the call only (the file is mapped, then unmapped): loading shard by shard keeps
+// one shard's pages in memory at a time, never the whole checkpoint.
+void for_each_weight_file(const std::string& path, const std::function<void(const TensorMap&, const std::string&)>& f) {
+  if (ends_with(path, ".safetensors")) {
+    f(MappedSafetensors(path).tensors(), path);
+  } else if (is_torch_checkpoint(path)) {
+    const MappedFile file(path);
+    f(torch_checkpoint_views(file, path), path);
+  } else if (is_shard_index(path)) {
+    const auto index = read_shard_index(path);
+    for (const auto& shard : index.shards) {
+      VISPEC_CHECK(!is_shard_index(shard), path, ": a shard that is itself an index");
+      for_each_weight_file(shard, [&](const TensorMap& views, const std::string& source) {
+        for (const auto& [name, t] : views) {
+          const auto it = index.shard_of_name.find(name);
+          VISPEC_CHECK(it != index.shard_of_name.end() && it->second == shard, source, ": tensor '", name,
+                       "' is not where ", path, " puts it");
+        }
+        f(views, source);
+      });
+    }
+  } else {
+    VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth, .bin or a shard index "
+                "*.index.json)");
+  }
+}
+
+// Shapes and dtypes of every tensor of the weights, on the meta device: what checks need, with no data.
+TensorMap weight_shapes(const std::string& path) {
+  TensorMap shapes;
+  for_each_weight_file(path, [&](const TensorMap& views, const std::string&) {
+    for (const auto& [name, t] : views)
+      shapes[name] = torch::empty(t.sizes(), torch::TensorOptions().device(torch::kMeta).dtype(t.dtype()));
+  });
+  return shapes;
+}
 }  // namespace
 
+std::vector<std::string> weight_files(const std::string& path) {
+  return is_shard_index(path) ? read_shard_index(path).shards : std::vector<std::string>{path};
+}
+
 TensorMap read_weights(const std::string& path) {
-  if (ends_with(path, ".safetensors")) return read_safetensors(path);
-  if (is_torch_checkpoint(path)) return read_torch_checkpoint(path);
-  VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth or .bin)");
+  TensorMap out;
+  for_each_weight_file(path, [&](const TensorMap& views, const std::string&) {
+    for (const auto& [name, t] : views) out[name] = t.clone(at::MemoryFormat::Contiguous);
+  });
+  return out;
 }
 
 void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
@@ -64,12 +144,7 @@ void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors,
 
 void check_weights_file(const torch::nn::Module& module, const std::string& path,
                         const std::vector<std::string>& ignore_prefixes) {
-  if (ends_with(path, ".safetensors")) {
-    check_state_dict(module, MappedSafetensors(path).tensors(), path, ignore_prefixes);
-  } else if (is_torch_checkpoint(path)) {
-    const MappedFile file(path);
-    check_state_dict(module, torch_checkpoint_views(file, path), path, ignore_prefixes);
-  }
+  check_state_dict(module, weight_shapes(path), path, ignore_prefixes);
 }
 
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
@@ -80,18 +155,15 @@ void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const 
 }
 
 void load_weights(torch::nn::Module& module, const std::string& path, const std::vector<std::string>& ignore_prefixes) {
-  if (ends_with(path, ".safetensors")) {
-    // Straight from the mapped file into the parameters, converted to their device and dtype on the way.
-    const MappedSafetensors file(path);
-    load_state_dict(module, file.tensors(), path, ignore_prefixes);
-    return;
-  }
-  if (is_torch_checkpoint(path)) {  // likewise from views into the mapped checkpoint
-    const MappedFile file(path);
-    load_state_dict(module, torch_checkpoint_views(file, path), path, ignore_prefixes);
-    return;
-  }
-  load_state_dict(module, read_weights(path), path, ignore_prefixes);
+  // Checked whole first (names and shapes from headers), then copied file by file straight from the mapped
+  // bytes into the parameters, converted to their device and dtype on the way: no host copy of the weights.
+  check_weights_file(module, path, ignore_prefixes);
+  auto own = state_dict(module);
+  torch::NoGradGuard no_grad;
+  for_each_weight_file(path, [&](const TensorMap& views, const std::string&) {
+    for (const auto& [name, t] : views)
+      if (const auto it = own.find(name); it != own.end()) it->second.copy_(t);
+  });
 }
 
 void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata) {

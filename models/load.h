@@ -16,20 +16,24 @@ namespace vispec {
 torch::Dtype model_dtype(const std::string& name);
 
 TensorMap state_dict(const torch::nn::Module& module);
-// Reads .safetensors, or .pt/.pth/.bin torch checkpoints.
-TensorMap read_weights(const std::string& path);
+// Weights are one file (.safetensors; .pt/.pth/.bin torch.save checkpoints) or Hugging Face's sharded layout:
+// DIR/model.safetensors.index.json or DIR/pytorch_model.bin.index.json naming the shard of every tensor, each
+// shard read in turn.
+TensorMap read_weights(const std::string& path);  // every tensor, owned, on the CPU
+// The files the weights are in: the path itself, or the shards an index names (what the fingerprint hashes).
+std::vector<std::string> weight_files(const std::string& path);
 // ignore_prefixes: file tensors starting with one of these are skipped without complaint.
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
                      const std::vector<std::string>& ignore_prefixes = {});
 // Checks, without copying, that `tensors` fit the module (the errors load_state_dict would give).
 void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
                       const std::vector<std::string>& ignore_prefixes = {});
-// Checks that a safetensors weights file fits the module, reading only the file's header (other formats are
-// checked when loaded). Used before a job writes anything, with modules built on the meta device.
+// Checks that weights fit the module, from names and shapes only (safetensors headers; torch.save indexes).
+// Used before a job writes anything, with modules built on the meta device.
 void check_weights_file(const torch::nn::Module& module, const std::string& path,
                         const std::vector<std::string>& ignore_prefixes = {});
-// Copies a file's tensors into the module's parameters and buffers, whatever their device and dtype (a
-// safetensors file is read through its memory map, never copied whole into host memory first).
+// Copies the weights into the module's parameters and buffers, whatever their device and dtype: each file is
+// read through its memory map, one shard at a time, never copied whole into host memory first.
 void load_weights(torch::nn::Module& module, const std::string& path,
                   const std::vector<std::string>& ignore_prefixes = {});
 void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata = {});

@@ -1,12 +1,14 @@
 #include "scheduler/fingerprint.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "core/check.h"
 #include "core/device.h"
 #include "decoding/decoder_factory.h"
 #include "io/atomic_file.h"
 #include "io/digest_cache.h"
+#include "models/load.h"
 
 namespace vispec {
 
@@ -17,9 +19,18 @@ std::string hex(uint64_t h) {
   return buf;
 }
 
-nlohmann::json weights_identity(const std::string& path) {
+nlohmann::json file_identity(const std::string& path) {
   const auto d = cached_file_digest(path);
   return {{"bytes", d.bytes}, {"crc32", crc32_hex(d.crc32)}};
+}
+
+// One file: its size and CRC-32; a shard index: the index's and every shard's, by file name.
+nlohmann::json weights_identity(const std::string& path) {
+  const auto files = weight_files(path);
+  if (files.size() == 1 && files[0] == path) return file_identity(path);
+  nlohmann::json shards = nlohmann::json::object();
+  for (const auto& f : files) shards[std::filesystem::path(f).filename().string()] = file_identity(f);
+  return {{"index", file_identity(path)}, {"shards", shards}};
 }
 }  // namespace
 

@@ -19,7 +19,6 @@ namespace vispec {
 
 namespace fs = std::filesystem;
 
-namespace {
 class SamplePlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -38,6 +37,7 @@ class SamplePlanTest : public ::testing::Test {
   ModelConfig model;
 };
 
+namespace {
 // The plain expansion: every prompt line (as the reader sees it), images_per_prompt samples each.
 std::vector<PlannedSample> expand(const ModelConfig& model, const std::string& file, int64_t ipp) {
   std::vector<PlannedSample> all;

@@ -31,6 +31,7 @@ std::string error_of(const std::function<void()>& f) {
   }
   return "";
 }
+}  // namespace
 
 class TorchSaveFiles : public ::testing::Test {
  protected:
@@ -50,7 +51,6 @@ class TorchSaveFiles : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir / name).string(); }
   fs::path dir;
 };
-}  // namespace
 
 TEST(TorchCheckpoint, LlamaGenFixturesReadAsTheirSafetensorsTwins) {
   if (!fs::exists(kFixtures)) GTEST_SKIP() << "no " << kFixtures << " (the shared fixtures are not on this machine)";
@@ -151,48 +151,111 @@ open("damaged.pt", "wb").write(data.replace(pattern, struct.pack("<f", 1.0)))
   }
 }
 
-// A user's job on weights in torch.save's format: the embedded model's GPT and VQ written by torch.save (the
-// virtual environment's torch) give the same greedy tokens as the safetensors files.
-TEST_F(TorchSaveFiles, AJobOnTorchSaveWeightsEqualsTheSafetensorsRun) {
-  const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
-  // torch.save in LlamaGen's training layout, {"model": OrderedDict, ...}, of the embedded weights (read from
-  // their safetensors files by the format's definition: a JSON header, then raw little-endian data).
-  python(R"(
+namespace {
+const std::string kConfigs = std::string(VISPEC_SOURCE_DIR) + "/configs/";
+
+// Python that reads the embedded model's weights from their safetensors files by the format's definition (a
+// JSON header, then raw little-endian data) into torch tensors: `sd(name)` is an OrderedDict.
+const char* const kReadSafetensors = R"(
 import collections, json, struct, torch
-dtypes = {"F32": torch.float32, "I64": torch.int64}
-for name in ("gpt", "vq"):
-    raw = open(")" + src + R"(fmnist/" + name + ".safetensors", "rb").read()
+def sd(name):
+    raw = open(CONFIGS + "fmnist/" + name + ".safetensors", "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    sd = collections.OrderedDict()
-    for key, info in sorted(header.items()):
-        if key == "__metadata__":
-            continue
-        b, e = info["data_offsets"]
-        sd[key] = torch.frombuffer(bytearray(raw[8 + n + b:8 + n + e]), dtype=dtypes[info["dtype"]]).view(info["shape"])
-    torch.save({"model": sd, "optimizer": None, "steps": 1100, "args": None}, name + ".pt")
-)");
-  std::string config = read_file(src + "fmnist.yaml");
+    out = collections.OrderedDict()
+    for key, info in sorted(json.loads(raw[8:8 + n]).items()):
+        if key != "__metadata__":
+            b, e = info["data_offsets"]
+            dtype = {"F32": torch.float32, "I64": torch.int64}[info["dtype"]]
+            out[key] = torch.frombuffer(bytearray(raw[8 + n + b:8 + n + e]), dtype=dtype).view(info["shape"])
+    return out
+)";
+
+// Greedy tokens of a small job on `model_config`, by sample.
+std::vector<std::vector<int32_t>> greedy_tokens(const std::string& dir, const std::string& model_config) {
+  const std::string out = dir + "/out_" + std::to_string(std::hash<std::string>{}(model_config));
+  std::ofstream(dir + "/prompts.txt") << "bag\ncoat\n";
+  std::ofstream(dir + "/job.yaml") << "model: " << model_config << "\nprompts: prompts.txt\n"
+                                   << "decoder: {name: ar, temperature: 0}\nimages_per_prompt: 2\nout: " << out << "\n";
+  const auto r = test::run_vispec("run " + dir + "/job.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.text;
+  std::vector<std::vector<int32_t>> tokens;
+  for (int id = 0; id < 4 && r.exit_code == 0; ++id)
+    tokens.push_back(read_npy_int32(out + "/tokens/0000000" + std::to_string(id) + ".npy"));
+  return tokens;
+}
+
+// The embedded model's config with absolute paths and the given GPT / VQ weights; written to dir/NAME.
+std::string config_with(const std::string& dir, const std::string& name, const std::string& gpt, const std::string& vq) {
+  std::string config = read_file(kConfigs + "fmnist.yaml");
   for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
-    config.replace(at + 1, 0, src);
-  for (const char* name : {"gpt", "vq"}) {
-    const std::string from = src + "fmnist/" + name + ".safetensors";
-    config.replace(config.find(from), from.size(), path(std::string(name) + ".pt"));
-  }
-  std::ofstream(dir / "model.yaml") << config;
-  std::ofstream(dir / "prompts.txt") << "bag\ncoat\n";
-  for (const char* model : {"model.yaml", "SAFETENSORS"}) {
-    const std::string m = std::string(model) == "SAFETENSORS" ? src + "fmnist.yaml" : path(model);
-    const std::string out = path(std::string("out_") + (m == path(model) ? "pt" : "st"));
-    std::ofstream(dir / "job.yaml") << "model: " << m << "\nprompts: prompts.txt\ndecoder: {name: ar, temperature: 0}\n"
-                                    << "images_per_prompt: 2\nout: " << out << "\n";
-    const auto r = test::run_vispec("run " + path("job.yaml"));
-    ASSERT_EQ(r.exit_code, 0) << r.text;
-  }
-  for (int id = 0; id < 4; ++id) {
-    const std::string npy = "/tokens/0000000" + std::to_string(id) + ".npy";
-    EXPECT_EQ(read_npy_int32(path("out_pt") + npy), read_npy_int32(path("out_st") + npy)) << npy;
-  }
+    config.replace(at + 1, 0, kConfigs);
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{kConfigs + "fmnist/gpt.safetensors", gpt},
+                                 {kConfigs + "fmnist/vq.safetensors", vq}})
+    config.replace(config.find(from), from.size(), to);
+  std::ofstream(dir + "/" + name) << config;
+  return dir + "/" + name;
+}
+}  // namespace
+
+// A user's job on weights in torch.save's format, in LlamaGen's training layout ({"model": OrderedDict, ...}):
+// the same greedy tokens as the safetensors files.
+TEST_F(TorchSaveFiles, AJobOnTorchSaveWeightsEqualsTheSafetensorsRun) {
+  python(std::string("CONFIGS = '") + kConfigs + "'\n" + kReadSafetensors + R"(
+for name in ("gpt", "vq"):
+    torch.save({"model": sd(name), "optimizer": None, "steps": 1100, "args": None}, name + ".pt")
+)");
+  const auto reference = greedy_tokens(dir.string(), kConfigs + "fmnist.yaml");
+  EXPECT_EQ(greedy_tokens(dir.string(), config_with(dir.string(), "pt.yaml", path("gpt.pt"), path("vq.pt"))),
+            reference);
+}
+
+// Hugging Face's sharded layouts: model.safetensors.index.json over safetensors shards and
+// pytorch_model.bin.index.json over torch.save shards load shard by shard to the same tokens; a tensor in
+// another shard than the index says is refused in one line.
+TEST_F(TorchSaveFiles, ShardedHuggingFaceLayoutsGiveTheSameTokens) {
+  python(std::string("CONFIGS = '") + kConfigs + "'\n" + kReadSafetensors + R"(
+import os
+gpt = sd("gpt")
+names = list(gpt)
+halves = [names[: len(names) // 2], names[len(names) // 2 :]]
+for kind, ext in (("st", "safetensors"), ("bin", "bin")):
+    os.makedirs(kind)
+    weight_map = {}
+    for i, half in enumerate(halves):
+        shard = f"model-0000{i + 1}-of-00002.{ext}" if ext == "safetensors" else f"pytorch_model-0000{i + 1}-of-00002.bin"
+        part = collections.OrderedDict((k, gpt[k]) for k in half)
+        if ext == "bin":
+            torch.save(part, f"{kind}/{shard}")
+        else:  # the safetensors format by its definition: header, then data
+            header, data = {}, b""
+            for k, t in part.items():
+                raw = t.contiguous().numpy().tobytes()
+                header[k] = {"dtype": {torch.float32: "F32", torch.int64: "I64"}[t.dtype], "shape": list(t.shape),
+                             "data_offsets": [len(data), len(data) + len(raw)]}
+                data += raw
+            h = json.dumps(header).encode()
+            h += b" " * (-len(h) % 8)
+            open(f"{kind}/{shard}", "wb").write(struct.pack("<Q", len(h)) + h + data)
+        weight_map.update({k: shard for k in half})
+    index = "model.safetensors.index.json" if ext == "safetensors" else "pytorch_model.bin.index.json"
+    json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, open(f"{kind}/{index}", "w"))
+    wrong = dict(weight_map)
+    wrong[halves[0][0]] = weight_map[halves[1][0]]
+    json.dump({"weight_map": wrong}, open(f"{kind}/wrong.index.json", "w"))
+)");
+  const auto vq = kConfigs + "fmnist/vq.safetensors";
+  const auto reference = greedy_tokens(dir.string(), kConfigs + "fmnist.yaml");
+  EXPECT_EQ(greedy_tokens(dir.string(), config_with(dir.string(), "st.yaml", path("st/model.safetensors.index.json"), vq)),
+            reference);
+  EXPECT_EQ(greedy_tokens(dir.string(), config_with(dir.string(), "bin.yaml", path("bin/pytorch_model.bin.index.json"), vq)),
+            reference);
+  std::ofstream(dir / "job.yaml") << "model: " << config_with(dir.string(), "wrong.yaml", path("st/wrong.index.json"), vq)
+                                  << "\nprompts: prompts.txt\ndecoder: {name: ar}\nout: " << path("wrong_out") << "\n";
+  const auto r = test::run_vispec("run " + path("job.yaml"));
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
+  EXPECT_NE(r.text.find("is not where"), std::string::npos) << r.text;
+  EXPECT_FALSE(fs::exists(dir / "wrong_out")) << "output written before the weights were checked";
 }
 
 }  // namespace vispec
