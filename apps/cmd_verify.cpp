@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "core/check.h"
+#include "io/atomic_file.h"
 #include "io/distill_index.h"
 #include "io/distill_schema.h"
 #include "io/run_layout.h"
@@ -19,6 +21,7 @@ namespace vispec {
 
 namespace {
 int verify(const std::string& out, bool repair, int threads) {
+  VISPEC_CHECK(file_exists(journal_path(out)), journal_path(out), ": no journal (is this a vispec run directory?)");
   std::unique_ptr<OutputLock> lock;
   if (repair) lock = std::make_unique<OutputLock>(out);  // no job may write while the journal is rewritten
   Journal journal(out);
