@@ -76,12 +76,15 @@ ShardIndex read_shard_index(const std::string& path) {
 // Calls f(views, source) for each file of the weights in turn: one for a plain file, each shard of an index.
 // The views are valid during the call only (the file is mapped, then unmapped): loading shard by shard keeps
 // one shard's pages in memory at a time, never the whole checkpoint.
-void for_each_weight_file(const std::string& path, const std::function<void(const TensorMap&, const std::string&)>& f) {
+void for_each_weight_file(const std::string& path, const std::function<void(const TensorMap&, const std::string&)>& f,
+                          const std::string& state_dict_key = "") {
+  VISPEC_CHECK(state_dict_key.empty() || is_torch_checkpoint(path) || is_shard_index(path), path,
+               ": state_dict_key '", state_dict_key, "' applies to torch.save files only");
   if (ends_with(path, ".safetensors")) {
     f(MappedSafetensors(path).tensors(), path);
   } else if (is_torch_checkpoint(path)) {
     const MappedFile file(path);
-    f(torch_checkpoint_views(file, path), path);
+    f(torch_checkpoint_views(file, path, state_dict_key), path);
   } else if (is_shard_index(path)) {
     const auto index = read_shard_index(path);
     for (const auto& shard : index.shards) {
@@ -93,7 +96,7 @@ void for_each_weight_file(const std::string& path, const std::function<void(cons
                        "' is not where ", path, " puts it");
         }
         f(views, source);
-      });
+      }, state_dict_key);
     }
   } else {
     VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth, .bin or a shard index "
@@ -102,12 +105,12 @@ void for_each_weight_file(const std::string& path, const std::function<void(cons
 }
 
 // Shapes and dtypes of every tensor of the weights, on the meta device: what checks need, with no data.
-TensorMap weight_shapes(const std::string& path) {
+TensorMap weight_shapes(const std::string& path, const std::string& state_dict_key) {
   TensorMap shapes;
   for_each_weight_file(path, [&](const TensorMap& views, const std::string&) {
     for (const auto& [name, t] : views)
       shapes[name] = torch::empty(t.sizes(), torch::TensorOptions().device(torch::kMeta).dtype(t.dtype()));
-  });
+  }, state_dict_key);
   return shapes;
 }
 }  // namespace
@@ -143,8 +146,8 @@ void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors,
 }
 
 void check_weights_file(const torch::nn::Module& module, const std::string& path,
-                        const std::vector<std::string>& ignore_prefixes) {
-  check_state_dict(module, weight_shapes(path), path, ignore_prefixes);
+                        const std::vector<std::string>& ignore_prefixes, const std::string& state_dict_key) {
+  check_state_dict(module, weight_shapes(path, state_dict_key), path, ignore_prefixes);
 }
 
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
@@ -154,16 +157,17 @@ void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const 
   for (auto& [name, dst] : state_dict(module)) dst.copy_(tensors.at(name));
 }
 
-void load_weights(torch::nn::Module& module, const std::string& path, const std::vector<std::string>& ignore_prefixes) {
+void load_weights(torch::nn::Module& module, const std::string& path, const std::vector<std::string>& ignore_prefixes,
+                  const std::string& state_dict_key) {
   // Checked whole first (names and shapes from headers), then copied file by file straight from the mapped
   // bytes into the parameters, converted to their device and dtype on the way: no host copy of the weights.
-  check_weights_file(module, path, ignore_prefixes);
+  check_weights_file(module, path, ignore_prefixes, state_dict_key);
   auto own = state_dict(module);
   torch::NoGradGuard no_grad;
   for_each_weight_file(path, [&](const TensorMap& views, const std::string&) {
     for (const auto& [name, t] : views)
       if (const auto it = own.find(name); it != own.end()) it->second.copy_(t);
-  });
+  }, state_dict_key);
 }
 
 void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata) {

@@ -30,12 +30,13 @@ void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors,
                       const std::vector<std::string>& ignore_prefixes = {});
 // Checks that weights fit the module, from names and shapes only (safetensors headers; torch.save indexes).
 // Used before a job writes anything, with modules built on the meta device.
+// state_dict_key: for torch.save files, the dict inside the checkpoint that holds the weights (ModelConfig).
 void check_weights_file(const torch::nn::Module& module, const std::string& path,
-                        const std::vector<std::string>& ignore_prefixes = {});
+                        const std::vector<std::string>& ignore_prefixes = {}, const std::string& state_dict_key = "");
 // Copies the weights into the module's parameters and buffers, whatever their device and dtype: each file is
 // read through its memory map, one shard at a time, never copied whole into host memory first.
 void load_weights(torch::nn::Module& module, const std::string& path,
-                  const std::vector<std::string>& ignore_prefixes = {});
+                  const std::vector<std::string>& ignore_prefixes = {}, const std::string& state_dict_key = "");
 void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata = {});
 
 }  // namespace vispec

@@ -20,7 +20,7 @@ std::string lower(std::string s) {
 GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   v.reject_unknown_keys({"weights", "preset", "vocab_size", "dim", "n_layer", "n_head", "n_kv_head", "multiple_of",
                          "ffn_dim_multiplier", "rope_base", "norm_eps", "grid_size", "num_classes", "cls_token_num",
-                         "caption_dim"});
+                         "caption_dim", "state_dict_key"});
   GptConfig c = base;
   if (v.has("preset")) {
     const auto preset = gpt_preset(v.need<std::string>("preset"));
@@ -48,7 +48,8 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
 
 VqConfig parse_vq(const YamlView& v) {
   v.reject_unknown_keys({"weights", "codebook_size", "codebook_embed_dim", "codebook_l2_norm", "commit_beta",
-                         "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups"});
+                         "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups",
+                         "state_dict_key"});
   VqConfig c;
   c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);
   c.codebook_embed_dim = v.get<int64_t>("codebook_embed_dim", c.codebook_embed_dim);
@@ -76,6 +77,7 @@ MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m) {
   reject_shared_keys(g, "MuLo-SD's drafter shares the target's vocabulary and conditioning; its grid is half the "
                         "target's: leave it out");
   c.gpt = parse_gpt(g, m.gpt);
+  if (g.has("state_dict_key")) g.at("state_dict_key").fail("only the target's gpt and vq take a state_dict_key");
   if (m.gpt.grid_size % 2 != 0) g.fail("MuLo-SD needs an even target grid (the drafter's is half of it)");
   c.gpt.grid_size = m.gpt.grid_size / 2;
   c.gpt_weights = g.need_path("weights");
@@ -116,6 +118,8 @@ ModelConfig load_model_config(const std::string& path) {
   m.vq = parse_vq(vq);
   m.gpt_weights = gpt.need_path("weights");
   m.vq_weights = vq.need_path("weights");
+  m.gpt_state_dict_key = gpt.get<std::string>("state_dict_key", "");
+  m.vq_state_dict_key = vq.get<std::string>("state_dict_key", "");
   if (root.has("classes")) {
     m.classes = root.need<std::vector<std::string>>("classes");
     if (int64_t(m.classes.size()) != m.gpt.num_classes)
@@ -141,6 +145,7 @@ ModelConfig load_model_config(const std::string& path) {
       const auto g = d.at("gpt");
       reject_shared_keys(g, "a drafter shares the target's vocabulary, grid and conditioning: leave it out");
       m.draft_gpt = parse_gpt(g, m.gpt);
+      if (g.has("state_dict_key")) g.at("state_dict_key").fail("only the target's gpt and vq take a state_dict_key");
       m.draft_gpt_weights = g.need_path("weights");
     }
     if (d.has("mulo")) m.mulo = parse_mulo(d.at("mulo"), m);

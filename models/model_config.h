@@ -5,6 +5,7 @@
 //   dtype: fp32                                 # fp32 | bf16 | fp16: the GPTs, drafters and heads at inference
 //   classes: [t-shirt/top, trouser, ...]
 //   gpt: {weights: fmnist/gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, n_head: 4, ...}
+//        (a torch.save file may add state_dict_key: ema, the dict inside the checkpoint that holds the weights)
 //   vq:  {weights: fmnist/vq.safetensors, codebook_size: 512, ch: 64, ch_mult: [1, 2], ...}
 //   classifier: {weights: fmnist/classifier.safetensors, width: 32, features: 128}   # optional: vispec eval
 //   drafters:                                   # optional: what speculative decoders draft with
@@ -37,6 +38,9 @@ struct ModelConfig {
   std::string gpt_weights;  // absolute or relative to the working directory
   VqConfig vq;
   std::string vq_weights;
+  // torch.save files only: the dotted key of the state dict inside the checkpoint ("ema", "model.sd"); empty:
+  // the checkpoint itself or its "model", "module" or "state_dict" (models/torch_checkpoint_index.h).
+  std::string gpt_state_dict_key, vq_state_dict_key;
   // The evaluation classifier (vispec eval, vispec bench); in_channels, image_size and classes follow the model.
   bool has_classifier = false;
   ClassifierConfig classifier;

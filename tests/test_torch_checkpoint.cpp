@@ -207,6 +207,15 @@ for name in ("gpt", "vq"):
   const auto reference = greedy_tokens(dir.string(), kConfigs + "fmnist.yaml");
   EXPECT_EQ(greedy_tokens(dir.string(), config_with(dir.string(), "pt.yaml", path("gpt.pt"), path("vq.pt"))),
             reference);
+  // An EMA checkpoint: the weights under "ema", chosen by the model config's state_dict_key.
+  python(std::string("CONFIGS = '") + kConfigs + "'\n" + kReadSafetensors + R"(
+torch.save({"model": {"w": torch.zeros(1)}, "ema": sd("gpt"), "steps": 1100}, "gpt_ema.pt")
+)");
+  auto config = config_with(dir.string(), "ema.yaml", path("gpt_ema.pt"), path("vq.pt"));
+  std::string text = read_file(config);
+  text.replace(text.find("  vocab_size:"), 0, "  state_dict_key: ema\n");
+  std::ofstream(config) << text;
+  EXPECT_EQ(greedy_tokens(dir.string(), config), reference);
 }
 
 // Hugging Face's sharded layouts: model.safetensors.index.json over safetensors shards and

@@ -11,18 +11,19 @@ const std::vector<std::string> kVqExtras = {"quantize.codebook_used"};
 }  // namespace
 
 void check_model_weights(const ModelConfig& config) {
-  check_weights_file(*Gpt(config.gpt, torch::TensorOptions().device(torch::kMeta)), config.gpt_weights, kGptExtras);
-  check_weights_file(*VqModel(config.vq), config.vq_weights, kVqExtras);
+  check_weights_file(*Gpt(config.gpt, torch::TensorOptions().device(torch::kMeta)), config.gpt_weights, kGptExtras,
+                     config.gpt_state_dict_key);
+  check_weights_file(*VqModel(config.vq), config.vq_weights, kVqExtras, config.vq_state_dict_key);
 }
 
 LoadedModels load_models(const ModelConfig& config, torch::Device device) {
   LoadedModels m;
   // Made on the device in the model's dtype, then filled from the file: no float32 host copy of the weights.
   m.gpt = Gpt(config.gpt, torch::TensorOptions().device(device).dtype(model_dtype(config.dtype)));
-  load_weights(*m.gpt, config.gpt_weights, kGptExtras);
+  load_weights(*m.gpt, config.gpt_weights, kGptExtras, config.gpt_state_dict_key);
   m.gpt->eval();
   m.vq = VqModel(config.vq);
-  load_weights(*m.vq, config.vq_weights, kVqExtras);
+  load_weights(*m.vq, config.vq_weights, kVqExtras, config.vq_state_dict_key);
   m.vq->to(device);  // float32 whatever the GPT's dtype: the pixels stay those of the reference decoder
   m.vq->eval();
   return m;
