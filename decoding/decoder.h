@@ -18,7 +18,7 @@ struct DecodeRequest {
   uint64_t seed = 0;
 };
 
-// What every decoder reports per sample (ALGORITHMS.md, "What every decoder reports").
+// What every decoder reports per sample (docs/algorithms.md, "What every decoder reports").
 struct SampleStats {
   int64_t target_forwards = 0;   // target passes this sample took part in
   int64_t draft_forwards = 0;    // drafter passes

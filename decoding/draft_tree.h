@@ -1,5 +1,5 @@
 // Draft trees: the structure every tree decoder verifies, and EAGLE-2's dynamic builder
-// (research/tree_spatial_sd.md §1.4), written once so that ADT-Tree is only a policy choosing
+// (docs/algorithms.md "Draft trees"), written once so that ADT-Tree is only a policy choosing
 // (depth, top_k, total_tokens) per step and any acceptance rule walks the same trees.
 #pragma once
 

@@ -1,5 +1,5 @@
-// EAGLE-1 (Li et al. 2024, branch v1) as LANTERN++ and Cool-SD run it (research/relaxed_sd.md §1b, §3, §4;
-// ALGORITHMS.md "LANTERN++", "Cool-SD"):
+// EAGLE-1 (Li et al. 2024, branch v1) as LANTERN++ and Cool-SD run it (docs/algorithms.md
+// "EAGLE-1 static trees, LANTERN++ and Cool-SD"):
 //
 //   catch up  the drafter reads the new (feature, token) pairs, as in EAGLE-2 (decoding/eagle_pairs)
 //   draft     level by level down a STATIC tree of child ranks (decoding/static_tree; naive_extend_57): at every

@@ -1,5 +1,5 @@
 // EAGLE-2 (Li et al. 2024) on an image raster, as LANTERN's LlamaGen port runs it
-// (research/tree_spatial_sd.md §1; ALGORITHMS.md "EAGLE-2", "LANTERN"):
+// (docs/algorithms.md "EAGLE-2 and LANTERN"):
 //
 //   catch up  the drafter reads the new pairs (feature_t, token_t): features are the target's post-norm
 //             states at the accepted positions, both CFG streams, the same tokens (decoding/eagle_pairs)

@@ -1,4 +1,4 @@
-// MuLo-SD, the MuLo-SD paper's Algorithm 1 (ALGORITHMS.md "MuLo-SD"). Each iteration covers one span of
+// MuLo-SD, the MuLo-SD paper's Algorithm 1 (docs/algorithms.md "MuLo-SD"). Each iteration covers one span of
 // L = 2 * rows * W high-res tokens (whole rows), every sample of the batch on the same span; the step numbers
 // are the paper's (its Fig. 2 and Fig. 7):
 //

@@ -1,4 +1,4 @@
-// Speculative decoding, one iteration per row (ALGORITHMS.md "SD"):
+// Speculative decoding, one iteration per row (docs/algorithms.md "SD"):
 //
 //   draft    the drafter feeds the row's pending token, then samples x_1 .. x_gamma from its own q, feeding
 //            each one (gamma + 1 drafter forwards; the last completes the drafter's cache)

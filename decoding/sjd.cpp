@@ -1,4 +1,4 @@
-// Speculative Jacobi decoding, probabilistic form (research/tree_spatial_sd.md §4; ALGORITHMS.md "SJD"):
+// Speculative Jacobi decoding, probabilistic form (docs/algorithms.md "SJD"):
 //
 //   token 0 is sampled from the prefill, as AR; then per iteration and row:
 //   window   [pending, d_1 .. d_w]: the carried drafts of the last iteration (each with the distribution q

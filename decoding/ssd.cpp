@@ -1,4 +1,4 @@
-// SSD (Xiang et al., the SSD paper; ALGORITHMS.md "SSD"; research/tree_spatial_sd.md §3). No public code: this is
+// SSD (Xiang et al., the SSD paper; docs/algorithms.md "SSD"). No public code: this is
 // our reading of the paper, step by step.
 //
 //   heads      h^(cell + offset) = f([h_pre(cell); e(token(cell))]) (models/ssd_heads): horizontal heads for

@@ -10,7 +10,7 @@ namespace vispec {
 namespace {
 using Paths = std::vector<std::vector<int64_t>>;
 
-// jadohu/LANTERN models/drafters/choices.py (research/relaxed_sd.md §3.4).
+// LANTERN's public code's tree of child ranks (docs/algorithms.md, "EAGLE-1 static trees, LANTERN++ and Cool-SD").
 const Paths kNaiveExtend57 = {
     {0}, {1}, {2}, {3}, {4},
     {0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {4, 0},

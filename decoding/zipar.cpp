@@ -1,5 +1,5 @@
-// ZipAR (He et al., ICML 2025) with a fixed window s, as its LlamaGen code runs it (research/tree_spatial_sd.md
-// §5.2; ALGORITHMS.md "ZipAR"):
+// ZipAR (He et al., ICML 2025) with a fixed window s, as its LlamaGen code runs it (docs/algorithms.md
+// "ZipAR"):
 //
 //   row 0      decoded autoregressively; row 1 starts when row 0 is complete
 //   row r + 1  starts once row r has s tokens (r >= 1)

@@ -1,4 +1,4 @@
-// EAGLE-2's draft model (research/tree_spatial_sd.md §1.2), sized from the target it drafts for.
+// EAGLE-2's draft model (docs/algorithms.md "EAGLE-2 and LANTERN"), sized from the target it drafts for.
 //
 //   feature_t  = the target's last hidden state at position t AFTER its final norm (HF hidden_states[-1]; our
 //                distillation data stores it before the norm, so callers apply target->norm first)

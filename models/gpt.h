@@ -1,4 +1,4 @@
-// The Llama-family image decoder, following LlamaGen's GPT exactly (research/models.md §1.2-1.5):
+// The Llama-family image decoder, following LlamaGen's GPT exactly (docs/algorithms.md "The model"):
 // pre-norm blocks of RMSNorm (fp32 statistics) -> fused wqkv attention with 2D RoPE -> SwiGLU FFN, no biases,
 // class embedding with a null class (or a caption MLP), untied output head. Parameter names match LlamaGen's
 // state dicts, so its checkpoints load unchanged.

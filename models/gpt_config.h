@@ -1,4 +1,4 @@
-// Architecture of the Llama-family image decoder (LlamaGen's GPT; research/models.md §1).
+// Architecture of the Llama-family image decoder (LlamaGen's GPT; docs/algorithms.md "The model").
 // Plain data: no torch here, so config parsing and tests need not compile LibTorch headers.
 #pragma once
 

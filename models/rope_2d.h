@@ -1,4 +1,4 @@
-// LlamaGen's 2D rotary position embedding (research/models.md §1.4).
+// LlamaGen's 2D rotary position embedding (docs/algorithms.md "The model").
 //
 // head_dim/2 interleaved pairs (x[2j], x[2j+1]); the first head_dim/4 pairs rotate by the image row, the last
 // head_dim/4 by the column, with frequency base^(-4i/head_dim). Condition positions get an ALL-ZERO row

@@ -1,4 +1,4 @@
-// SSD's spatial draft heads (the SSD paper, Eq. 2; ALGORITHMS.md "SSD"): one small predictor per (direction,
+// SSD's spatial draft heads (the SSD paper, Eq. 2; docs/algorithms.md "SSD"): one small predictor per (direction,
 // offset) that maps the target's state at a grid cell to its state `offset` cells later in raster order.
 //
 //   z            = [h_pre(y, x); e(token(y, x))]     h_pre: the target's last hidden state BEFORE its final

@@ -1,4 +1,4 @@
-// VQ image tokenizer in LlamaGen's style (tokenizer/tokenizer_image/vq_model.py; research/models.md §1.9):
+// VQ image tokenizer in LlamaGen's style (tokenizer/tokenizer_image/vq_model.py; docs/algorithms.md "The model"):
 // conv encoder -> quant_conv -> nearest code under L2-normalised codes and latents -> post_quant_conv -> conv
 // decoder. Module names match LlamaGen's state dict, so its VQ-16 checkpoint loads with the matching config.
 #pragma once

@@ -1,4 +1,4 @@
-// Architecture of the VQ image tokenizer in LlamaGen's style (research/models.md §1.9). Plain data.
+// Architecture of the VQ image tokenizer in LlamaGen's style (docs/algorithms.md "The model"). Plain data.
 #pragma once
 
 #include <cstdint>

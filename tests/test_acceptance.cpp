@@ -88,7 +88,7 @@ TEST(Acceptance, CoolSdSchedulesEqualHandComputedVectors) {
   a.rule = AcceptRule::kCoolSd;
   a.budget = 1.0;
   a.schedule = CoolSchedule::kExponential;  // w_i = c exp(-0.7 i - mu), mean c
-  const std::vector<double> expected = {2.595, 1.289, 0.640, 0.318, 0.158};  // research/relaxed_sd.md §4.2 (a)
+  const std::vector<double> expected = {2.595, 1.289, 0.640, 0.318, 0.158};
   auto w = cool_weights(a, 5);
   for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(w[i], expected[i], 1e-3) << i;
   EXPECT_NEAR(std::accumulate(w.begin(), w.end(), 0.0) / 5, 1.0, 1e-12);

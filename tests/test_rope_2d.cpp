@@ -1,4 +1,4 @@
-// 2D RoPE against a hand-computed case (research/models.md §1.4).
+// 2D RoPE against a hand-computed case (docs/algorithms.md "The model").
 #include <gtest/gtest.h>
 
 #include "models/rope_2d.h"

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "error_of.h"
 #include "io/atomic_file.h"
 #include "models/load.h"
 #include "models/safetensors.h"
@@ -20,14 +21,7 @@ std::string temp_path(const std::string& name) {
   return (dir / name).string();
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TensorMap sample_tensors() {
   return {{"a.weight", torch::randn({3, 4})},

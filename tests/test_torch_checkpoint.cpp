@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "core/check.h"
+#include "error_of.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "models/safetensors.h"
@@ -23,14 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 const std::string kFixtures = std::string(VISPEC_SOURCE_DIR) + "/../shared/fixtures/llamagen/";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 }  // namespace
 
 class TorchSaveFiles : public ::testing::Test {
