@@ -15,6 +15,7 @@
 #include "io/image_tensor.h"
 #include "workers/job_plan.h"
 #include "workers/loaded_models.h"
+#include "workers/request_builder.h"
 
 namespace vispec {
 
@@ -51,7 +52,8 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   const int64_t n = int64_t(samples.size()), D = int64_t(decoders.size()), grid = model.gpt.grid_size;
   spdlog::info("bench {}: {} decoders x {} images on {}, chunks of {}", c.name, D, n, device.str(), c.batch_size);
 
-  auto request = [&](int64_t start, int64_t count) { return make_request(c.seed, &samples[start], count); };
+  RequestBuilder make_request(model, c.seed, device);
+  auto request = [&](int64_t start, int64_t count) { return make_request(&samples[start], count); };
   // Untimed warm-up: first calls pay for allocations and (on GPU) kernel selection.
   for (auto& d : decoders) d->decode(request(0, std::min(c.batch_size, n)));
 

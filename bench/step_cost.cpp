@@ -60,7 +60,8 @@ nlohmann::json measure(const Case& c, int64_t batch, const StepCostOptions& o) {
   SamplingParams params;
   params.cfg_scale = o.cfg_scale;
   ArDecoder decoder(c.gpt, params);
-  DecodeRequest request{torch::arange(batch, torch::kInt64) % cfg.num_classes, {}, 0};
+  DecodeRequest request;
+  request.conditions.class_ids = torch::arange(batch, torch::kInt64) % cfg.num_classes;
   for (int64_t b = 0; b < batch; ++b) request.sample_ids.push_back(uint64_t(b));
   const auto device = c.gpt->tok_embeddings->weight.device();
   decoder.decode(request);  // warm-up: allocator, kernels' first launches

@@ -8,7 +8,7 @@ namespace vispec {
 
 DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
-  const int64_t B = request.class_ids.size(0), N = target_.gpt()->config().image_tokens();
+  const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens();
   const auto device = target_.gpt()->tok_embeddings->weight.device();
   const auto on_device = torch::TensorOptions().device(device);
   // Everything a step reads is on the device before the loop, and the tokens come back once after it: no step
@@ -17,7 +17,7 @@ DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   const auto step_mask = torch::ones({1, 1}, on_device.dtype(torch::kBool));
   auto tokens = torch::empty({B, N}, on_device.dtype(torch::kInt64));
   auto cache = target_.make_cache(B);
-  auto out = target_.prefill(cache, request.class_ids);
+  auto out = target_.prefill(cache, request.conditions);
   cache.keep_all();
   for (int64_t i = 0; i < N; ++i) {
     auto probs = target_probs(out.logits.select(1, out.logits.size(1) - 1), params_);  // [B, V]

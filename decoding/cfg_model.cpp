@@ -6,11 +6,12 @@ CfgOutput CfgModel::combine(const GptOutput& out) const {
   return {guided() ? cfg_combine(out.logits, scale_) : out.logits, out.hidden};
 }
 
-CfgOutput CfgModel::prefill(KvCache& cache, const torch::Tensor& class_ids) {
-  const auto device = gpt_->tok_embeddings->weight.device();
-  auto ids = class_ids.to(device);
-  if (guided()) ids = torch::cat({ids, torch::full_like(ids, gpt_->config().num_classes)});
-  return combine(gpt_->prefill(cache, gpt_->embed_classes(ids)));
+CfgOutput CfgModel::prefill(KvCache& cache, const Conditions& conditions) {
+  auto cond = gpt_->embed(conditions);
+  if (guided()) cond = torch::cat({cond, gpt_->null_condition(conditions.size())});
+  auto visible = gpt_->condition_visibility(conditions);
+  if (visible.defined()) visible = twice(visible);
+  return combine(gpt_->prefill(cache, cond, visible));
 }
 
 CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,

@@ -25,8 +25,9 @@ class CfgModel {
   const Gpt& gpt() const { return gpt_; }
 
   KvCache make_cache(int64_t batch, int64_t extra = 0) const { return gpt_->make_cache(rows(batch), extra); }
-  // class_ids [B] -> outputs at the condition positions; the last predicts image token 0.
-  CfgOutput prefill(KvCache& cache, const torch::Tensor& class_ids);
+  // B conditions -> outputs at the condition positions; the last predicts image token 0. The unconditional
+  // rows take the null class, or uncond_embedding under their conditional row's caption mask.
+  CfgOutput prefill(KvCache& cache, const Conditions& conditions);
   // tokens, positions [B, T]; block_mask [T, T] or [B, T, T] (see Gpt::decode_block).
   CfgOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                          const torch::Tensor& block_mask);

@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "models/conditions.h"
+
 namespace vispec {
 
 struct DecodeRequest {
-  torch::Tensor class_ids;            // [B] int64 (CPU)
+  Conditions conditions;              // B class ids or captions (CPU)
   std::vector<uint64_t> sample_ids;   // B ids: with the seed, the key of every random draw of a sample
   uint64_t seed = 0;
+  int64_t batch() const { return int64_t(sample_ids.size()); }
 };
 
 // What every decoder reports per sample (docs/algorithms.md, "What every decoder reports").

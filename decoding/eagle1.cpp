@@ -56,7 +56,7 @@ Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter,
 DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
-  const int64_t B = request.class_ids.size(0), N = gpt->config().image_tokens(), V = gpt->config().vocab_size;
+  const int64_t B = request.batch(), N = gpt->config().image_tokens(), V = gpt->config().vocab_size;
   const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
   const auto device = gpt->tok_embeddings->weight.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);

@@ -44,7 +44,7 @@ Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter,
 DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
-  const int64_t B = request.class_ids.size(0), N = gpt->config().image_tokens(), V = gpt->config().vocab_size;
+  const int64_t B = request.batch(), N = gpt->config().image_tokens(), V = gpt->config().vocab_size;
   const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
   const auto device = gpt->tok_embeddings->weight.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);

@@ -67,16 +67,16 @@ void EaglePairs::queue(int64_t b, const torch::Tensor& hidden, const std::vector
 
 EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParams& params,
                      const DecodeRequest& request, KvCache& cache)
-    : pairs(target.gpt(), std::move(drafter), request.class_ids.size(0), target.rows(request.class_ids.size(0))),
+    : pairs(target.gpt(), std::move(drafter), request.batch(), target.rows(request.batch())),
       target_(target), cache_(cache) {
-  const int64_t B = request.class_ids.size(0), N = target.gpt()->config().image_tokens();
+  const int64_t B = request.batch(), N = target.gpt()->config().image_tokens();
   auto t0 = IterationTimes::Clock::now();
   tokens = torch::zeros({B, N}, torch::kInt64);
   roots.assign(size_t(B), 0);
   root_index.assign(size_t(B), 0);
   stats.assign(size_t(B), SampleStats{});
   done_.assign(size_t(B), 0);
-  auto pre = target.prefill(cache, request.class_ids);
+  auto pre = target.prefill(cache, request.conditions);
   cache.keep_all();
   auto p0 = target_probs(pre.logits.select(1, -1), params).to(torch::kCPU, torch::kFloat64);
   for (int64_t b = 0; b < B; ++b) {

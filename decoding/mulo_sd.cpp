@@ -91,7 +91,7 @@ MuloSdDecoder::MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers,
 DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   using Clock = IterationTimes::Clock;
   torch::NoGradGuard no_grad;
-  const int64_t B = request.class_ids.size(0), W = target_.gpt()->config().grid_size, N = W * W;
+  const int64_t B = request.batch(), W = target_.gpt()->config().grid_size, N = W * W;
   const int64_t Wl = drafter_.gpt()->config().grid_size, L = std::min(2 * mulo_.rows, W) * W;
   const auto device = target_.gpt()->tok_embeddings->weight.device();
   auto tokens = torch::zeros({B, N}, torch::kInt64);    // final high-res tokens, then drafts of the span
@@ -104,9 +104,9 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
 
   auto t = Clock::now();
   auto tcache = target_.make_cache(B, 2 * L), dcache = drafter_.make_cache(B);
-  const auto p_first = target_probs(target_.prefill(tcache, request.class_ids).logits.select(1, -1), params_);
+  const auto p_first = target_probs(target_.prefill(tcache, request.conditions).logits.select(1, -1), params_);
   tcache.keep_all();
-  auto q_logits = drafter_.prefill(dcache, request.class_ids).logits.select(1, -1);
+  auto q_logits = drafter_.prefill(dcache, request.conditions).logits.select(1, -1);
   dcache.keep_all();
   for (auto& s : stats) {
     s.target_forwards = s.draft_forwards = 1;

@@ -40,7 +40,7 @@ SdDecoder::SdDecoder(Gpt target, Gpt drafter, SamplingParams params, int64_t gam
 
 DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
-  const int64_t B = request.class_ids.size(0), N = target_.gpt()->config().image_tokens(), G = gamma_;
+  const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens(), G = gamma_;
   const auto device = target_.gpt()->tok_embeddings->weight.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
   std::vector<SampleStats> stats(static_cast<size_t>(B));
@@ -49,9 +49,9 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
 
   auto t0 = IterationTimes::Clock::now();
   auto tcache = target_.make_cache(B, G + 1), dcache = drafter_.make_cache(B, G + 1);
-  auto first_p = target_probs(target_.prefill(tcache, request.class_ids).logits.select(1, -1), params_);
+  auto first_p = target_probs(target_.prefill(tcache, request.conditions).logits.select(1, -1), params_);
   tcache.keep_all();
-  auto q_logits = drafter_.prefill(dcache, request.class_ids).logits.select(1, -1);
+  auto q_logits = drafter_.prefill(dcache, request.conditions).logits.select(1, -1);
   dcache.keep_all();
   std::vector<int64_t> drafter_committed(static_cast<size_t>(B), dcache.length(0));
   for (auto& s : stats) {

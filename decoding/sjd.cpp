@@ -22,7 +22,7 @@ namespace vispec {
 
 DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
-  const int64_t B = request.class_ids.size(0), N = target_.gpt()->config().image_tokens();
+  const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens();
   const int64_t V = target_.gpt()->config().vocab_size, W = window_;
   const auto device = target_.gpt()->tok_embeddings->weight.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
@@ -34,7 +34,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
 
   auto t0 = IterationTimes::Clock::now();
   auto cache = target_.make_cache(B, W + 1);
-  auto p0 = target_probs(target_.prefill(cache, request.class_ids).logits.select(1, -1), params_).to(torch::kCPU, torch::kFloat64);
+  auto p0 = target_probs(target_.prefill(cache, request.conditions).logits.select(1, -1), params_).to(torch::kCPU, torch::kFloat64);
   cache.keep_all();
   for (int64_t b = 0; b < B; ++b) {
     tokens[b][0] = sample_token(p0[b], uniform({request.seed, request.sample_ids[size_t(b)]}, 0, Purpose::kSample));

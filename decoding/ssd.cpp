@@ -53,7 +53,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();
   const auto& config = gpt->config();
-  const int64_t B = request.class_ids.size(0), W = config.grid_size, H = config.grid_size, N = W * H;
+  const int64_t B = request.batch(), W = config.grid_size, H = config.grid_size, N = W * H;
   const int64_t R = target_.rows(B), V = config.vocab_size, K = ssd_.kh;
   const auto device = gpt->tok_embeddings->weight.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
@@ -83,7 +83,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
 
   auto t0 = IterationTimes::Clock::now();
   auto cache = target_.make_cache(B, std::max(K + 1, ssd_.kv * W));
-  auto pre = target_.prefill(cache, request.class_ids);
+  auto pre = target_.prefill(cache, request.conditions);
   cache.keep_all();
   states = torch::zeros({R, N + 1, config.dim}, pre.hidden.options());
   states.select(1, 0).copy_(pre.hidden.select(1, pre.hidden.size(1) - 1));

@@ -47,7 +47,7 @@ struct Feed {
 DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   const auto& config = target_.gpt()->config();
-  const int64_t B = request.class_ids.size(0), W = config.grid_size, H = config.grid_size, N = H * W;
+  const int64_t B = request.batch(), W = config.grid_size, H = config.grid_size, N = H * W;
   const int64_t s = std::clamp<int64_t>(window_, 1, W);
   const auto device = target_.gpt()->tok_embeddings->weight.device();
   auto cache = target_.make_cache(B, H + 1);  // room for the placeholders
@@ -57,7 +57,7 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
     tokens.select(1, index).copy_(sample_from_probs(target_probs(logits, params_), u).to(torch::kCPU));
   };
 
-  auto out = target_.prefill(cache, request.class_ids);
+  auto out = target_.prefill(cache, request.conditions);
   cache.keep_all();
   std::vector<CacheEntry> entries(size_t(out.hidden.size(1)), CacheEntry{-1, true});
   sample(out.logits.select(1, out.logits.size(1) - 1), 0);

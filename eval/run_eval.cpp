@@ -80,7 +80,7 @@ nlohmann::json measure_floors(const std::string& model_config, const std::vector
   const auto model = load_model_config(model_config);
   QualityJudge judge(model, device);
   VqModel vq(model.vq);
-  load_weights(*vq, model.vq_weights, {}, model.vq_state_dict_key);
+  load_weights(*vq, model.vq_weights, {}, model.vq_keys);
   vq->to(device);
   vq->eval();
   const auto train = load_fashion_tensors("train", model.image_size());

@@ -137,6 +137,22 @@ torch::Tensor GptImpl::embed_captions(const torch::Tensor& captions) {
   return caption_embedding(captions);
 }
 
+torch::Tensor GptImpl::embed(const Conditions& conditions) {
+  const auto device = tok_embeddings->weight.device();
+  VISPEC_ASSERT(conditions.text() == config_.text_conditional(),
+                conditions.text() ? "captions for a class-conditional model" : "class ids for a text-conditional model");
+  if (!conditions.text()) return embed_classes(conditions.class_ids.to(device));
+  VISPEC_ASSERT(conditions.captions.size(1) == config_.cls_token_num && conditions.captions.size(2) == config_.caption_dim,
+                "captions of shape ", conditions.captions.sizes(), " for ", config_.cls_token_num, " x ",
+                config_.caption_dim);
+  return embed_captions(conditions.captions.to(device, tok_embeddings->weight.scalar_type()));
+}
+
+torch::Tensor GptImpl::condition_visibility(const Conditions& conditions) const {
+  if (!conditions.text()) return {};
+  return conditions.caption_mask.to(tok_embeddings->weight.device(), torch::kBool);
+}
+
 torch::Tensor GptImpl::null_condition(int64_t batch) {
   if (config_.text_conditional()) {
     auto u = caption_embedding->uncond_embedding.unsqueeze(0).expand({batch, -1, -1});
@@ -157,13 +173,16 @@ GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, cons
   return {output(norm(x)).to(torch::kFloat32), x};
 }
 
-GptOutput GptImpl::forward_sequence(const torch::Tensor& cond, const torch::Tensor& tokens) {
+GptOutput GptImpl::forward_sequence(const torch::Tensor& cond, const torch::Tensor& tokens,
+                                    const torch::Tensor& visible) {
   const int64_t B = cond.size(0), C = cond.size(1), N = tokens.size(1);
   VISPEC_ASSERT(C == config_.cls_token_num && N < config_.image_tokens(), "sequence too long");
   auto x = torch::cat({cond, tok_embeddings(tokens)}, 1);
   auto pos = torch::arange(C + N, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
                  .unsqueeze(0).expand({B, C + N});
   auto mask = causal_mask(C + N, x.device()).view({1, 1, C + N, C + N});
+  if (visible.defined())
+    mask = apply_prefix_visibility(mask.squeeze(1).expand({B, C + N, C + N}).clone(), visible.to(x.device()), pos).unsqueeze(1);
   auto out = run(x, pos, mask, nullptr);
   return {out.logits.narrow(1, C - 1, N + 1), out.hidden.narrow(1, C - 1, N + 1)};
 }
@@ -174,8 +193,9 @@ KvCache GptImpl::make_cache(int64_t batch, int64_t extra) const {
                  w.scalar_type(), w.device());
 }
 
-GptOutput GptImpl::prefill(KvCache& cache, const torch::Tensor& cond) {
+GptOutput GptImpl::prefill(KvCache& cache, const torch::Tensor& cond, const torch::Tensor& visible) {
   const int64_t B = cond.size(0), C = cond.size(1);
+  if (visible.defined()) cache.hide_prefix_keys(visible);
   auto pos = torch::arange(C, torch::TensorOptions().dtype(torch::kInt64).device(cond.device()))
                  .unsqueeze(0).expand({B, C});
   auto mask = cache.begin_block(C, causal_mask(C, cond.device()));

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "models/conditions.h"
 #include "models/gpt_config.h"
 #include "models/kv_cache.h"
 
@@ -107,17 +108,27 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor embed_classes(const torch::Tensor& class_ids);
   // For text models: captions [B, cls_token_num, caption_dim].
   torch::Tensor embed_captions(const torch::Tensor& captions);
+  // Either of the two, as the model's conditioning asks (on the model's device).
+  torch::Tensor embed(const Conditions& conditions);
+  // The unconditional stream's embeddings: the null class, or uncond_embedding through the caption MLP.
   torch::Tensor null_condition(int64_t batch);
+  // Which condition positions later positions may attend to: the caption mask for text models (the
+  // unconditional stream takes its conditional row's mask, as LlamaGen's generate does), undefined for
+  // class models (every position).
+  torch::Tensor condition_visibility(const Conditions& conditions) const;
 
-  // Teacher forcing / training: cond [B, C, D], tokens [B, N] (N < image tokens). No cache, causal.
+  // Teacher forcing / training: cond [B, C, D], tokens [B, N] (N < image tokens). No cache, causal, with
+  // the condition positions that `visible` [B, C] hides taken out (if defined).
   // Returns N + 1 outputs: output j predicts image token j.
-  GptOutput forward_sequence(const torch::Tensor& cond, const torch::Tensor& tokens);
+  GptOutput forward_sequence(const torch::Tensor& cond, const torch::Tensor& tokens,
+                             const torch::Tensor& visible = {});
 
   // A cache sized for `batch` rows of the full sequence (plus `extra` slots for pending draft blocks).
   KvCache make_cache(int64_t batch, int64_t extra = 0) const;
-  // Appends the condition positions as a pending causal block. Returns one output per condition
-  // position; the last predicts image token 0. Call cache.keep_all() to commit.
-  GptOutput prefill(KvCache& cache, const torch::Tensor& cond);
+  // Appends the condition positions as a pending causal block; `visible` [B, C] (if defined) hides the
+  // others from every later query (KvCache::hide_prefix_keys). Returns one output per condition position;
+  // the last predicts image token 0. Call cache.keep_all() to commit.
+  GptOutput prefill(KvCache& cache, const torch::Tensor& cond, const torch::Tensor& visible = {});
   // Appends image tokens [B, T] at image indices `positions` [B, T] (for RoPE) as a pending block under
   // block_mask ([T, T] or [B, T, T], true = may attend). Output t predicts the token after positions[t].
   GptOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,

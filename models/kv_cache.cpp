@@ -44,7 +44,12 @@ torch::Tensor KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
       if (committed.dim() == 2) committed = committed.unsqueeze(0).expand({B, T, L});
       VISPEC_ASSERT(committed.size(0) == B && committed.size(1) == T && committed.size(2) == L, "committed mask shape");
     }
-    return torch::cat({committed, bm}, -1).unsqueeze(1);
+    auto mask = torch::cat({committed, bm}, -1);
+    if (prefix_visible_.defined()) {
+      auto slots = torch::arange(L + P, L + W, torch::TensorOptions().dtype(torch::kInt64).device(device));
+      mask = apply_prefix_visibility(mask, prefix_visible_, slots.unsqueeze(0).expand({B, T}));
+    }
+    return mask.unsqueeze(1);
   }
   VISPEC_ASSERT(!restricted.defined(), "restrict_committed() needs rows of equal length");
   // Ragged rows (after per-row accepts): row b's block sits at slots [length_b, length_b + W).
@@ -56,7 +61,17 @@ torch::Tensor KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   auto key = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(device));
   mask.copy_((key.view({1, 1, S}) < lengths.view({B, 1, 1})).expand({B, T, S}));
   mask.scatter_(2, slots.unsqueeze(1).expand({B, T, W}), bm);
+  if (prefix_visible_.defined()) mask = apply_prefix_visibility(mask, prefix_visible_, slots.narrow(1, P, T));
   return mask.unsqueeze(1);
+}
+
+torch::Tensor apply_prefix_visibility(torch::Tensor mask, const torch::Tensor& visible, const torch::Tensor& query_slots) {
+  const int64_t B = mask.size(0), T = mask.size(1), C = std::min(visible.size(1), mask.size(2));
+  VISPEC_ASSERT(visible.size(0) == B, "prefix visibility for ", visible.size(0), " rows of ", B);
+  auto key = torch::arange(C, query_slots.options()).view({1, 1, C});
+  auto own = query_slots.view({B, T, 1}).eq(key);  // [B, T, C]: the query's own entry
+  mask.narrow(2, 0, C).logical_and_(own.logical_or(visible.narrow(1, 0, C).view({B, 1, C})));
+  return mask;
 }
 
 std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torch::Tensor& k,
@@ -113,6 +128,7 @@ void KvCache::reset() {
   pending_ = 0;
   extend_ = false;
   committed_mask_ = torch::Tensor();
+  prefix_visible_ = torch::Tensor();
 }
 
 }  // namespace vispec

@@ -7,7 +7,8 @@
 // extend_pending() makes the next forward add its entries to the pending block instead (a draft tree grown
 // level by level runs only its new nodes; their mask also covers the block's earlier entries).
 // By default a block sees every committed entry; restrict_committed() narrows that for the next forward (ZipAR
-// commits entries out of raster order, so a query may only see those at earlier raster positions).
+// commits entries out of raster order, so a query may only see those at earlier raster positions), and
+// hide_prefix_keys() hides some of each row's first entries from every later query (a caption's padding).
 // The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
 #pragma once
 
@@ -42,6 +43,10 @@ class KvCache {
   // Which committed entries the next block's queries see: [T, L] or [B, T, L] bool, L = the (equal) committed
   // length of every row.
   void restrict_committed(const torch::Tensor& mask) { committed_mask_ = mask; }
+  // visible [B, C] bool: from now until reset(), entry j < C of row b is seen only where visible[b][j], or by
+  // the query at that same entry (LlamaGen's emb_mask keeps the diagonal, so a padded position still attends
+  // to itself). Call before the block that writes those entries.
+  void hide_prefix_keys(const torch::Tensor& visible) { prefix_visible_ = visible.to(k_[0].device(), torch::kBool); }
   void keep_all();
   // Commits block entries `block_indices` (ascending, each < pending) of one row, compacted to follow its
   // committed entries in the given order.
@@ -60,7 +65,12 @@ class KvCache {
   int64_t written_from_ = 0;           // block index of the first entry this forward writes
   bool extend_ = false;                // the next begin_block adds to the pending block
   torch::Tensor committed_mask_;       // for the next begin_block: visible committed entries (undefined: all)
+  torch::Tensor prefix_visible_;       // [B, C] bool: which of each row's first C entries queries may see
   torch::Tensor slot_index_;          // [B, 1, T, 1] write slots of the pending block when lengths differ
 };
+
+// An attention mask [B, T, S] (true = may attend) for queries at sequence slots query_slots [B, T], with the
+// prefix keys that `visible` [B, C] hides taken out (each query keeps its own slot). Updated in place.
+torch::Tensor apply_prefix_visibility(torch::Tensor mask, const torch::Tensor& visible, const torch::Tensor& query_slots);
 
 }  // namespace vispec

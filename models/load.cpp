@@ -104,13 +104,32 @@ void for_each_weight_file(const std::string& path, const std::function<void(cons
   }
 }
 
+// for_each_weight_file with the file's names mapped to the module's (keys); two file tensors that map to one
+// name are an error naming both.
+void for_each_mapped_weight_file(const std::string& path, const WeightKeys& keys,
+                                 const std::function<void(const TensorMap&, const std::string&)>& f) {
+  std::map<std::string, std::string> mapped_from;  // across shards: module name -> file name
+  for_each_weight_file(path, [&](const TensorMap& views, const std::string& source) {
+    if (!keys.renaming()) return f(views, source);
+    TensorMap mapped;
+    for (const auto& [name, t] : views) {
+      const auto to = keys.map(name);
+      const auto [it, fresh] = mapped_from.emplace(to, name);
+      VISPEC_CHECK(fresh, source, ": tensors '", it->second, "' and '", name, "' both become '", to,
+                   "' under the model config's strip_prefix/rename");
+      mapped[to] = t;
+    }
+    f(mapped, source);
+  }, keys.state_dict_key);
+}
+
 // Shapes and dtypes of every tensor of the weights, on the meta device: what checks need, with no data.
-TensorMap weight_shapes(const std::string& path, const std::string& state_dict_key) {
+TensorMap weight_shapes(const std::string& path, const WeightKeys& keys) {
   TensorMap shapes;
-  for_each_weight_file(path, [&](const TensorMap& views, const std::string&) {
+  for_each_mapped_weight_file(path, keys, [&](const TensorMap& views, const std::string&) {
     for (const auto& [name, t] : views)
       shapes[name] = torch::empty(t.sizes(), torch::TensorOptions().device(torch::kMeta).dtype(t.dtype()));
-  }, state_dict_key);
+  });
   return shapes;
 }
 }  // namespace
@@ -146,8 +165,8 @@ void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors,
 }
 
 void check_weights_file(const torch::nn::Module& module, const std::string& path,
-                        const std::vector<std::string>& ignore_prefixes, const std::string& state_dict_key) {
-  check_state_dict(module, weight_shapes(path, state_dict_key), path, ignore_prefixes);
+                        const std::vector<std::string>& ignore_prefixes, const WeightKeys& keys) {
+  check_state_dict(module, weight_shapes(path, keys), path, ignore_prefixes);
 }
 
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
@@ -158,16 +177,16 @@ void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const 
 }
 
 void load_weights(torch::nn::Module& module, const std::string& path, const std::vector<std::string>& ignore_prefixes,
-                  const std::string& state_dict_key) {
+                  const WeightKeys& keys) {
   // Checked whole first (names and shapes from headers), then copied file by file straight from the mapped
   // bytes into the parameters, converted to their device and dtype on the way: no host copy of the weights.
-  check_weights_file(module, path, ignore_prefixes, state_dict_key);
+  check_weights_file(module, path, ignore_prefixes, keys);
   auto own = state_dict(module);
   torch::NoGradGuard no_grad;
-  for_each_weight_file(path, [&](const TensorMap& views, const std::string&) {
+  for_each_mapped_weight_file(path, keys, [&](const TensorMap& views, const std::string&) {
     for (const auto& [name, t] : views)
       if (const auto it = own.find(name); it != own.end()) it->second.copy_(t);
-  }, state_dict_key);
+  });
 }
 
 void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/safetensors.h"
+#include "models/weight_keys.h"
 
 namespace vispec {
 
@@ -29,14 +30,14 @@ void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const 
 void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
                       const std::vector<std::string>& ignore_prefixes = {});
 // Checks that weights fit the module, from names and shapes only (safetensors headers; torch.save indexes).
-// Used before a job writes anything, with modules built on the meta device.
-// state_dict_key: for torch.save files, the dict inside the checkpoint that holds the weights (ModelConfig).
+// Used before a job writes anything, with modules built on the meta device. keys: which dict of a torch.save
+// file, and how file names map onto the module's (models/weight_keys.h); ignore_prefixes apply to mapped names.
 void check_weights_file(const torch::nn::Module& module, const std::string& path,
-                        const std::vector<std::string>& ignore_prefixes = {}, const std::string& state_dict_key = "");
+                        const std::vector<std::string>& ignore_prefixes = {}, const WeightKeys& keys = {});
 // Copies the weights into the module's parameters and buffers, whatever their device and dtype: each file is
 // read through its memory map, one shard at a time, never copied whole into host memory first.
 void load_weights(torch::nn::Module& module, const std::string& path,
-                  const std::vector<std::string>& ignore_prefixes = {}, const std::string& state_dict_key = "");
+                  const std::vector<std::string>& ignore_prefixes = {}, const WeightKeys& keys = {});
 void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata = {});
 
 }  // namespace vispec

@@ -20,7 +20,7 @@ std::string lower(std::string s) {
 GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   v.reject_unknown_keys({"weights", "preset", "vocab_size", "dim", "n_layer", "n_head", "n_kv_head", "multiple_of",
                          "ffn_dim_multiplier", "rope_base", "norm_eps", "grid_size", "num_classes", "cls_token_num",
-                         "caption_dim", "state_dict_key"});
+                         "caption_dim", "state_dict_key", "strip_prefix", "rename"});
   GptConfig c = base;
   if (v.has("preset")) {
     const auto preset = gpt_preset(v.need<std::string>("preset"));
@@ -49,7 +49,7 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
 VqConfig parse_vq(const YamlView& v) {
   v.reject_unknown_keys({"weights", "codebook_size", "codebook_embed_dim", "codebook_l2_norm", "commit_beta",
                          "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups",
-                         "state_dict_key"});
+                         "state_dict_key", "strip_prefix", "rename"});
   VqConfig c;
   c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);
   c.codebook_embed_dim = v.get<int64_t>("codebook_embed_dim", c.codebook_embed_dim);
@@ -64,6 +64,26 @@ VqConfig parse_vq(const YamlView& v) {
   if (c.ch_mult.empty()) v.fail("ch_mult must not be empty");
   return c;
 }
+// state_dict_key, strip_prefix, rename: {from: to, ...} of a gpt or vq section.
+WeightKeys parse_weight_keys(const YamlView& v) {
+  WeightKeys k;
+  k.state_dict_key = v.get<std::string>("state_dict_key", "");
+  k.strip_prefix = v.get<std::string>("strip_prefix", "");
+  if (v.has("rename")) {
+    const auto r = v.at("rename");
+    for (const auto& key : r.keys()) {
+      const auto to = r.need<std::string>(key);
+      if (key.empty()) r.at(key).fail("an empty prefix would rename every tensor");
+      k.renames.emplace_back(key, to);
+    }
+  }
+  return k;
+}
+void reject_weight_keys(const YamlView& drafter) {
+  for (const char* key : {"state_dict_key", "strip_prefix", "rename"})
+    if (drafter.has(key)) drafter.at(key).fail("only the target's gpt and vq map their checkpoint's names");
+}
+
 void reject_shared_keys(const YamlView& gpt, const std::string& why) {
   for (const char* key : {"vocab_size", "grid_size", "num_classes", "cls_token_num", "caption_dim"})
     if (gpt.has(key)) gpt.at(key).fail(why);
@@ -77,7 +97,7 @@ MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m) {
   reject_shared_keys(g, "MuLo-SD's drafter shares the target's vocabulary and conditioning; its grid is half the "
                         "target's: leave it out");
   c.gpt = parse_gpt(g, m.gpt);
-  if (g.has("state_dict_key")) g.at("state_dict_key").fail("only the target's gpt and vq take a state_dict_key");
+  reject_weight_keys(g);
   if (m.gpt.grid_size % 2 != 0) g.fail("MuLo-SD needs an even target grid (the drafter's is half of it)");
   c.gpt.grid_size = m.gpt.grid_size / 2;
   c.gpt_weights = g.need_path("weights");
@@ -91,6 +111,20 @@ MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m) {
     r.fail("width >= 1, blocks >= 0 and an odd kernel >= 1 please");
   c.resamplers_weights = r.need_path("weights");
   return c;
+}
+// text_encoder: {dir, weights, max_length, dtype}: a T5 encoder in Hugging Face's layout.
+void parse_text_encoder(const YamlView& v, ModelConfig& m) {
+  v.reject_unknown_keys({"dir", "weights", "max_length", "dtype"});
+  if (!m.gpt.text_conditional()) v.fail("only a text-conditional gpt (caption_dim > 0) takes a text encoder");
+  m.has_text_encoder = true;
+  m.text_encoder_dir = v.need_path("dir");
+  if (v.has("weights")) m.text_encoder_weights = v.need_path("weights");
+  m.text_encoder_max_length = v.get<int64_t>("max_length", m.gpt.cls_token_num);
+  if (m.text_encoder_max_length < 1 || m.text_encoder_max_length > m.gpt.cls_token_num)
+    v.at("max_length").fail("must be 1 to gpt.cls_token_num (" + std::to_string(m.gpt.cls_token_num) + ")");
+  m.text_encoder_dtype = v.get<std::string>("dtype", m.dtype == "fp16" ? "bf16" : m.dtype);
+  if (m.text_encoder_dtype != "fp32" && m.text_encoder_dtype != "bf16")
+    v.at("dtype").fail("expected fp32 or bf16 (T5's activations overflow fp16)");
 }
 }  // namespace
 
@@ -107,7 +141,7 @@ int64_t ModelConfig::class_id(const std::string& prompt) const {
 
 ModelConfig load_model_config(const std::string& path) {
   YamlView root(load_yaml_file(path), path);
-  root.reject_unknown_keys({"name", "dtype", "classes", "gpt", "vq", "classifier", "drafters"});
+  root.reject_unknown_keys({"name", "dtype", "classes", "gpt", "vq", "text_encoder", "classifier", "drafters"});
   ModelConfig m;
   m.file = path;
   m.name = root.need<std::string>("name");
@@ -118,14 +152,15 @@ ModelConfig load_model_config(const std::string& path) {
   m.vq = parse_vq(vq);
   m.gpt_weights = gpt.need_path("weights");
   m.vq_weights = vq.need_path("weights");
-  m.gpt_state_dict_key = gpt.get<std::string>("state_dict_key", "");
-  m.vq_state_dict_key = vq.get<std::string>("state_dict_key", "");
+  m.gpt_keys = parse_weight_keys(gpt);
+  m.vq_keys = parse_weight_keys(vq);
   if (root.has("classes")) {
     m.classes = root.need<std::vector<std::string>>("classes");
     if (int64_t(m.classes.size()) != m.gpt.num_classes)
       root.at("classes").fail("lists " + std::to_string(m.classes.size()) + " names but gpt.num_classes is " +
                               std::to_string(m.gpt.num_classes));
   }
+  if (root.has("text_encoder")) parse_text_encoder(root.at("text_encoder"), m);
   if (root.has("classifier")) {
     const auto cls = root.at("classifier");
     cls.reject_unknown_keys({"weights", "width", "features"});
@@ -145,7 +180,7 @@ ModelConfig load_model_config(const std::string& path) {
       const auto g = d.at("gpt");
       reject_shared_keys(g, "a drafter shares the target's vocabulary, grid and conditioning: leave it out");
       m.draft_gpt = parse_gpt(g, m.gpt);
-      if (g.has("state_dict_key")) g.at("state_dict_key").fail("only the target's gpt and vq take a state_dict_key");
+      reject_weight_keys(g);
       m.draft_gpt_weights = g.need_path("weights");
     }
     if (d.has("mulo")) m.mulo = parse_mulo(d.at("mulo"), m);

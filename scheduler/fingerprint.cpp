@@ -9,6 +9,7 @@
 #include "io/atomic_file.h"
 #include "io/digest_cache.h"
 #include "models/load.h"
+#include "models/text_encoder.h"
 
 namespace vispec {
 
@@ -44,6 +45,12 @@ nlohmann::json job_identity(const JobPlan& plan) {
   nlohmann::json decoder = {{"name", job.decoder.name}, {"params", job.decoder.params}};
   if (!job.decoder.words.empty()) decoder["words"] = job.decoder.words;
   for (const auto& [role, path] : decoder_weight_files(job.decoder, plan.model)) weights[role] = weights_identity(path);
+  if (plan.model.has_text_encoder) {
+    const auto t5 = text_encoder_files(plan.model);
+    weights["text_encoder"] = {{"weights", weights_identity(t5.weights)},
+                               {"tokenizer", file_identity(t5.tokenizer)},
+                               {"config", file_identity(t5.config)}};
+  }
   return {{"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
           {"weights", weights},
           {"dtype", plan.model.dtype},

@@ -26,6 +26,7 @@ packages=(
   libyaml-cpp-dev libyaml-cpp0.7
   libgtest-dev nlohmann-json3-dev libcli11-dev
   libpng-dev libpng16-16 zlib1g-dev
+  libsentencepiece-dev libsentencepiece0
 )
 # Libraries that a machine of another distribution usually has under the same name (then its own are used).
 fallback=(

@@ -18,6 +18,7 @@ packages=(
   libyaml-cpp-dev
   libcli11-dev
   libpng-dev
+  libsentencepiece-dev      # T5's tokenizer: captions for text-to-image models
   dataset-fashion-mnist     # real training data (IDX files)
   python3-h5py python3-numpy  # tests read our outputs back with another tool (Debian's /usr/bin/python3)
   gnuplot-nox               # vispec bench draws its speed/quality plot with gnuplot

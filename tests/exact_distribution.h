@@ -31,11 +31,14 @@ inline int64_t chi_samples() {
 
 // Samples first .. first + count - 1, classes cycling 0, 1, 2 (or all `cls`).
 inline DecodeRequest requests(int64_t first, int64_t count, int64_t cls = -1) {
-  DecodeRequest r{torch::empty({count}, torch::kInt64), {}, 99};
+  DecodeRequest r;
+  r.seed = 99;
+  std::vector<int64_t> classes;
   for (int64_t i = 0; i < count; ++i) {
-    r.class_ids[i] = cls >= 0 ? cls : (first + i) % 3;
+    classes.push_back(cls >= 0 ? cls : (first + i) % 3);
     r.sample_ids.push_back(uint64_t(first + i));
   }
+  r.conditions = class_conditions(classes);
   return r;
 }
 

@@ -8,7 +8,7 @@ namespace vispec {
 
 namespace {
 DecodeRequest request(std::vector<int64_t> classes, std::vector<uint64_t> ids) {
-  return {torch::tensor(classes, torch::kInt64), std::move(ids), 2024};
+  return {class_conditions(classes), std::move(ids), 2024};
 }
 
 void expect_alone_equals_batch(const SamplingParams& params) {

@@ -79,7 +79,7 @@ TEST(Devices, HalfPrecisionLogitsStayCloseToFloat32) {
   torch::NoGradGuard no_grad;
   const Embedded ref(torch::kCPU, "fp32");
   const auto tokens = greedy_tokens(ref, "ar", 2);
-  const auto classes = test::requests(0, 2).class_ids;
+  const auto classes = test::requests(0, 2).conditions.class_ids;
   auto fp32 = ref.models.gpt;
   const auto reference = fp32->forward_sequence(fp32->embed_classes(classes), tokens.narrow(1, 0, 255)).logits;
   for (const std::string dtype : {"bf16", "fp16"}) {

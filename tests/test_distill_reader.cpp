@@ -54,7 +54,7 @@ TEST_F(DistillReading, RowsAcrossUnitsEqualAFreshTeacherForcedPass) {
   const auto model = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
   auto models = load_models(model, torch::kCPU);
   const auto tokens = torch::tensor(all_tokens, torch::kInt64).view({3, 256});
-  const auto expected = teacher_forced_hidden(models.gpt, torch::tensor(rows.class_id), tokens, 2);  // [3, 2, T, D]
+  const auto expected = teacher_forced_hidden(models.gpt, class_conditions(rows.class_id), tokens, 2);  // [3, 2, T, D]
   const auto got = torch::from_blob(const_cast<float*>(rows.hidden.data()), expected.sizes(), torch::kFloat32);
   const auto got16 = torch::from_blob(const_cast<float*>(rows16.hidden.data()), expected.sizes(), torch::kFloat32);
   const double diff = (got - expected).abs().max().item<double>();

@@ -14,6 +14,7 @@
 #include "error_of.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
+#include "llamagen_fixtures.h"
 #include "models/safetensors.h"
 #include "models/torch_checkpoint.h"
 
@@ -22,7 +23,7 @@ namespace vispec {
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kFixtures = std::string(VISPEC_SOURCE_DIR) + "/../shared/fixtures/llamagen/";
+using test::kLlamaGenFixtures;
 
 using test::error_of;
 }  // namespace
@@ -47,14 +48,14 @@ class TorchSaveFiles : public ::testing::Test {
 };
 
 TEST(TorchCheckpoint, LlamaGenFixturesReadAsTheirSafetensorsTwins) {
-  if (!fs::exists(kFixtures)) GTEST_SKIP() << "no " << kFixtures << " (the shared fixtures are not on this machine)";
+  VISPEC_SKIP_WITHOUT_LLAMAGEN_FIXTURES();
   const std::pair<const char*, const char*> pairs[] = {{"c2i_gpt_state_dict.pt", "c2i_gpt.safetensors"},
                                                        {"c2i_gpt_train_layout.pt", "c2i_gpt.safetensors"},
                                                        {"t2i_gpt_train_layout.pt", "t2i_gpt.safetensors"},
                                                        {"vq_train_layout.pt", "vq.safetensors"}};
   for (const auto& [pt, st] : pairs) {
-    const auto from_pt = read_torch_checkpoint(kFixtures + pt);
-    const auto from_st = read_safetensors(kFixtures + st);
+    const auto from_pt = read_torch_checkpoint(kLlamaGenFixtures + pt);
+    const auto from_st = read_safetensors(kLlamaGenFixtures + st);
     ASSERT_EQ(from_pt.size(), from_st.size()) << pt;
     for (const auto& [name, t] : from_st) {
       ASSERT_TRUE(from_pt.count(name)) << pt << " lacks " << name;
@@ -210,6 +211,48 @@ torch.save({"model": {"w": torch.zeros(1)}, "ema": sd("gpt"), "steps": 1100}, "g
   text.replace(text.find("  vocab_size:"), 0, "  state_dict_key: ema\n");
   std::ofstream(config) << text;
   EXPECT_EQ(greedy_tokens(dir.string(), config), reference);
+}
+
+// Names mapped by the model config: a DistributedDataParallel checkpoint ("module." before every name) with
+// strip_prefix, and another codebase's names for the same tensors with rename; two names that map to one are
+// refused naming both.
+TEST_F(TorchSaveFiles, StripPrefixAndRenamesMapAFilesNamesOntoTheModels) {
+  python(std::string("CONFIGS = '") + kConfigs + "'\n" + kReadSafetensors + R"(
+gpt = sd("gpt")
+torch.save({"model": collections.OrderedDict(("module." + k, v) for k, v in gpt.items())}, "ddp.pt")
+other = collections.OrderedDict((k.replace("output.", "lm_head.").replace("layers.", "blocks."), v) for k, v in gpt.items())
+torch.save(other, "renamed.pt")
+both = collections.OrderedDict(gpt)
+both["lm_head.weight"] = gpt["output.weight"]
+torch.save(both, "both.pt")
+)");
+  const auto vq = kConfigs + "fmnist/vq.safetensors";
+  const auto reference = greedy_tokens(dir.string(), kConfigs + "fmnist.yaml");
+  auto with_keys = [&](const std::string& name, const std::string& weights, const std::string& keys) {
+    const auto config = config_with(dir.string(), name, weights, vq);
+    std::string text = read_file(config);
+    text.replace(text.find("  vocab_size:"), 0, keys);
+    std::ofstream(config) << text;
+    return config;
+  };
+  EXPECT_EQ(greedy_tokens(dir.string(), with_keys("ddp.yaml", path("ddp.pt"), "  strip_prefix: module.\n")), reference);
+  EXPECT_EQ(greedy_tokens(dir.string(),
+                          with_keys("renamed.yaml", path("renamed.pt"), "  rename: {lm_head.: output., blocks.: layers.}\n")),
+            reference);
+  auto run_on = [&](const std::string& config) {
+    std::ofstream(dir / "bad_job.yaml") << "model: " << config << "\nprompts: prompts.txt\ndecoder: {name: ar}\nout: "
+                                        << path("bad_out") << "\n";
+    return test::run_vispec("run " + path("bad_job.yaml"));
+  };
+  // Without the mapping the file does not fit, in one line naming a tensor.
+  auto r = run_on(config_with(dir.string(), "plain.yaml", path("ddp.pt"), vq));
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_NE(r.text.find("tensor 'module."), std::string::npos) << r.text;
+  r = run_on(with_keys("both.yaml", path("both.pt"), "  rename: {lm_head.: output.}\n"));
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
+  EXPECT_NE(r.text.find("both.pt: tensors 'lm_head.weight' and 'output.weight' both become 'output.weight'"),
+            std::string::npos) << r.text;
 }
 
 // Hugging Face's sharded layouts: model.safetensors.index.json over safetensors shards and

@@ -25,7 +25,7 @@ TensorMap token_dataset(const ModelConfig& model, const std::string& out_dir, bo
   const std::string cache = out_dir + "/tokens.safetensors";
   if (file_exists(cache)) return read_safetensors(cache);
   VqModel vq(model.vq);
-  load_weights(*vq, model.vq_weights, {}, model.vq_state_dict_key);
+  load_weights(*vq, model.vq_weights, {}, model.vq_keys);
   vq->to(device);
   vq->eval();
   auto train = load_fashion_tensors("train", model.image_size());

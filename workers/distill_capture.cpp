@@ -4,7 +4,7 @@
 
 namespace vispec {
 
-torch::Tensor teacher_forced_hidden(Gpt& gpt, const torch::Tensor& class_ids, const torch::Tensor& tokens,
+torch::Tensor teacher_forced_hidden(Gpt& gpt, const Conditions& conditions, const torch::Tensor& tokens,
                                     int streams) {
   torch::NoGradGuard no_grad;
   const auto device = gpt->output->weight.device();
@@ -13,13 +13,15 @@ torch::Tensor teacher_forced_hidden(Gpt& gpt, const torch::Tensor& class_ids, co
   // One forward per stream rather than one of 2B rows: with both streams the job took 2.74x the time of no
   // distillation as one 2B-row forward and 1.59x as two B-row forwards (bench/distill_overhead.sh, this CPU;
   // the [rows, heads, T, T] attention scores of the double batch fall out of cache).
+  // The unconditional stream sees the conditional one's caption mask, as when decoding (decoding/cfg_model.h).
+  const auto visible = gpt->condition_visibility(conditions);
   std::vector<torch::Tensor> per_stream;
-  per_stream.push_back(gpt->forward_sequence(gpt->embed_classes(class_ids.to(device)), inputs).hidden);
-  if (streams == 2) per_stream.push_back(gpt->forward_sequence(gpt->null_condition(B), inputs).hidden);
+  per_stream.push_back(gpt->forward_sequence(gpt->embed(conditions), inputs, visible).hidden);
+  if (streams == 2) per_stream.push_back(gpt->forward_sequence(gpt->null_condition(B), inputs, visible).hidden);
   return torch::stack(per_stream, 1).to(torch::kFloat32).contiguous();  // [B, S, T, D]
 }
 
-DistillBatch distill_batch(const torch::Tensor& hidden, const torch::Tensor& tokens, const torch::Tensor& class_ids,
+DistillBatch distill_batch(const torch::Tensor& hidden, const torch::Tensor& tokens, const Conditions& conditions,
                            const std::vector<uint64_t>& sample_ids, DistillDtype dtype) {
   DistillBatch b;
   b.count = tokens.size(0);
@@ -31,8 +33,12 @@ DistillBatch distill_batch(const torch::Tensor& hidden, const torch::Tensor& tok
   std::memcpy(b.hidden.data(), h.data_ptr(), b.hidden.size());
   const auto t = tokens.to(torch::kCPU, torch::kInt32).contiguous();
   b.tokens.assign(t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + t.numel());
-  const auto c = class_ids.to(torch::kCPU, torch::kInt64).contiguous();
-  b.class_id.assign(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  if (conditions.text()) {
+    b.class_id.assign(size_t(b.count), -1);  // io/distill_schema.h: no class
+  } else {
+    const auto c = conditions.class_ids.to(torch::kCPU, torch::kInt64).contiguous();
+    b.class_id.assign(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  }
   b.sample_id.assign(sample_ids.begin(), sample_ids.end());
   return b;
 }

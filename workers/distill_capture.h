@@ -10,12 +10,12 @@
 
 namespace vispec {
 
-// tokens [B, T] (CPU int64), class_ids [B]; returns hidden [B, S, T, D] (float32, on the model's device).
-torch::Tensor teacher_forced_hidden(Gpt& gpt, const torch::Tensor& class_ids, const torch::Tensor& tokens,
+// tokens [B, T] (CPU int64) of B conditions; returns hidden [B, S, T, D] (float32, on the model's device).
+torch::Tensor teacher_forced_hidden(Gpt& gpt, const Conditions& conditions, const torch::Tensor& tokens,
                                     int streams);
 
 // Rows of one batch in the stored dtype (bf16 by round-to-nearest-even, as torch casts).
-DistillBatch distill_batch(const torch::Tensor& hidden, const torch::Tensor& tokens, const torch::Tensor& class_ids,
+DistillBatch distill_batch(const torch::Tensor& hidden, const torch::Tensor& tokens, const Conditions& conditions,
                            const std::vector<uint64_t>& sample_ids, DistillDtype dtype);
 
 }  // namespace vispec

@@ -2,35 +2,51 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "core/check.h"
-#include "decoding/decoder.h"
 #include "decoding/decoder_factory.h"
 #include "io/prompts.h"
+#include "workers/caption_features.h"
+#include "models/text_encoder.h"
 #include "workers/loaded_models.h"
 
 namespace vispec {
 
 namespace {
-// The class a prompt names, or -1 with `error` set: the one judgement the planning scan and the workers'
-// reads share, so that they skip the same lines.
-int64_t prompt_class(const ModelConfig& model, const std::string& file, const Prompt& p, std::string& error) {
+// What a prompt line conditions on, filled into `sample`, or false with `error` set: the one judgement the
+// planning scan and the workers' reads share, so that they skip the same lines.
+bool judge_prompt(const ModelConfig& model, const std::string& file, const Prompt& p, PlannedSample& sample,
+                  std::string& error) {
   const std::string where = file + ":" + std::to_string(p.line) + ": prompt: ";
   if (const size_t at = invalid_utf8_at(p.text); at != std::string::npos) {
     char byte[8];
     std::snprintf(byte, sizeof(byte), "0x%02X", unsigned(static_cast<unsigned char>(p.text[at])));
     // The line itself stays out of the message: records and logs must be valid UTF-8.
     error = where + "not valid UTF-8 (byte " + byte + " at column " + std::to_string(at + 1) + ")";
-    return -1;
+    return false;
   }
-  const int64_t id = model.class_id(p.text);
-  if (id < 0) {
+  sample.prompt = p.text;
+  if (model.gpt.text_conditional()) {
+    if (p.text.rfind(kFeaturesPrefix, 0) != 0) {
+      if (model.has_text_encoder) return true;  // a caption (T5 truncates what is too long, as LlamaGen does)
+      error = where + "a caption needs a text encoder, which this model config has none of (text_encoder:); "
+                      "or give the caption's features as npy:FILE.npy";
+      return false;
+    }
+    sample.features = resolve_features_path(file, p.text.substr(std::strlen(kFeaturesPrefix)));
+    error = check_caption_features(model.gpt, sample.features);
+    if (!error.empty()) error = where + error;
+    return error.empty();
+  }
+  sample.class_id = model.class_id(p.text);
+  if (sample.class_id < 0) {
     std::string known;
     for (const auto& c : model.classes) known += (known.empty() ? "" : ", ") + c;
     error = where + "unknown class name '" + p.text + "' (known: " + known + ", or an id below " +
             std::to_string(model.gpt.num_classes) + ")";
   }
-  return id;
+  return sample.class_id >= 0;
 }
 }  // namespace
 
@@ -44,7 +60,8 @@ SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_fil
     // Units whose first id is an image of this prompt start at its line.
     while (plan.units.size() * U < (prompts + 1) * ipp) plan.units.push_back({p.offset, p.line, prompts});
     std::string error;
-    if (prompt_class(model, prompts_file, p, error) < 0)
+    PlannedSample sample;
+    if (!judge_prompt(model, prompts_file, p, sample, error))
       plan.errors.push_back({prompts_file, p.line, error});
     else
       plan.samples += images_per_prompt;
@@ -64,24 +81,14 @@ std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::str
   Prompt p;
   for (uint64_t prompt = start.prompt; prompt * ipp < end_id && reader.next(p); ++prompt) {
     std::string error;
-    const int64_t class_id = prompt_class(model, prompts_file, p, error);
-    if (class_id < 0) continue;  // recorded by the planning scan
-    for (uint64_t id = std::max(prompt * ipp, first_id); id < std::min((prompt + 1) * ipp, end_id); ++id)
-      samples.push_back({id, class_id, p.text});
+    PlannedSample sample;
+    if (!judge_prompt(model, prompts_file, p, sample, error)) continue;  // recorded by the planning scan
+    for (uint64_t id = std::max(prompt * ipp, first_id); id < std::min((prompt + 1) * ipp, end_id); ++id) {
+      sample.sample_id = id;
+      samples.push_back(sample);
+    }
   }
   return samples;
-}
-
-DecodeRequest make_request(uint64_t seed, const PlannedSample* first, int64_t count) {
-  DecodeRequest req;
-  req.seed = seed;
-  std::vector<int64_t> classes;
-  for (int64_t i = 0; i < count; ++i) {
-    req.sample_ids.push_back(first[i].sample_id);
-    classes.push_back(first[i].class_id);
-  }
-  req.class_ids = torch::tensor(classes, torch::kInt64);
-  return req;
 }
 
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides,
@@ -94,6 +101,7 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   // Found by a worker after the journal's header was written, a bad weights file would make the rerun with
   // the fixed file look like another job.
   check_model_weights(plan.model);
+  check_text_encoder_weights(plan.model);
   if (scan_prompts)
     plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt, plan.job.unit_size);
   return plan;

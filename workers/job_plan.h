@@ -1,7 +1,11 @@
 // A job, planned: the checked job file, its model config, and where the samples its prompt list asks for are.
 // Sample i * images_per_prompt + j is image j of prompt i: the sample's identity in every file name, every
-// random draw and every unit of work, whatever rank or batch decodes it. A prompt line that names no class
-// does not stop the job: it is recorded in `errors` (file, line, message) and its sample ids are left unused,
+// random draw and every unit of work, whatever rank or batch decodes it.
+//
+// A prompt line is, for a class-conditional model, a class name or id; for a text-conditional one,
+// "npy:FILE" naming caption features ([L, caption_dim] or [1, L, caption_dim] float, L <= cls_token_num: the
+// encoder's outputs at the caption's tokens, as LlamaGen's feature extraction saves them; FILE relative to the
+// prompt file's directory). A bad line does not stop the job: it is recorded in `errors` (file, line, message) and its sample ids are left unused,
 // so every other sample keeps its id.
 //
 // Memory is per unit, not per sample: planning streams the prompt list once and keeps, for each unit, where
@@ -20,8 +24,9 @@ namespace vispec {
 
 struct PlannedSample {
   uint64_t sample_id = 0;
-  int64_t class_id = 0;
+  int64_t class_id = -1;   // class-conditional models
   std::string prompt;
+  std::string features;    // text-conditional models given "npy:FILE": the caption features file's path
 };
 
 struct PromptError {
@@ -59,10 +64,6 @@ struct JobPlan {
   ModelConfig model;
   SamplePlan plan;  // filled on rank 0 only (workers get each unit's UnitStart with the unit)
 };
-
-// The decode request of `count` consecutive planned samples (a batch of a unit, or of a bench chunk).
-struct DecodeRequest;
-DecodeRequest make_request(uint64_t seed, const PlannedSample* first, int64_t count);
 
 // Reads and checks the job file, its model config, its decoder and weights and (with scan_prompts) its
 // prompts. Writes nothing.

@@ -21,6 +21,7 @@
 #include "io/run_layout.h"
 #include "workers/distill_capture.h"
 #include "workers/loaded_models.h"
+#include "workers/request_builder.h"
 
 namespace vispec {
 
@@ -32,7 +33,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 class UnitWriter {
  public:
   UnitWriter(const JobPlan& plan, LoadedModels& models, Decoder& decoder, torch::Device device)
-      : plan_(plan), models_(models), decoder_(decoder), device_(device) {}
+      : plan_(plan), models_(models), decoder_(decoder), device_(device), make_request_(plan.model, plan.job.seed, device) {}
 
   // Decodes and writes one unit; nullopt if a stop signal arrived first (the unit is abandoned).
   std::optional<UnitDone> run(const WorkUnit& unit) {
@@ -77,7 +78,7 @@ class UnitWriter {
       if (stop_requested()) return std::nullopt;
       if (const int64_t ms = fault_value("slow"); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       const int64_t B = std::min(job.batch_size, count - start);
-      const auto req = make_request(job.seed, &begin[start], B);
+      const auto req = make_request_(&begin[start], B);
       const auto t_batch = Clock::now();
       nonfinite_watch::reset();
       const auto result = decoder_.decode(req);
@@ -88,8 +89,8 @@ class UnitWriter {
                    sampling_params(job.decoder).cfg_scale, ")");
       const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
       if (distill) {
-        const auto hidden = teacher_forced_hidden(models_.gpt, req.class_ids, result.tokens, job.distill.streams);
-        distill->push(distill_batch(hidden, result.tokens, req.class_ids, req.sample_ids, job.distill.dtype));
+        const auto hidden = teacher_forced_hidden(models_.gpt, req.conditions, result.tokens, job.distill.streams);
+        distill->push(distill_batch(hidden, result.tokens, req.conditions, req.sample_ids, job.distill.dtype));
       }
       const double batch_ms = seconds_since(t_batch) * 1e3;
       const auto bytes = images_to_bytes(images);  // [B, H, W, C]
@@ -144,6 +145,7 @@ class UnitWriter {
   LoadedModels& models_;
   Decoder& decoder_;
   torch::Device device_;
+  RequestBuilder make_request_;
 };
 }  // namespace
 

@@ -1,0 +1,51 @@
+#include "workers/request_builder.h"
+
+#include "core/check.h"
+#include "io/npy_tensor.h"
+#include "workers/caption_features.h"
+
+namespace vispec {
+
+namespace {
+// One caption's features as [L, caption_dim] float32. Planning checked the header; the file is read again
+// here, so a file changed since is caught as well.
+torch::Tensor read_features(const GptConfig& gpt, const std::string& path) {
+  const std::string error = check_caption_features(gpt, path);
+  VISPEC_CHECK(error.empty(), error);
+  const auto features = read_npy_tensor(path);
+  return features.reshape({-1, gpt.caption_dim}).to(torch::kFloat32);
+}
+}  // namespace
+
+RequestBuilder::RequestBuilder(const ModelConfig& model, uint64_t seed, torch::Device device)
+    : gpt_(model.gpt), seed_(seed) {
+  if (model.has_text_encoder) text_encoder_ = std::make_unique<TextEncoder>(model, device);
+}
+
+torch::Tensor RequestBuilder::caption_features(const PlannedSample& s) {
+  if (!s.features.empty()) return read_features(gpt_, s.features);
+  VISPEC_ASSERT(text_encoder_, "a caption without a text encoder passed planning");
+  if (s.prompt != last_prompt_ || !last_features_.defined()) {
+    last_features_ = text_encoder_->encode(s.prompt);
+    last_prompt_ = s.prompt;
+  }
+  return last_features_;
+}
+
+DecodeRequest RequestBuilder::operator()(const PlannedSample* first, int64_t count) {
+  DecodeRequest req;
+  req.seed = seed_;
+  std::vector<int64_t> classes;
+  std::vector<torch::Tensor> captions;
+  for (int64_t i = 0; i < count; ++i) {
+    req.sample_ids.push_back(first[i].sample_id);
+    if (gpt_.text_conditional())
+      captions.push_back(caption_features(first[i]));
+    else
+      classes.push_back(first[i].class_id);
+  }
+  req.conditions = gpt_.text_conditional() ? caption_conditions(captions, gpt_.cls_token_num) : class_conditions(classes);
+  return req;
+}
+
+}  // namespace vispec
