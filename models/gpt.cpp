@@ -181,8 +181,10 @@ GptOutput GptImpl::forward_sequence(const torch::Tensor& cond, const torch::Tens
   auto pos = torch::arange(C + N, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
                  .unsqueeze(0).expand({B, C + N});
   auto mask = causal_mask(C + N, x.device()).view({1, 1, C + N, C + N});
-  if (visible.defined())
-    mask = apply_prefix_visibility(mask.squeeze(1).expand({B, C + N, C + N}).clone(), visible.to(x.device()), pos).unsqueeze(1);
+  if (visible.defined()) {
+    auto rows = mask.squeeze(1).expand({B, C + N, C + N}).clone();
+    mask = apply_prefix_visibility(rows, visible.to(x.device()), pos).unsqueeze(1);
+  }
   auto out = run(x, pos, mask, nullptr);
   return {out.logits.narrow(1, C - 1, N + 1), out.hidden.narrow(1, C - 1, N + 1)};
 }

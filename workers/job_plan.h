@@ -5,8 +5,9 @@
 // A prompt line is, for a class-conditional model, a class name or id; for a text-conditional one,
 // "npy:FILE" naming caption features ([L, caption_dim] or [1, L, caption_dim] float, L <= cls_token_num: the
 // encoder's outputs at the caption's tokens, as LlamaGen's feature extraction saves them; FILE relative to the
-// prompt file's directory). A bad line does not stop the job: it is recorded in `errors` (file, line, message) and its sample ids are left unused,
-// so every other sample keeps its id.
+// prompt file's directory); with a text encoder in the model config, a caption. A bad line does not stop the
+// job: it is recorded in `errors` (file, line, message) and its sample ids are left unused, so every other
+// sample keeps its id.
 //
 // Memory is per unit, not per sample: planning streams the prompt list once and keeps, for each unit, where
 // in the file its first prompt is (UnitStart); a worker reads its unit's prompts from there when it gets the
