@@ -1,10 +1,36 @@
-// vispec train {vq, gpt, classifier, eagle-head, ssd-heads, mulo-resamplers}: trainers for the embedded model and its drafters.
+// vispec train {vq, gpt, classifier, eagle-head, ssd-heads, mulo-resamplers}: trainers for the embedded model and
+// its drafters, alone or data-parallel under mpirun / srun.
+#include <spdlog/spdlog.h>
+
+#include <functional>
+
 #include "apps/commands.h"
+#include "scheduler/mpi_data_parallel.h"
 #include "train/trainers.h"
 
 namespace vispec {
 
 namespace {
+// Runs a trainer on every rank of the job, data-parallel (train/data_parallel.h), or alone without a launcher.
+// A failure on any rank ends every rank with one line (fail_all_ranks): a rank never waits for a gradient sum
+// that will not come.
+int run_trainer(TrainOptions& o, const std::function<void()>& train) {
+  MpiSession session;
+  if (session.size() == 1) {
+    train();
+    return kExitOk;
+  }
+  o.parallel = std::make_shared<MpiDataParallel>(session);
+  if (session.rank() != 0) spdlog::set_level(spdlog::level::warn);  // rank 0 reports for all
+  try {
+    train();
+  } catch (const std::exception& e) {
+    fail_all_ranks(session, e);
+  }
+  o.parallel.reset();
+  return kExitOk;
+}
+
 void add_common(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--config", o.config, "model config (architecture)")->required();
   cmd->add_option("--out", o.out_dir, "run directory (checkpoints, log); rerun to resume")->required();
@@ -41,32 +67,34 @@ void add_train_commands(CLI::App& app, Action& action) {
   static HeadTrainOptions eagle, ssd;
   auto* vq_cmd = train->add_subcommand("vq", "the VQ tokenizer on Fashion-MNIST");
   add_common(vq_cmd, vq);
-  vq_cmd->callback([&action] { action = [] { train_vq(vq); return kExitOk; }; });
+  vq_cmd->callback([&action] { action = [] { return run_trainer(vq, [] { train_vq(vq); }); }; });
   auto* gpt_cmd = train->add_subcommand("gpt", "the class-conditional GPT on VQ tokens of Fashion-MNIST");
   add_common(gpt_cmd, gpt);
   gpt_cmd->add_flag("--drafter", gpt.drafter, "train the config's drafters.gpt (SD's small drafter) instead of the target");
   gpt_cmd->add_flag("--mulo", gpt.mulo, "train drafters.mulo.gpt (MuLo-SD's drafter) on half-resolution images");
-  gpt_cmd->callback([&action] { action = [] { train_gpt(gpt); return kExitOk; }; });
+  gpt_cmd->callback([&action] { action = [] { return run_trainer(gpt, [] { train_gpt(gpt); }); }; });
   auto* cls_cmd = train->add_subcommand("classifier", "the evaluation classifier (vispec eval) on Fashion-MNIST");
   add_common(cls_cmd, classifier);
-  cls_cmd->callback([&action] { action = [] { train_classifier(classifier); return kExitOk; }; });
+  cls_cmd->callback([&action] { action = [] { return run_trainer(classifier, [] { train_classifier(classifier); }); }; });
   auto* eagle_cmd = train->add_subcommand("eagle-head", "EAGLE-2's drafter for the target, from distillation data");
   add_head_options(eagle_cmd, eagle);
   eagle_cmd->add_option("--noise-std", eagle.noise_std, "uniform input noise, scaled by 512/T as EAGLE")
       ->capture_default_str();
   eagle_cmd->add_option("--ploss-weight", eagle.ploss_weight, "weight of the token cross-entropy")->capture_default_str();
-  eagle_cmd->callback([&action] { action = [] { train_eagle_head(eagle); return kExitOk; }; });
+  eagle_cmd->callback([&action] { action = [] { return run_trainer(eagle, [] { train_eagle_head(eagle); }); }; });
   auto* ssd_cmd = train->add_subcommand("ssd-heads", "SSD's horizontal and vertical heads, from distillation data");
   add_head_options(ssd_cmd, ssd);
   ssd_cmd->add_option("--horizontal", ssd.horizontal, "kh: heads for +1 .. +kh in the row")->capture_default_str();
   ssd_cmd->add_option("--vertical", ssd.vertical, "kv: heads for the kv rows below")->capture_default_str();
-  ssd_cmd->callback([&action] { action = [] { train_ssd_heads(ssd); return kExitOk; }; });
+  ssd_cmd->callback([&action] { action = [] { return run_trainer(ssd, [] { train_ssd_heads(ssd); }); }; });
   auto* mulo_cmd = train->add_subcommand("mulo-resamplers", "MuLo-SD's U_2 / D_2, through the frozen VQ decoder");
   add_common(mulo_cmd, mulo);
   static double token_weight = 0;
+  mulo_cmd->add_option("--max-images", mulo.max_images, "the first N training images only (0 = all)")
+      ->capture_default_str();
   mulo_cmd->add_option("--token-weight", token_weight, "weight of a cross-entropy on the nearest-code tokens (0: the "
                        "paper's MSE + commitment only)")->capture_default_str();
-  mulo_cmd->callback([&action] { action = [] { train_mulo_resamplers(mulo, token_weight); return kExitOk; }; });
+  mulo_cmd->callback([&action] { action = [] { return run_trainer(mulo, [] { train_mulo_resamplers(mulo, token_weight); }); }; });
 }
 
 }  // namespace vispec

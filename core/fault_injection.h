@@ -8,6 +8,8 @@
 //   coordinator-throws@U   rank 0's coordinator fails (std::runtime_error) as unit U is reported
 //   fs-error@U        the worker decoding unit U meets a std::filesystem error
 //   json-error@U      the worker decoding unit U meets a JSON parse error
+//   kill-at-step@S    a trainer SIGKILLs itself as step S starts (after the checkpoints before it)
+//   train-error@S     a trainer's step S fails (std::runtime_error), as a rank's failure mid-training
 // Unset (always, in production), every check is one integer comparison.
 #pragma once
 

@@ -41,6 +41,15 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   c.num_classes = v.get<int64_t>("num_classes", c.num_classes);
   c.cls_token_num = v.get<int64_t>("cls_token_num", c.cls_token_num);
   c.caption_dim = v.get<int64_t>("caption_dim", c.caption_dim);
+  // Sizes: positive (a zero would divide by zero or build an empty model), counts of options: not negative.
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"vocab_size", c.vocab_size}, {"dim", c.dim},
+                                   {"n_layer", c.n_layer}, {"n_head", c.n_head}, {"multiple_of", c.multiple_of},
+                                   {"grid_size", c.grid_size}, {"cls_token_num", c.cls_token_num}})
+    if (value < 1) (v.has(key) ? v.at(key) : v).fail(std::string(key) + " must be at least 1");
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"n_kv_head", c.n_kv_head},
+                                   {"num_classes", c.num_classes}, {"caption_dim", c.caption_dim}})
+    if (value < 0) v.at(key).fail(std::string(key) + " must not be negative");
+  if (c.n_kv_head > 0 && c.n_head % c.n_kv_head != 0) v.at("n_kv_head").fail("must divide n_head");
   if (c.dim % c.n_head != 0) v.fail("dim must be a multiple of n_head");
   if (c.head_dim() % 4 != 0) v.fail("head_dim (dim / n_head) must be a multiple of 4 for 2D RoPE");
   return c;
@@ -62,6 +71,13 @@ VqConfig parse_vq(const YamlView& v) {
   c.num_res_blocks = v.get<int64_t>("num_res_blocks", c.num_res_blocks);
   c.norm_groups = v.get<int64_t>("norm_groups", c.norm_groups);
   if (c.ch_mult.empty()) v.fail("ch_mult must not be empty");
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"codebook_size", c.codebook_size},
+                                   {"codebook_embed_dim", c.codebook_embed_dim}, {"in_channels", c.in_channels},
+                                   {"z_channels", c.z_channels}, {"ch", c.ch}, {"norm_groups", c.norm_groups}})
+    if (value < 1) (v.has(key) ? v.at(key) : v).fail(std::string(key) + " must be at least 1");
+  if (c.num_res_blocks < 0) v.at("num_res_blocks").fail("must not be negative");
+  for (int64_t m : c.ch_mult)
+    if (m < 1) v.at("ch_mult").fail("every multiplier must be at least 1");
   return c;
 }
 // state_dict_key, strip_prefix, rename: {from: to, ...} of a gpt or vq section.

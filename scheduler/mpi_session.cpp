@@ -3,9 +3,11 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <vector>
 
 #include "core/check.h"
+#include "core/exit_codes.h"
 
 namespace vispec {
 
@@ -83,6 +85,14 @@ int MpiSession::broadcast_int(int value, int root) const {
 void MpiSession::abort(int code) const {
   if (uses_mpi_) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
+}
+
+void fail_all_ranks(const MpiSession& session, const std::exception& e) {
+  const bool bad_input = dynamic_cast<const Error*>(&e) != nullptr;
+  const std::string what = e.what();
+  std::cerr << "vispec: error: " << (session.size() > 1 ? "rank " + std::to_string(session.rank()) + ": " : "")
+            << (bad_input ? "" : "internal error: ") << what.substr(0, what.find('\n')) << std::endl;
+  session.abort(bad_input ? kExitUserError : kExitInternalError);
 }
 
 void MpiSession::barrier() const {

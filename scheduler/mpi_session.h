@@ -4,6 +4,7 @@
 // (MPI_THREAD_FUNNELED): rank 0's own decoding runs in a second thread that talks to the coordinator in memory.
 #pragma once
 
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -38,5 +39,11 @@ class MpiSession {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   void* node_comm_ = nullptr;  // MPI_Comm of this node's ranks (opaque here: no mpi.h in this header)
 };
+
+// A failure outside any protocol (an exception that escaped planning, a coordinator, a trainer, the output
+// files; std::bad_alloc, a filesystem error): the other ranks may be waiting for a message or a collective from
+// this one, so one line names the rank and the cause (vispec::Error is bad input, exit 2; anything else an
+// internal error, exit 3) and every rank is ended at once. Never a hang.
+[[noreturn]] void fail_all_ranks(const MpiSession& session, const std::exception& e);
 
 }  // namespace vispec

@@ -179,17 +179,6 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
 
 void print_error(const std::string& message) { std::cerr << "vispec: error: " << message << std::endl; }
 
-// A failure outside the protocol (an exception that escaped planning, the coordinator or the output files,
-// std::bad_alloc, a filesystem error): the other ranks may be waiting for a message or a collective from this
-// one, so one line names the rank and the cause and every rank is ended at once. Never a hang.
-[[noreturn]] void fail_job(const MpiSession& session, const std::exception& e) {
-  const bool bad_input = dynamic_cast<const Error*>(&e) != nullptr;
-  const std::string what = e.what();
-  print_error((session.size() > 1 ? "rank " + std::to_string(session.rank()) + ": " : std::string()) +
-              (bad_input ? "" : "internal error: ") + what.substr(0, what.find('\n')));
-  session.abort(bad_input ? kExitUserError : kExitInternalError);
-}
-
 int run_ranks(MpiSession& session, const RunOptions& o);
 }  // namespace
 
@@ -198,7 +187,7 @@ int run_job(const RunOptions& o) {
   try {
     return run_ranks(session, o);
   } catch (const std::exception& e) {
-    fail_job(session, e);
+    fail_all_ranks(session, e);
   }
 }
 
@@ -254,7 +243,7 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
   try {
     outcome = coordinator.run();
   } catch (const std::exception& e) {
-    fail_job(session, e);  // ends the process: this rank's decoding thread is not joined
+    fail_all_ranks(session, e);  // ends the process: this rank's decoding thread is not joined
   }
   decoding.join();
   code = outcome.exit_code;

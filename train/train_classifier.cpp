@@ -21,8 +21,11 @@ void train_classifier(const TrainOptions& o) {
   torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
   spdlog::info("train classifier: {} images, {} steps of {}, device {}", train.images.size(0), o.steps,
                o.batch_size, device.str());
+  // Data-parallel with BatchNorm: each rank normalises over its own rows (no synchronised statistics), so the
+  // loss curve depends on the rank count, unlike the other trainers'.
+  const auto shard = o.shard();
   auto step_fn = [&](int64_t step) -> StepResult {
-    auto idx = batch_indices(o.seed, step, train.images.size(0), o.batch_size);
+    auto idx = shard.rows(batch_indices(o.seed, step, train.images.size(0), o.batch_size));
     auto logits = net->forward(train.images.index_select(0, idx).to(device));
     return {torch::cross_entropy_loss(logits, train.labels.index_select(0, idx).to(device)), {}};
   };

@@ -21,9 +21,10 @@ struct EagleForward {
   torch::Tensor draft_logits, target_logits;  // [B * (T - 1), V]
 };
 
-// hidden [B, T, D] pre-norm, tokens [B, T]. noise: the uniform noise's full width (0 = none).
+// hidden [B, T, D] pre-norm, tokens [B, T]: the rows `shard` of a batch. noise: the uniform noise's full width
+// (0 = none), drawn for the whole batch and cut like it, so a row's noise does not depend on the rank count.
 EagleForward eagle_forward(EagleDrafter& drafter, Gpt& target, const torch::Tensor& hidden, const torch::Tensor& tokens,
-                           double noise, uint64_t noise_key) {
+                           double noise, uint64_t noise_key, const BatchShard& shard) {
   const int64_t B = hidden.size(0), T = hidden.size(1) - 1;  // T pairs have a next feature
   torch::Tensor features, embeddings, next, target_logits;
   {
@@ -36,7 +37,9 @@ EagleForward eagle_forward(EagleDrafter& drafter, Gpt& target, const torch::Tens
   auto input = features.narrow(1, 0, T);
   if (noise > 0) {
     auto gen = at::detail::createCPUGenerator(noise_key);
-    input = input + ((torch::rand(input.sizes(), gen) - 0.5) * noise).to(input.device());
+    auto sizes = input.sizes().vec();
+    sizes[0] = shard.global;
+    input = input + shard.rows((torch::rand(sizes, gen) - 0.5) * noise).to(input.device());
   }
   const auto opts = torch::TensorOptions().dtype(torch::kInt64).device(hidden.device());
   const auto cells = torch::arange(T, opts).unsqueeze(0).expand({B, T});
@@ -61,10 +64,11 @@ void train_eagle_head(const HeadTrainOptions& o) {
   torch::optim::AdamW opt(drafter->parameters(),
                           torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
   const double noise = o.noise_std * 512.0 / double(t.reader->positions());
+  const auto shard = o.shard();
   auto step_fn = [&](int64_t step) -> StepResult {
     const auto batch = t.batches->batch(step);
-    auto f = eagle_forward(drafter, t.target, batch.hidden.to(t.device), batch.tokens.to(t.device), noise,
-                           o.seed * 0x9E3779B1ull + uint64_t(step));
+    auto f = eagle_forward(drafter, t.target, shard.rows(batch.hidden).to(t.device), shard.rows(batch.tokens).to(t.device),
+                           noise, o.seed * 0x9E3779B1ull + uint64_t(step), shard);
     return {f.vloss + o.ploss_weight * f.ploss, {{"vloss", f.vloss.detach()}, {"ploss", f.ploss.detach()}}};
   };
   auto eval_fn = [&]() -> nlohmann::json {
@@ -73,7 +77,7 @@ void train_eagle_head(const HeadTrainOptions& o) {
     double vloss = 0, ploss = 0, accept = 0;
     TokenAgreement agree;
     for (const auto& b : t.heldout) {
-      auto f = eagle_forward(drafter, t.target, b.hidden, b.tokens, 0, 0);
+      auto f = eagle_forward(drafter, t.target, b.hidden, b.tokens, 0, 0, {0, b.hidden.size(0), b.hidden.size(0)});
       const double n = double(f.draft_logits.size(0));
       vloss += f.vloss.item<double>() * n;
       ploss += f.ploss.item<double>() * n;

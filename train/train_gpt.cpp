@@ -70,10 +70,15 @@ void train_gpt(const TrainOptions& o) {
   VISPEC_CHECK(!(o.drafter && o.mulo), "train gpt: --drafter or --mulo, not both");
   VISPEC_CHECK(!o.drafter || model.has_draft_gpt(), o.config, ": no drafters.gpt section to train (--drafter)");
   VISPEC_CHECK(!o.mulo || model.has_mulo(), o.config, ": no drafters.mulo section to train (--mulo)");
+  // Rank 0 tokenises the images into the run directory's cache; the other ranks read that.
+  if (o.writes()) token_dataset(model, o.out_dir, o.mulo, device);
+  o.ranks().barrier();
   const auto data = token_dataset(model, o.out_dir, o.mulo, device);
   const auto& tokens = data.at("train_tokens");
   const auto& labels = data.at("train_labels");
   const GptConfig& arch = o.drafter ? model.draft_gpt : o.mulo ? model.mulo.gpt : model.gpt;
+  // Seeded here, so the initialisation does not depend on whether tokenising (which builds a VQ) ran before.
+  torch::manual_seed(o.seed);
   Gpt gpt(arch);
   gpt->to(device);
   int64_t n_params = 0;
@@ -81,18 +86,20 @@ void train_gpt(const TrainOptions& o) {
   torch::optim::AdamW opt(gpt->parameters(), torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
   spdlog::info("train gpt: {:.2f}M parameters, {} sequences, {} steps of {}, device {}", double(n_params) / 1e6,
                tokens.size(0), o.steps, o.batch_size, device.str());
+  const auto shard = o.shard();
   auto step_fn = [&](int64_t step) -> StepResult {
-    auto idx = batch_indices(o.seed, step, tokens.size(0), o.batch_size);
+    // This rank's rows of the batch, and of its condition dropout, keyed by (seed, step) like the batch itself.
+    auto idx = shard.rows(batch_indices(o.seed, step, tokens.size(0), o.batch_size));
     auto x = tokens.index_select(0, idx).to(device, torch::kInt64);  // [B, 256]
     auto y = labels.index_select(0, idx).to(device);
-    // Condition dropout, keyed by (seed, step) like the batch itself.
     auto gen = at::detail::createCPUGenerator(o.seed * 7919ull + uint64_t(step));
-    auto drop = torch::rand({o.batch_size}, gen).lt(kClassDropout).to(device);
+    auto drop = shard.rows(torch::rand({o.batch_size}, gen).lt(kClassDropout)).to(device);
     y = torch::where(drop, torch::full_like(y, model.gpt.num_classes), y);
     auto out = gpt->forward_sequence(gpt->embed_classes(y), x.narrow(1, 0, x.size(1) - 1));
     return {torch::cross_entropy_loss(out.logits.reshape({-1, out.logits.size(-1)}), x.reshape(-1)), {}};
   };
-  auto eval_fn = [&]() -> nlohmann::json { return {{"test_loss", test_loss(gpt, data, 500, device)}}; };
+  const int64_t test_images = std::min<int64_t>(500, data.at("test_tokens").size(0));
+  auto eval_fn = [&]() -> nlohmann::json { return {{"test_loss", test_loss(gpt, data, test_images, device)}}; };
   run_training(o, *gpt, opt, step_fn, eval_fn, {{"kind", o.drafter ? "draft_gpt" : o.mulo ? "mulo_gpt" : "gpt"}});
 }
 

@@ -8,10 +8,70 @@
 
 #include "core/check.h"
 #include "core/device.h"
+#include "core/fault_injection.h"
 #include "io/atomic_file.h"
 #include "models/load.h"
 
 namespace vispec {
+
+DataParallel& TrainOptions::ranks() const {
+  static SingleProcess single;
+  return parallel ? *parallel : single;
+}
+
+namespace {
+// Sums every parameter's gradient over the ranks, as one flat buffer (one collective per step). A gradient a
+// step left undefined is taken as zeros, so every rank sends the same layout.
+void sum_gradients(torch::nn::Module& model, DataParallel& ranks) {
+  if (ranks.size() == 1) return;
+  std::vector<torch::Tensor> grads;
+  for (auto& p : model.parameters()) {
+    if (!p.requires_grad()) continue;
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  if (grads.empty()) return;
+  auto flat = torch::cat([&] {
+    std::vector<torch::Tensor> parts;
+    for (const auto& g : grads) parts.push_back(g.reshape(-1).to(torch::kFloat32));
+    return parts;
+  }()).contiguous();
+  ranks.sum(flat);
+  int64_t at = 0;
+  for (auto& g : grads) {
+    g.copy_(flat.narrow(0, at, g.numel()).view_as(g));
+    at += g.numel();
+  }
+}
+
+// Every rank starts from rank 0's parameters and buffers (a rank that drew its initialisation after other
+// random draws would otherwise hold another model): a sum in which the other ranks contribute zeros.
+void sync_parameters(torch::nn::Module& model, DataParallel& ranks) {
+  if (ranks.size() == 1) return;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> tensors;
+  for (auto& p : model.parameters()) tensors.push_back(p);
+  for (auto& b : model.buffers())
+    if (b.is_floating_point()) tensors.push_back(b);
+  for (auto& t : tensors) {
+    auto flat = (ranks.rank() == 0 ? t.detach().reshape(-1).to(torch::kFloat32) : torch::zeros({t.numel()})).contiguous();
+    ranks.sum(flat);
+    t.copy_(flat.view_as(t));
+  }
+}
+
+// The loss and extra scalars of the whole batch: each rank's shard-weighted values, summed over the ranks.
+nlohmann::json batch_record(const StepResult& result, const BatchShard& shard, DataParallel& ranks) {
+  std::vector<torch::Tensor> values = {result.loss.detach()};
+  for (const auto& [name, value] : result.extra) values.push_back(value.detach());
+  auto packed = (torch::stack(values).to(torch::kCPU, torch::kFloat32) * shard.weight()).contiguous();
+  ranks.sum(packed);
+  nlohmann::json record = {{"loss", packed[0].item<double>()}};
+  size_t i = 1;
+  for (const auto& [name, value] : result.extra) record[name] = packed[int64_t(i++)].item<double>();
+  return record;
+}
+}  // namespace
 
 torch::Device prepare_training(const TrainOptions& o) {
   set_threads(o.threads);
@@ -24,19 +84,28 @@ void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim:
                   const std::function<StepResult(int64_t step)>& step_fn,
                   const std::function<nlohmann::json()>& eval_fn, std::map<std::string, std::string> metadata,
                   const std::vector<std::vector<torch::Tensor>>& clip_groups) {
+  auto& ranks = o.ranks();
+  const auto shard = o.shard();
+  VISPEC_CHECK(shard.count > 0, "train: --batch-size ", o.batch_size, " gives rank ", ranks.rank(),
+               " no rows: use at least one row per rank (", ranks.size(), " ranks)");
   int64_t step = resume_checkpoint(o.out_dir, model, opt);
-  if (step == 0 && o.eval_at_start) {
+  sync_parameters(model, ranks);
+  if (step == 0 && o.eval_at_start && o.writes()) {
     auto eval = eval_fn();
     eval["step"] = 0;
     log_train_step(o.out_dir, eval);
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (; step < o.steps; ++step) {
+    maybe_kill_at("kill-at-step", step);
+    if (fault_at("train-error", step)) throw std::runtime_error("injected training failure (VISPEC_FAULT)");
     const double lr = learning_rate(o, step);
     set_learning_rate(opt, lr);
     auto result = step_fn(step);
     opt.zero_grad();
-    result.loss.backward();
+    // Weighted by the shard's share of the batch, the ranks' gradients sum to the whole batch's.
+    (result.loss * shard.weight()).backward();
+    sum_gradients(model, ranks);
     if (clip_groups.empty()) {
       torch::nn::utils::clip_grad_norm_(model.parameters(), o.grad_clip);
     } else {
@@ -45,23 +114,28 @@ void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim:
     opt.step();
     const bool last = step + 1 == o.steps;
     if ((step + 1) % o.log_every == 0 || last) {
-      nlohmann::json record = {{"step", step + 1}, {"loss", result.loss.item<double>()}, {"lr", lr}};
-      for (const auto& [name, value] : result.extra) record[name] = value.item<double>();
+      auto batch = batch_record(result, shard, ranks);  // every rank takes part in the sum
+      nlohmann::json record = {{"step", step + 1}, {"loss", batch["loss"]}, {"lr", lr}};
+      for (const auto& [name, value] : result.extra) record[name] = batch[name];
       record["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      log_train_step(o.out_dir, record);
+      if (ranks.size() > 1) record["ranks"] = ranks.size();
+      if (o.writes()) log_train_step(o.out_dir, record);
     }
-    if ((step + 1) % o.checkpoint_every == 0 || last) {
+    if (((step + 1) % o.checkpoint_every == 0 || last) && o.writes()) {
       auto eval = eval_fn();
       eval["step"] = step + 1;
       log_train_step(o.out_dir, eval);
       save_checkpoint(o.out_dir, model, opt, step + 1, eval);
     }
   }
-  const std::string dst = o.export_path.empty() ? o.out_dir + "/model.safetensors" : o.export_path;
-  metadata["format_version"] = "1";
-  metadata["steps"] = std::to_string(o.steps);
-  save_weights(model, dst, metadata);
-  spdlog::info("wrote {}", dst);
+  if (o.writes()) {
+    const std::string dst = o.export_path.empty() ? o.out_dir + "/model.safetensors" : o.export_path;
+    metadata["format_version"] = "1";
+    metadata["steps"] = std::to_string(o.steps);
+    save_weights(model, dst, metadata);
+    spdlog::info("wrote {}", dst);
+  }
+  ranks.barrier();  // no rank's job ends before the weights are written
 }
 
 double learning_rate(const TrainOptions& o, int64_t step) {

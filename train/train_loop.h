@@ -6,7 +6,8 @@
 //   state.json               {"step": N, ...}
 //   log.jsonl                one line per logged step (also printed through spdlog)
 // Re-running the same command resumes from the checkpoint; batches are drawn from a generator keyed by
-// (seed, step), so a resumed run sees the same data as an uninterrupted one.
+// (seed, step), so a resumed run sees the same data as an uninterrupted one. Under mpirun or srun the loop is
+// data-parallel (train/data_parallel.h): each rank trains on its share of every batch, rank 0 writes.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,7 +15,10 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
+
+#include "train/data_parallel.h"
 
 namespace vispec {
 
@@ -34,9 +38,16 @@ struct TrainOptions {
   int64_t log_every = 20;
   int64_t checkpoint_every = 200;
   uint64_t seed = 0;
+  int64_t max_images = 0;       // mulo-resamplers: the first N training images only (0 = all), for quick runs
   bool eval_at_start = false;   // also evaluate (and log) before the first step of a fresh run
   bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target
   bool mulo = false;            // train gpt: drafters.mulo.gpt on half-resolution images instead
+  std::shared_ptr<DataParallel> parallel;  // the ranks (none: a single process)
+
+  DataParallel& ranks() const;
+  // This rank's rows of every batch: a trainer draws the global batch of (seed, step) and keeps these rows.
+  BatchShard shard() const { return ranks().shard(batch_size); }
+  bool writes() const { return ranks().rank() == 0; }  // logs, evaluations, checkpoints, exports
 };
 
 // Threads, device, run directory and torch's seed, as the options say. Returns the device to train on.
@@ -48,8 +59,9 @@ struct StepResult {
 };
 
 // The loop every trainer shares: from the resumed step to o.steps, set the learning rate, call step_fn(step)
-// for the loss, back-propagate, clip, step; log every o.log_every; at every checkpoint call eval_fn() and
-// save. Finally exports the weights (safetensors, with `metadata`) to o.export_path or OUT/model.safetensors.
+// for the loss of this rank's shard (a mean over its rows), back-propagate, sum the gradients over the ranks,
+// clip, step; log every o.log_every; at every checkpoint call eval_fn() and save (rank 0). Finally exports the
+// weights (safetensors, with `metadata`) to o.export_path or OUT/model.safetensors.
 // clip_groups: parameter sets whose gradient norms are clipped separately (models trained as independent
 // heads); empty = one global norm over model.parameters().
 void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim::Optimizer& opt,

@@ -84,7 +84,10 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
   vq->to(device);
   vq->eval();
   for (auto& p : vq->parameters()) p.requires_grad_(false);
-  const auto train = load_split("train", 0, vq, model, o.out_dir);
+  // Rank 0 tokenises into the run directory's caches; the other ranks read them.
+  if (o.writes()) load_split("train", o.max_images, vq, model, o.out_dir), load_split("test", 1000, vq, model, o.out_dir);
+  o.ranks().barrier();
+  const auto train = load_split("train", o.max_images, vq, model, o.out_dir);
   const auto test = load_split("test", 1000, vq, model, o.out_dir);
   const int64_t g = model.gpt.grid_size, gl = model.mulo.gpt.grid_size;
 
@@ -99,8 +102,9 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
   auto codes_of = [&](const torch::Tensor& tokens, int64_t grid) {
     return vq->code_vectors(tokens.to(device, torch::kInt64), grid, grid);
   };
+  const auto shard = o.shard();
   auto step_fn = [&](int64_t step) -> StepResult {
-    auto idx = batch_indices(o.seed, step, train.high.size(0), o.batch_size);
+    auto idx = shard.rows(batch_indices(o.seed, step, train.high.size(0), o.batch_size));
     auto high_tokens = train.high_codes.index_select(0, idx).to(device, torch::kInt64);
     auto low_tokens = train.low_codes.index_select(0, idx).to(device, torch::kInt64);
     auto up = quantize(vq, net->up(codes_of(low_tokens, gl)));

@@ -43,8 +43,10 @@ void train_vq(const TrainOptions& o) {
   torch::optim::AdamW opt(vq->parameters(), torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
   spdlog::info("train vq: {} images, {} steps of {}, device {}", train.images.size(0), o.steps, o.batch_size,
                device.str());
+  const auto shard = o.shard();
   auto step_fn = [&](int64_t step) -> StepResult {
-    auto x = train.images.index_select(0, batch_indices(o.seed, step, train.images.size(0), o.batch_size)).to(device);
+    auto idx = shard.rows(batch_indices(o.seed, step, train.images.size(0), o.batch_size));
+    auto x = train.images.index_select(0, idx).to(device);
     auto out = vq->forward_train(x);
     auto mse = torch::mse_loss(out.recon, x);
     return {mse + out.codebook_loss + out.commit_loss, {{"mse", mse}, {"commit", out.commit_loss}}};
