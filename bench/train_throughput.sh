@@ -16,23 +16,8 @@ printf 'trouser\nbag\nsneaker\ndress\ncoat\nsandal\n' > "$work/d/prompts.txt"
 printf 'model: %s/configs/fmnist.yaml\nprompts: prompts.txt\ndecoder: {name: ar, cfg_scale: 2.0}\nimages_per_prompt: 3\nout: %s/d/out\n' \
   "$src" "$work" > "$work/d/job.yaml"
 "$vispec" run "$work/d/job.yaml" > /dev/null 2>&1
-# train gpt's token cache (OUT/tokens.safetensors) from those grids, in the safetensors format by its definition.
-/usr/bin/python3 - "$work/d/out" "$work/tokens.safetensors" <<'PY'
-import json, struct, sys, numpy as np
-out, dst = sys.argv[1], sys.argv[2]
-rows = [json.loads(l) for l in open(f"{out}/metrics.jsonl")]
-tokens = np.stack([np.load(f"{out}/tokens/{r['sample_id']:08d}.npy").reshape(-1) for r in rows]).astype(np.int32)
-labels = np.array([r["class_id"] for r in rows], np.int64)
-header, data = {}, b""
-for name, a, dtype in (("train_tokens", tokens, "I32"), ("train_labels", labels, "I64"),
-                       ("test_tokens", tokens[:6], "I32"), ("test_labels", labels[:6], "I64")):
-    raw = a.tobytes()
-    header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [len(data), len(data) + len(raw)]}
-    data += raw
-h = json.dumps(header).encode()
-h += b" " * (-len(h) % 8)
-open(dst, "wb").write(struct.pack("<Q", len(h)) + h + data)
-PY
+# train gpt's token cache from those grids.
+/usr/bin/python3 "$src/scripts/gpt_token_cache.py" "$work/d/out" "$work/tokens.safetensors"
 args=(train gpt --config "$src/configs/fmnist.yaml" --seed 3 --steps 30 --batch-size 32 --log-every 10
       --checkpoint-every 1000 --warmup 5)
 for setup in "1 1" "1 $cores" "$cores 1"; do

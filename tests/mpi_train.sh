@@ -52,28 +52,12 @@ PY
 }
 
 # A small distillation run of the embedded model: the head trainers' data, and its token grids the GPT's
-# training set (train gpt's token cache, written as the trainer writes it; tokenising Fashion-MNIST's 70,000
-# images would take minutes).
+# training set (scripts/gpt_token_cache.py: tokenising Fashion-MNIST's 70,000 images would take minutes).
 write_job "$work/distill"
 printf 'distill: {streams: cond+uncond, dtype: fp32}\n' >> "$work/distill/job.yaml"
 (cd "$work/distill" && "$vispec" run job.yaml > run.log 2>&1) || { cat "$work/distill/run.log"; fail "distillation run"; }
 mkdir -p "$work/gpt_data"
-"$py" - "$work/distill/out" "$work/gpt_data/tokens.safetensors" <<'PY'
-import json, struct, sys, numpy as np
-out, dst = sys.argv[1], sys.argv[2]
-rows = [json.loads(l) for l in open(f"{out}/metrics.jsonl")]
-tokens = np.stack([np.load(f"{out}/tokens/{r['sample_id']:08d}.npy").reshape(-1) for r in rows]).astype(np.int32)
-labels = np.array([r["class_id"] for r in rows], np.int64)
-header, data = {}, b""
-for name, a, dtype in (("train_tokens", tokens, "I32"), ("train_labels", labels, "I64"),
-                       ("test_tokens", tokens[:6], "I32"), ("test_labels", labels[:6], "I64")):
-    raw = a.tobytes()
-    header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [len(data), len(data) + len(raw)]}
-    data += raw
-h = json.dumps(header).encode()
-h += b" " * (-len(h) % 8)
-open(dst, "wb").write(struct.pack("<Q", len(h)) + h + data)
-PY
+"$py" "$src/scripts/gpt_token_cache.py" "$work/distill/out" "$work/gpt_data/tokens.safetensors"
 
 # 1. train gpt and train vq: -np 1, 2, 4.
 gpt=(gpt --config "$config" --threads 1 --seed 3 --steps 6 --batch-size 8 --log-every 1 --checkpoint-every 3 --warmup 2)
