@@ -21,26 +21,32 @@ DataParallel& TrainOptions::ranks() const {
 
 namespace {
 // Sums every parameter's gradient over the ranks, as one flat buffer (one collective per step). A gradient a
-// step left undefined is taken as zeros, so every rank sends the same layout.
+// rank's step left undefined counts as zeros, so every rank sends the same layout; one the step left undefined
+// on every rank stays undefined (the optimizer skips such a parameter, as it would alone).
 void sum_gradients(torch::nn::Module& model, DataParallel& ranks) {
   if (ranks.size() == 1) return;
-  std::vector<torch::Tensor> grads;
+  std::vector<torch::Tensor> params, parts;
   for (auto& p : model.parameters()) {
     if (!p.requires_grad()) continue;
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    grads.push_back(p.grad());
+    params.push_back(p);
+    // On the host: the sum goes through host memory anyway (scheduler/mpi_data_parallel.h).
+    parts.push_back(p.grad().defined() ? p.grad().reshape(-1).to(torch::kCPU, torch::kFloat32) : torch::zeros({p.numel()}));
   }
-  if (grads.empty()) return;
-  auto flat = torch::cat([&] {
-    std::vector<torch::Tensor> parts;
-    for (const auto& g : grads) parts.push_back(g.reshape(-1).to(torch::kFloat32));
-    return parts;
-  }()).contiguous();
+  if (params.empty()) return;
+  std::vector<float> defined;
+  for (const auto& p : params) defined.push_back(p.grad().defined() ? 1.0f : 0.0f);
+  parts.push_back(torch::tensor(defined));
+  auto flat = torch::cat(parts).contiguous();
   ranks.sum(flat);
+  const auto any = flat.narrow(0, flat.numel() - int64_t(params.size()), int64_t(params.size()));
   int64_t at = 0;
-  for (auto& g : grads) {
-    g.copy_(flat.narrow(0, at, g.numel()).view_as(g));
-    at += g.numel();
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto& p = params[i];
+    if (any[int64_t(i)].item<float>() > 0) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      p.mutable_grad().copy_(flat.narrow(0, at, p.numel()).view_as(p));
+    }
+    at += p.numel();
   }
 }
 
@@ -54,7 +60,8 @@ void sync_parameters(torch::nn::Module& model, DataParallel& ranks) {
   for (auto& b : model.buffers())
     if (b.is_floating_point()) tensors.push_back(b);
   for (auto& t : tensors) {
-    auto flat = (ranks.rank() == 0 ? t.detach().reshape(-1).to(torch::kFloat32) : torch::zeros({t.numel()})).contiguous();
+    auto flat = (ranks.rank() == 0 ? t.detach().reshape(-1).to(torch::kCPU, torch::kFloat32) : torch::zeros({t.numel()}))
+                    .contiguous();
     ranks.sum(flat);
     t.copy_(flat.view_as(t));
   }
