@@ -75,16 +75,18 @@ ShardIndex read_shard_index(const std::string& path) {
 
 // Calls f(views, source) for each file of the weights in turn: one for a plain file, each shard of an index.
 // The views are valid during the call only (the file is mapped, then unmapped): loading shard by shard keeps
-// one shard's pages in memory at a time, never the whole checkpoint.
+// one shard's pages in memory at a time, never the whole checkpoint. check_data: torch.save files' storages
+// are CRC-checked (index_torch_checkpoint); a pass that only wants names and shapes before a checked copy
+// pass skips that read of the data.
 void for_each_weight_file(const std::string& path, const std::function<void(const TensorMap&, const std::string&)>& f,
-                          const std::string& state_dict_key = "") {
+                          const std::string& state_dict_key = "", bool check_data = true) {
   VISPEC_CHECK(state_dict_key.empty() || is_torch_checkpoint(path) || is_shard_index(path), path,
                ": state_dict_key '", state_dict_key, "' applies to torch.save files only");
   if (ends_with(path, ".safetensors")) {
     f(MappedSafetensors(path).tensors(), path);
   } else if (is_torch_checkpoint(path)) {
     const MappedFile file(path);
-    f(torch_checkpoint_views(file, path, state_dict_key), path);
+    f(torch_checkpoint_views(file, path, state_dict_key, check_data), path);
   } else if (is_shard_index(path)) {
     const auto index = read_shard_index(path);
     for (const auto& shard : index.shards) {
@@ -96,7 +98,7 @@ void for_each_weight_file(const std::string& path, const std::function<void(cons
                        "' is not where ", path, " puts it");
         }
         f(views, source);
-      }, state_dict_key);
+      }, state_dict_key, check_data);
     }
   } else {
     VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth, .bin or a shard index "
@@ -107,7 +109,8 @@ void for_each_weight_file(const std::string& path, const std::function<void(cons
 // for_each_weight_file with the file's names mapped to the module's (keys); two file tensors that map to one
 // name are an error naming both.
 void for_each_mapped_weight_file(const std::string& path, const WeightKeys& keys,
-                                 const std::function<void(const TensorMap&, const std::string&)>& f) {
+                                 const std::function<void(const TensorMap&, const std::string&)>& f,
+                                 bool check_data = true) {
   std::map<std::string, std::string> mapped_from;  // across shards: module name -> file name
   for_each_weight_file(path, [&](const TensorMap& views, const std::string& source) {
     if (!keys.renaming()) return f(views, source);
@@ -120,16 +123,16 @@ void for_each_mapped_weight_file(const std::string& path, const WeightKeys& keys
       mapped[to] = t;
     }
     f(mapped, source);
-  }, keys.state_dict_key);
+  }, keys.state_dict_key, check_data);
 }
 
 // Shapes and dtypes of every tensor of the weights, on the meta device: what checks need, with no data.
-TensorMap weight_shapes(const std::string& path, const WeightKeys& keys) {
+TensorMap weight_shapes(const std::string& path, const WeightKeys& keys, bool check_data = true) {
   TensorMap shapes;
   for_each_mapped_weight_file(path, keys, [&](const TensorMap& views, const std::string&) {
     for (const auto& [name, t] : views)
       shapes[name] = torch::empty(t.sizes(), torch::TensorOptions().device(torch::kMeta).dtype(t.dtype()));
-  });
+  }, check_data);
   return shapes;
 }
 }  // namespace
@@ -180,7 +183,9 @@ void load_weights(torch::nn::Module& module, const std::string& path, const std:
                   const WeightKeys& keys) {
   // Checked whole first (names and shapes from headers), then copied file by file straight from the mapped
   // bytes into the parameters, converted to their device and dtype on the way: no host copy of the weights.
-  check_weights_file(module, path, ignore_prefixes, keys);
+  // The check reads names and shapes only; the copy pass below checks the data's CRC-32s (a torch.save file)
+  // before it copies anything, so a large checkpoint is read twice here, not three times.
+  check_state_dict(module, weight_shapes(path, keys, /*check_data=*/false), path, ignore_prefixes);
   auto own = state_dict(module);
   torch::NoGradGuard no_grad;
   for_each_mapped_weight_file(path, keys, [&](const TensorMap& views, const std::string&) {

@@ -9,9 +9,10 @@
 
 namespace vispec {
 
-TensorMap torch_checkpoint_views(const MappedFile& file, const std::string& path, const std::string& state_dict_key) {
+TensorMap torch_checkpoint_views(const MappedFile& file, const std::string& path, const std::string& state_dict_key,
+                                 bool check_data) {
   TensorMap out;
-  for (const auto& t : index_torch_checkpoint(file.data(), file.size(), path, state_dict_key)) {
+  for (const auto& t : index_torch_checkpoint(file.data(), file.size(), path, state_dict_key, check_data)) {
     const auto dtype = dtype_from_name(path, t.name, t.dtype);
     const auto storage_numel = int64_t(t.storage.size) / int64_t(c10::elementSize(dtype));
     // The index checked the view's extent against the storage, and the storage against the file.

@@ -17,7 +17,9 @@ namespace vispec {
 TensorMap read_torch_checkpoint(const std::string& path, const std::string& state_dict_key = "");
 // The same tensors as views into the mapped file (valid while `file` lives): loading copies each straight into
 // a parameter, with no second host copy of the checkpoint.
-TensorMap torch_checkpoint_views(const MappedFile& file, const std::string& path, const std::string& state_dict_key = "");
+// check_data: see index_torch_checkpoint.
+TensorMap torch_checkpoint_views(const MappedFile& file, const std::string& path, const std::string& state_dict_key = "",
+                                 bool check_data = true);
 // Writes a state dict in torch.save's zip format (readable by torch.load and by read_torch_checkpoint).
 void write_torch_checkpoint(const std::string& path, const TensorMap& tensors);
 

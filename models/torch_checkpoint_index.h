@@ -24,8 +24,10 @@ struct TorchTensorRecord {
 // bytes: the whole file. state_dict_key: the dotted path of the state dict inside the checkpoint ("model",
 // "model.sd", "ema"); empty: the checkpoint itself, or what is under "model", "module" or "state_dict" (up to two
 // levels), the layouts LlamaGen's and most training scripts save. Entries that are not tensors (args, steps,
-// an optimizer) are skipped. Throws one line naming `path`.
+// an optimizer) are skipped. Throws one line naming `path`. check_data: also compare every tensor storage's
+// CRC-32 with the zip's (a pass over all the data; data.pkl's is always checked): a caller that only needs
+// names and shapes, and reads the data later through a checked index, may skip it.
 std::vector<TorchTensorRecord> index_torch_checkpoint(const uint8_t* bytes, uint64_t size, const std::string& path,
-                                                      const std::string& state_dict_key = "");
+                                                      const std::string& state_dict_key = "", bool check_data = true);
 
 }  // namespace vispec

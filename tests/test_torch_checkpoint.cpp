@@ -15,6 +15,7 @@
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "llamagen_fixtures.h"
+#include "models/load.h"
 #include "models/safetensors.h"
 #include "models/torch_checkpoint.h"
 
@@ -139,6 +140,14 @@ open("damaged.pt", "wb").write(data.replace(pattern, struct.pack("<f", 1.0)))
   EXPECT_NE(err.find("holds no tensors"), std::string::npos) << err;
   err = error_of([&] { read_torch_checkpoint(path("damaged.pt")); });  // a weight changed on disk
   EXPECT_NE(err.find("data/0' is damaged (CRC-32"), std::string::npos) << err;
+  // Loading checks names and shapes without the data, then the data's CRC-32s before copying any of it.
+  torch::nn::Module module;
+  auto w = module.register_parameter("w", torch::zeros({1}));
+  err = error_of([&] { load_weights(module, path("damaged.pt")); });
+  EXPECT_NE(err.find("data/0' is damaged (CRC-32"), std::string::npos) << err;
+  EXPECT_EQ(w.item<float>(), 0.0f) << "a damaged checkpoint was copied";
+  load_weights(module, path("to_damage.pt"));
+  EXPECT_EQ(w.item<float>(), 1234.5678f);
   for (const char* f : {"payload.pt", "legacy.pt", "truncated.pt", "no_tensors.pt", "damaged.pt"}) {
     err = error_of([&] { read_torch_checkpoint(path(f)); });
     EXPECT_FALSE(err.empty()) << f;
