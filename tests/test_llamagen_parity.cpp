@@ -16,6 +16,7 @@
 #include "io/npy.h"
 #include "io/npy_tensor.h"
 #include "llamagen_fixtures.h"
+#include "temp_dir_test.h"
 #include "workers/loaded_models.h"
 
 namespace vispec {
@@ -39,15 +40,9 @@ SamplingParams greedy(double cfg_scale) {
   return p;
 }
 
-class LlamaGenParity : public ::testing::Test {
+class LlamaGenParity : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() / ("vispec_parity_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
+  LlamaGenParity() : TempDirTest("parity") {}
   // A job of the text-to-image fixture over dir/PROMPTS into dir/out; returns its path.
   std::string t2i_job(const std::string& prompts, const std::string& decoder) {
     std::ofstream(dir / "job.yaml") << "model: " << fixture_config(dir, "t2i") << "\nprompts: " << (dir / prompts).string()
@@ -57,7 +52,6 @@ class LlamaGenParity : public ::testing::Test {
   LoadedModels load(const std::string& kind) {
     return load_models(load_model_config(fixture_config(dir, kind)), torch::kCPU);
   }
-  fs::path dir;
 };
 }  // namespace
 

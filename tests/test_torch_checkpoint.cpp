@@ -15,6 +15,7 @@
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "llamagen_fixtures.h"
+#include "temp_dir_test.h"
 #include "models/load.h"
 #include "models/safetensors.h"
 #include "models/torch_checkpoint.h"
@@ -29,15 +30,9 @@ using test::kLlamaGenFixtures;
 using test::error_of;
 }  // namespace
 
-class TorchSaveFiles : public ::testing::Test {
+class TorchSaveFiles : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() / ("vispec_pt_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
+  TorchSaveFiles() : TempDirTest("pt") {}
   // Runs a Python script with the virtual environment's torch, in `dir`.
   void python(const std::string& script) {
     std::ofstream(dir / "make.py") << script;
@@ -45,7 +40,6 @@ class TorchSaveFiles : public ::testing::Test {
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   std::string path(const std::string& name) const { return (dir / name).string(); }
-  fs::path dir;
 };
 
 TEST(TorchCheckpoint, LlamaGenFixturesReadAsTheirSafetensorsTwins) {

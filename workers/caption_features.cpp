@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "core/check.h"
-#include "io/npy.h"
 
 namespace vispec {
 
@@ -14,12 +13,14 @@ std::string resolve_features_path(const std::string& prompts_file, const std::st
 }
 
 std::string check_caption_features(const GptConfig& gpt, const std::string& path) {
-  NpyArray a;
   try {
-    a = read_npy_header(path);
+    return caption_features_error(gpt, path, read_npy_header(path));
   } catch (const Error& e) {
     return e.what();
   }
+}
+
+std::string caption_features_error(const GptConfig& gpt, const std::string& path, const NpyArray& a) {
   if (a.descr != "<f4" && a.descr != "<f2" && a.descr != "<f8")
     return path + ": caption features of dtype '" + a.descr + "'; expected float32, float16 or float64";
   const auto& s = a.shape;

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "io/npy.h"
 #include "models/gpt_config.h"
 
 namespace vispec {
@@ -14,7 +15,9 @@ inline constexpr const char* kFeaturesPrefix = "npy:";
 
 // FILE as written after "npy:", relative to the prompt file's directory unless absolute.
 std::string resolve_features_path(const std::string& prompts_file, const std::string& file);
-// "" if `path` holds caption features this model takes, else why not ("FILE: ...", one line).
+// "" if `path` holds caption features this model takes, else why not ("FILE: ...", one line): from its header.
 std::string check_caption_features(const GptConfig& gpt, const std::string& path);
+// The same judgement of an array already read from `path` (dtype and shape).
+std::string caption_features_error(const GptConfig& gpt, const std::string& path, const NpyArray& array);
 
 }  // namespace vispec

@@ -7,13 +7,13 @@
 namespace vispec {
 
 namespace {
-// One caption's features as [L, caption_dim] float32. Planning checked the header; the file is read again
-// here, so a file changed since is caught as well.
+// One caption's features as [L, caption_dim] float32. Planning checked the header; the array read here is
+// judged again, so a file changed since is caught as well.
 torch::Tensor read_features(const GptConfig& gpt, const std::string& path) {
-  const std::string error = check_caption_features(gpt, path);
+  NpyArray array = read_npy(path);
+  const std::string error = caption_features_error(gpt, path, array);
   VISPEC_CHECK(error.empty(), error);
-  const auto features = read_npy_tensor(path);
-  return features.reshape({-1, gpt.caption_dim}).to(torch::kFloat32);
+  return npy_to_tensor(std::move(array), path).reshape({-1, gpt.caption_dim}).to(torch::kFloat32);
 }
 }  // namespace
 
