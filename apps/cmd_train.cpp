@@ -6,6 +6,7 @@
 
 #include "apps/commands.h"
 #include "scheduler/mpi_data_parallel.h"
+#include "scheduler/mpi_node_weights.h"
 #include "train/trainers.h"
 
 namespace vispec {
@@ -21,6 +22,7 @@ int run_trainer(TrainOptions& o, const std::function<void()>& train) {
     return kExitOk;
   }
   o.parallel = std::make_shared<MpiDataParallel>(session);
+  o.node_weights = std::make_shared<MpiNodeWeights>(session);
   if (session.rank() != 0) spdlog::set_level(spdlog::level::warn);  // rank 0 reports for all
   try {
     train();
@@ -28,6 +30,7 @@ int run_trainer(TrainOptions& o, const std::function<void()>& train) {
     fail_all_ranks(session, e);
   }
   o.parallel.reset();
+  o.node_weights.reset();
   return kExitOk;
 }
 

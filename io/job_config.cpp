@@ -29,7 +29,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   YamlView root(doc, path);
   root.reject_unknown_keys(
       {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads",
-       "unit_size", "schedule", "distill"});
+       "unit_size", "schedule", "read_weights", "distill"});
 
   JobConfig job;
   job.file = path;
@@ -56,6 +56,9 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   job.schedule = root.get<std::string>("schedule", job.schedule);
   if (job.schedule != "dynamic" && job.schedule != "static")
     root.at("schedule").fail("expected 'dynamic' or 'static', got '" + job.schedule + "'");
+  job.read_weights = root.get<std::string>("read_weights", job.read_weights);
+  if (job.read_weights != "once_per_node" && job.read_weights != "every_rank")
+    root.at("read_weights").fail("expected 'once_per_node' or 'every_rank', got '" + job.read_weights + "'");
 
   if (root.has("distill")) {
     const auto d = root.at("distill");

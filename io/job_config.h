@@ -40,6 +40,9 @@ struct JobConfig {
   int threads = 0;
   int64_t unit_size = 64;
   std::string schedule = "dynamic";
+  // once_per_node: a node's first rank reads the weight files and hands the tensors to the node's other ranks
+  // (models/node_weights.h); every_rank: each reads them itself. The outputs are the same.
+  std::string read_weights = "once_per_node";
   DistillOptions distill;
 };
 

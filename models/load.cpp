@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/mapped_file.h"
+#include "models/node_weights.h"
 #include "models/torch_checkpoint.h"
 
 namespace vispec {
@@ -179,8 +180,32 @@ void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const 
   for (auto& [name, dst] : state_dict(module)) dst.copy_(tensors.at(name));
 }
 
+namespace {
+// The node's reader hands every tensor load_weights fills (the module's state dict, in name order) to the
+// node's other processes. A census comes first, so that a process whose module differs (a bug: the scope's
+// processes build one architecture) stops with a message rather than receiving into the wrong tensors.
+void share_on_node(torch::nn::Module& module, NodeWeights& node, const std::string& path) {
+  auto own = state_dict(module);
+  int64_t elements = 0, bytes = 0;
+  for (const auto& [name, t] : own) {
+    elements += t.numel();
+    bytes += int64_t(t.nbytes());
+  }
+  auto census = torch::tensor({int64_t(own.size()), elements}, torch::kInt64);
+  node.share(census);
+  VISPEC_ASSERT(census[0].item<int64_t>() == int64_t(own.size()) && census[1].item<int64_t>() == elements, path,
+                ": the node's reader loaded ", census[0].item<int64_t>(), " tensors of ", census[1].item<int64_t>(),
+                " elements, this process's module has ", own.size(), " of ", elements);
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : own) node.share(t);
+  if (!node.reads_files()) count_weight_traffic(0, bytes);
+}
+}  // namespace
+
 void load_weights(torch::nn::Module& module, const std::string& path, const std::vector<std::string>& ignore_prefixes,
                   const WeightKeys& keys) {
+  NodeWeights* node = node_weights_in_scope();
+  if (node && node->processes() > 1 && !node->reads_files()) return share_on_node(module, *node, path);
   // Checked whole first (names and shapes from headers), then copied file by file straight from the mapped
   // bytes into the parameters, converted to their device and dtype on the way: no host copy of the weights.
   // The check reads names and shapes only; the copy pass below checks the data's CRC-32s (a torch.save file)
@@ -188,10 +213,16 @@ void load_weights(torch::nn::Module& module, const std::string& path, const std:
   check_state_dict(module, weight_shapes(path, keys, /*check_data=*/false), path, ignore_prefixes);
   auto own = state_dict(module);
   torch::NoGradGuard no_grad;
+  int64_t read = 0;
   for_each_mapped_weight_file(path, keys, [&](const TensorMap& views, const std::string&) {
     for (const auto& [name, t] : views)
-      if (const auto it = own.find(name); it != own.end()) it->second.copy_(t);
+      if (const auto it = own.find(name); it != own.end()) {
+        it->second.copy_(t);
+        read += int64_t(t.nbytes());
+      }
   });
+  count_weight_traffic(read, 0);
+  if (node && node->processes() > 1) share_on_node(module, *node, path);
 }
 
 void save_weights(const torch::nn::Module& module, const std::string& path, const Metadata& metadata) {

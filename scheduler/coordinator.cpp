@@ -45,6 +45,7 @@ std::optional<WorkUnit> Coordinator::next_unit(int rank) {
 std::optional<WorkUnit> Coordinator::handle(int source, const WorkerReport& r) {
   auto& tally = out_.ranks[size_t(source)];
   tally.wait_seconds += r.wait_seconds;
+  if (r.loaded) tally.load = *r.loaded;
   if (r.done) {
     const auto& d = *r.done;
     if (fault_at("coordinator-throws", d.unit)) throw std::runtime_error("injected coordinator failure (VISPEC_FAULT)");

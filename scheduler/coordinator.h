@@ -19,6 +19,7 @@ namespace vispec {
 struct RankTally {
   int64_t units = 0, images = 0;
   double busy_seconds = 0, wait_seconds = 0;
+  ModelLoad load;  // from the rank's first report
 };
 
 struct CoordinatorOutcome {

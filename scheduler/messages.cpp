@@ -7,6 +7,8 @@ namespace vispec {
 std::string encode_report(const WorkerReport& r) {
   nlohmann::json j = {{"rank", r.rank}, {"stopping", r.stopping}, {"wait_s", r.wait_seconds}};
   if (!r.error.empty()) j["error"] = {{"message", r.error}, {"code", r.error_code}};
+  if (r.loaded)
+    j["loaded"] = {{"s", r.loaded->seconds}, {"read", r.loaded->read_bytes}, {"received", r.loaded->received_bytes}};
   if (r.done) {
     const auto& s = r.done->stats;
     j["done"] = {{"unit", r.done->unit},           {"images", r.done->images},
@@ -26,6 +28,10 @@ WorkerReport decode_report(const std::string& text) {
   if (j.contains("error")) {
     r.error = j["error"].at("message").get<std::string>();
     r.error_code = j["error"].at("code").get<int>();
+  }
+  if (j.contains("loaded")) {
+    const auto& l = j["loaded"];
+    r.loaded = ModelLoad{l.at("s").get<double>(), l.at("read").get<int64_t>(), l.at("received").get<int64_t>()};
   }
   if (j.contains("done")) {
     const auto& d = j["done"];

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <vector>
@@ -80,6 +81,21 @@ std::optional<std::pair<int, std::string>> MpiSession::poll(int tag) const {
 int MpiSession::broadcast_int(int value, int root) const {
   if (uses_mpi_) check_mpi(MPI_Bcast(&value, 1, MPI_INT, root, MPI_COMM_WORLD), "broadcast");
   return value;
+}
+
+int MpiSession::min_int(int value) const {
+  int least = value;
+  if (uses_mpi_) check_mpi(MPI_Allreduce(&value, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "all-reduce");
+  return least;
+}
+
+void MpiSession::node_broadcast(void* data, size_t bytes) const {
+  if (!uses_mpi_ || local_size_ == 1) return;
+  constexpr size_t kChunk = size_t(1) << 30;  // MPI counts are ints
+  auto* p = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes; done += kChunk)
+    check_mpi(MPI_Bcast(p + done, int(std::min(kChunk, bytes - done)), MPI_BYTE, 0, *static_cast<MPI_Comm*>(node_comm_)),
+              "node broadcast");
 }
 
 void MpiSession::abort(int code) const {

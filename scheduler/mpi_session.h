@@ -4,6 +4,7 @@
 // (MPI_THREAD_FUNNELED): rank 0's own decoding runs in a second thread that talks to the coordinator in memory.
 #pragma once
 
+#include <cstddef>
 #include <exception>
 #include <optional>
 #include <string>
@@ -28,6 +29,9 @@ class MpiSession {
   std::string recv(int source, int tag) const;
   std::optional<std::pair<int, std::string>> poll(int tag) const;  // (source, text) from any rank
   int broadcast_int(int value, int root = 0) const;
+  int min_int(int value) const;  // the least value over all ranks
+  // `bytes` bytes from this node's first rank (local rank 0) to the node's other ranks (any size).
+  void node_broadcast(void* data, size_t bytes) const;
   void barrier() const;
   // Ends every rank of the job at once with `code` (MPI_Abort; a world of one just exits): for a failure the
   // message protocol cannot carry, when other ranks may be waiting in a receive or a collective that would

@@ -19,6 +19,7 @@
 #include "scheduler/coordinator.h"
 #include "scheduler/fingerprint.h"
 #include "scheduler/journal.h"
+#include "scheduler/mpi_node_weights.h"
 #include "scheduler/output_check.h"
 #include "scheduler/output_lock.h"
 #include "scheduler/unit_sources.h"
@@ -142,7 +143,9 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
     wait += t.wait_seconds;
     per_rank.push_back({{"rank", r}, {"units", t.units}, {"images", t.images}, {"busy_s", t.busy_seconds},
                         {"images_per_busy_s", t.busy_seconds > 0 ? double(t.images) / t.busy_seconds : 0.0},
-                        {"wait_s", t.wait_seconds}});
+                        {"wait_s", t.wait_seconds}, {"load_s", t.load.seconds},
+                        {"weights_read_mb", double(t.load.read_bytes) / 1e6},
+                        {"weights_received_mb", double(t.load.received_bytes) / 1e6}});
   }
   const double n = double(std::max<int64_t>(1, images));
   const nlohmann::json summary = {
@@ -156,6 +159,7 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
       {"dtype", plan.model.dtype},
       {"ranks", ranks},
       {"schedule", plan.job.schedule},
+      {"read_weights", plan.job.read_weights},
       {"units_total", c.units_total},
       {"units_done", int64_t(journal.done().size())},
       {"complete", int64_t(journal.done().size()) == c.units_total},
@@ -219,12 +223,22 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
   if (code != kExitOk) print_error("rank " + std::to_string(session.rank()) + ": " + error);  // rank 0 was fine
 
   const WorkerOptions worker{session.rank(), session.local_rank(), session.local_size()};
+  // Every rank that planned the job loads its models here, on its main thread. With read_weights:
+  // once_per_node, and every rank able to take part, a node's first rank reads the weight files and hands the
+  // tensors to the others (a collective within the node); a rank that failed to plan loads nothing, so then
+  // each rank reads its own. A failure here ends every rank (run_job's fail_all_ranks): never a hang.
+  std::unique_ptr<PreparedWorker> prepared;
+  {
+    const bool all_planned = session.min_int(code == kExitOk ? 1 : 0) == 1;
+    MpiNodeWeights node(session);
+    ShareWeightsOnNode scope(all_planned && plan.job.read_weights == "once_per_node" ? &node : nullptr);
+    if (code == kExitOk) prepared = prepare_worker(plan, worker);
+  }
   if (session.rank() != 0) {
+    MpiUnitSource source(session);
     if (code == kExitOk) {
-      MpiUnitSource source(session);
-      run_worker(plan, worker, source);
+      run_worker(plan, worker, *prepared, source);
     } else {  // tell the coordinator, so that it drains the others
-      MpiUnitSource source(session);
       WorkerReport r;
       r.rank = session.rank();
       r.error = error;
@@ -236,7 +250,7 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
   }
 
   LocalChannel local;
-  std::thread decoding([&] { run_worker(plan, worker, local); });
+  std::thread decoding([&] { run_worker(plan, worker, *prepared, local); });
   auto& journal = output.journal;
   Coordinator coordinator(session, local, plan, *journal);
   CoordinatorOutcome outcome;

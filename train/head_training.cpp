@@ -17,7 +17,10 @@ HeadTraining prepare_head_training(const HeadTrainOptions& o) {
   t.reader = std::make_shared<DistillReader>(index);
   check_dataset_fits(*t.reader, t.target_config);  // before loading weights: a mismatch is named as such
   t.target = Gpt(t.target_config.gpt);
-  load_weights(*t.target, t.target_config.gpt_weights, {}, t.target_config.gpt_keys);
+  {
+    ShareWeightsOnNode scope(o.node_weights.get());
+    load_weights(*t.target, t.target_config.gpt_weights, {}, t.target_config.gpt_keys);
+  }
   t.target->to(t.device);
   t.target->eval();
   for (auto& p : t.target->parameters()) p.requires_grad_(false);

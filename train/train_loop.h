@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "models/node_weights.h"
 #include "train/data_parallel.h"
 
 namespace vispec {
@@ -43,6 +44,9 @@ struct TrainOptions {
   bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target
   bool mulo = false;            // train gpt: drafters.mulo.gpt on half-resolution images instead
   std::shared_ptr<DataParallel> parallel;  // the ranks (none: a single process)
+  // Frozen models a trainer loads (a head trainer's target, the resamplers' VQ) are read by each node's first
+  // rank and handed to the node's others (models/node_weights.h); none: each rank reads its own.
+  std::shared_ptr<NodeWeights> node_weights;
 
   DataParallel& ranks() const;
   // This rank's rows of every batch: a trainer draws the global batch of (seed, step) and keeps these rows.

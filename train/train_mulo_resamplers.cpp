@@ -80,7 +80,10 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
   VISPEC_CHECK(model.has_mulo(), o.config, ": no drafters.mulo section (MuLo-SD's resamplers) to train");
   const auto device = prepare_training(o);
   VqModel vq(model.vq);
-  load_weights(*vq, model.vq_weights, {}, model.vq_keys);
+  {
+    ShareWeightsOnNode scope(o.node_weights.get());
+    load_weights(*vq, model.vq_weights, {}, model.vq_keys);
+  }
   vq->to(device);
   vq->eval();
   for (auto& p : vq->parameters()) p.requires_grad_(false);

@@ -19,6 +19,7 @@
 #include "io/npy.h"
 #include "io/png.h"
 #include "io/run_layout.h"
+#include "models/node_weights.h"
 #include "workers/distill_capture.h"
 #include "workers/loaded_models.h"
 #include "workers/request_builder.h"
@@ -32,8 +33,9 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 class UnitWriter {
  public:
-  UnitWriter(const JobPlan& plan, LoadedModels& models, Decoder& decoder, torch::Device device)
-      : plan_(plan), models_(models), decoder_(decoder), device_(device), make_request_(plan.model, plan.job.seed, device) {}
+  UnitWriter(const JobPlan& plan, LoadedModels& models, Decoder& decoder, RequestBuilder& make_request,
+             torch::Device device)
+      : plan_(plan), models_(models), decoder_(decoder), device_(device), make_request_(make_request) {}
 
   // Decodes and writes one unit; nullopt if a stop signal arrived first (the unit is abandoned).
   std::optional<UnitDone> run(const WorkUnit& unit) {
@@ -145,7 +147,7 @@ class UnitWriter {
   LoadedModels& models_;
   Decoder& decoder_;
   torch::Device device_;
-  RequestBuilder make_request_;
+  RequestBuilder& make_request_;
 };
 }  // namespace
 
@@ -155,30 +157,45 @@ std::string unit_metrics_path(const std::string& out, int64_t unit) {
   return out + buf;
 }
 
-void run_worker(const JobPlan& plan, const WorkerOptions& o, UnitSource& source) {
+std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const WorkerOptions& o) {
+  const auto t0 = Clock::now();
+  const auto traffic0 = weight_traffic();
+  torch::NoGradGuard no_grad;
+  auto w = std::make_unique<PreparedWorker>();
+  // threads 0: LibTorch's default, capped at this rank's share of the node's cores so that N ranks on a
+  // node do not each start a full set of OpenMP threads (oversubscribed OpenMP threads spin at barriers).
+  w->threads = plan.job.threads;
+  if (w->threads == 0)
+    w->threads = std::min(at::get_num_threads(),
+                          std::max(1, int(std::thread::hardware_concurrency()) / std::max(1, o.local_size)));
+  set_threads(w->threads);
+  w->device = pick_device(plan.job.device, o.local_rank);
+  // oneDNN's CPU convolutions pick their blocking from the batch size, the thread count and the CPU set the
+  // process may use (mpirun binds ranks to cores), and a last-bit difference in the VQ decoder moves a pixel
+  // across a rounding boundary now and then (measured: 1 of 18 images, mpirun vs plain). LibTorch's own
+  // convolutions (im2col + BLAS) give the same bits whatever those are, at a small cost for the VQ decode.
+  if (w->device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);
+  w->models = load_models(plan.model, w->device);
+  w->decoder = make_decoder(plan.job.decoder, load_decoder_models(plan.job.decoder, plan.model, w->models.gpt,
+                                                                  w->models.vq, w->device));
+  w->make_request = std::make_unique<RequestBuilder>(plan.model, plan.job.seed, w->device);
+  const auto traffic = weight_traffic();
+  w->load = {seconds_since(t0), traffic.read_bytes - traffic0.read_bytes,
+             traffic.received_bytes - traffic0.received_bytes};
+  spdlog::debug("rank {}: {} on {} with {} threads, models ready in {:.2f} s", o.rank, w->decoder->name(),
+                w->device.str(), w->threads, w->load.seconds);
+  return w;
+}
+
+void run_worker(const JobPlan& plan, const WorkerOptions& o, PreparedWorker& w, UnitSource& source) {
   WorkerReport report;
   report.rank = o.rank;
+  report.loaded = w.load;
   std::optional<WorkUnit> unit;
   try {
     torch::NoGradGuard no_grad;  // grad mode is per thread: rank 0 decodes in a thread of its own
-    // threads 0: LibTorch's default, capped at this rank's share of the node's cores so that N ranks on a
-    // node do not each start a full set of OpenMP threads (oversubscribed OpenMP threads spin at barriers).
-    int threads = plan.job.threads;
-    if (threads == 0)
-      threads = std::min(at::get_num_threads(),
-                         std::max(1, int(std::thread::hardware_concurrency()) / std::max(1, o.local_size)));
-    set_threads(threads);
-    const auto device = pick_device(plan.job.device, o.local_rank);
-    // oneDNN's CPU convolutions pick their blocking from the batch size, the thread count and the CPU set the
-    // process may use (mpirun binds ranks to cores), and a last-bit difference in the VQ decoder moves a pixel
-    // across a rounding boundary now and then (measured: 1 of 18 images, mpirun vs plain). LibTorch's own
-    // convolutions (im2col + BLAS) give the same bits whatever those are, at a small cost for the VQ decode.
-    if (device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);
-    auto models = load_models(plan.model, device);
-    auto decoder = make_decoder(plan.job.decoder,
-                                 load_decoder_models(plan.job.decoder, plan.model, models.gpt, models.vq, device));
-    spdlog::debug("rank {}: {} on {} with {} threads", o.rank, decoder->name(), device.str(), threads);
-    UnitWriter writer(plan, models, *decoder, device);
+    set_threads(w.threads);      // so is OpenMP's thread count
+    UnitWriter writer(plan, w.models, *w.decoder, *w.make_request, w.device);
     for (;;) {
       const auto t_wait = Clock::now();
       unit = source.next(report);

@@ -1,4 +1,4 @@
-// One rank's life: bind the device, load the models once, then loop — ask for a unit, decode its samples batch
+// One rank's life: bind the device, load the models once (prepare_worker), then loop — ask for a unit, decode its samples batch
 // by batch, write their files, report the unit done and get the next — until told to stop.
 //
 // A unit's files: OUT/images/<id>.png and OUT/tokens/<id>.npy per sample, each written under a temporary name
@@ -16,6 +16,8 @@
 #include "decoding/decoder.h"
 #include "io/unit_files.h"
 #include "workers/job_plan.h"
+#include "workers/loaded_models.h"
+#include "workers/request_builder.h"
 
 namespace vispec {
 
@@ -35,9 +37,17 @@ struct UnitDone {
   std::vector<UnitFile> files;  // every file the unit wrote, for the journal to check later
 };
 
+// How a worker's models came to be: for summary.json's per-rank figures.
+struct ModelLoad {
+  double seconds = 0;
+  int64_t read_bytes = 0;      // copied out of weight files by this process
+  int64_t received_bytes = 0;  // handed over by the node's first process instead (models/node_weights.h)
+};
+
 // What a worker says each time it asks for work.
 struct WorkerReport {
   int rank = 0;
+  std::optional<ModelLoad> loaded;  // with the first report only
   std::optional<UnitDone> done;  // the unit just finished, if any
   bool stopping = false;         // a stop signal arrived: the unit in hand was abandoned
   std::string error;             // non-empty: this worker failed (one line) and stops
@@ -58,8 +68,21 @@ struct WorkerOptions {
   int local_size = 1;  // ranks on this node: the default CPU threads are the node's cores / this
 };
 
+// A worker ready for its first unit: threads and device set, models and decoder loaded. Made on the thread
+// that owns MPI (weights may be shared within the node: a collective, models/node_weights.h); throws on any
+// failure. The worker itself may then run in another thread.
+struct PreparedWorker {
+  torch::Device device = torch::kCPU;
+  int threads = 1;
+  LoadedModels models;
+  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<RequestBuilder> make_request;  // loads the text encoder, if the model has one
+  ModelLoad load;
+};
+std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const WorkerOptions& options);
+
 // Runs until the source says stop. Never throws: a failure is reported through the source.
-void run_worker(const JobPlan& plan, const WorkerOptions& options, UnitSource& source);
+void run_worker(const JobPlan& plan, const WorkerOptions& options, PreparedWorker& prepared, UnitSource& source);
 
 std::string unit_metrics_path(const std::string& out, int64_t unit);  // OUT/metrics/unit-000012.jsonl
 
