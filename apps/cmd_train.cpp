@@ -5,7 +5,8 @@
 #include <functional>
 
 #include "apps/commands.h"
-#include "scheduler/mpi_data_parallel.h"
+#include "core/device.h"
+#include "scheduler/nccl_data_parallel.h"
 #include "scheduler/mpi_node_weights.h"
 #include "train/trainers.h"
 
@@ -21,10 +22,11 @@ int run_trainer(TrainOptions& o, const std::function<void()>& train) {
     train();
     return kExitOk;
   }
-  o.parallel = std::make_shared<MpiDataParallel>(session);
-  o.node_weights = std::make_shared<MpiNodeWeights>(session);
   if (session.rank() != 0) spdlog::set_level(spdlog::level::warn);  // rank 0 reports for all
   try {
+    o.local_rank = session.local_rank();  // a node's ranks train on its GPUs in turn
+    o.parallel = make_data_parallel(session, pick_device(o.device, o.local_rank));
+    o.node_weights = std::make_shared<MpiNodeWeights>(session);
     train();
   } catch (const std::exception& e) {
     fail_all_ranks(session, e);

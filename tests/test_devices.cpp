@@ -12,6 +12,7 @@
 #include "exact_distribution.h"
 #include "models/load.h"
 #include "models/model_config.h"
+#include "scheduler/nccl_data_parallel.h"
 #include "tiny_models.h"
 #include "workers/loaded_models.h"
 
@@ -163,6 +164,24 @@ TEST(Devices, LosslessDecodersSampleTheExactTargetDistributionOnCuda) {
   EXPECT_TRUE(test::first_token_fit(eagle2, target, p, V, "EAGLE-2 on CUDA").passes());
   SjdDecoder sjd(target, p, 4);
   EXPECT_TRUE(test::first_token_fit(sjd, target, p, V, "SJD on CUDA").passes());
+}
+
+// Data-parallel training's gradient sums among GPUs (scheduler/nccl_data_parallel.h), in a world of one (one
+// GPU here; NCCL refuses two ranks on one GPU, so the multi-rank sums are MPI's, tested in mpi_train.sh): the
+// communicator is made over a real NCCL, and sums on the GPU and on the host leave the tensors as they were.
+TEST(Devices, NcclGradientSumsRunOnTheGpu) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  if (!built_with_nccl()) GTEST_SKIP() << "built without NCCL (the torch package has no nvidia.nccl)";
+  MpiSession session;
+  auto ranks = make_data_parallel(session, cuda());
+  ASSERT_EQ(ranks->size(), 1);
+  auto on_gpu = torch::arange(3000, torch::TensorOptions().dtype(torch::kFloat32).device(cuda()));
+  const auto expected = on_gpu.cpu().clone();
+  ranks->sum(on_gpu);
+  EXPECT_TRUE(torch::equal(on_gpu.cpu(), expected));
+  auto on_host = expected.clone();
+  ranks->sum(on_host);
+  EXPECT_TRUE(torch::equal(on_host, expected));
 }
 
 }  // namespace vispec

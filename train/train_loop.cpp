@@ -26,23 +26,25 @@ namespace {
 void sum_gradients(torch::nn::Module& model, DataParallel& ranks) {
   if (ranks.size() == 1) return;
   std::vector<torch::Tensor> params, parts;
-  for (auto& p : model.parameters()) {
-    if (!p.requires_grad()) continue;
-    params.push_back(p);
-    // On the host: the sum goes through host memory anyway (scheduler/mpi_data_parallel.h).
-    parts.push_back(p.grad().defined() ? p.grad().reshape(-1).to(torch::kCPU, torch::kFloat32) : torch::zeros({p.numel()}));
-  }
+  for (auto& p : model.parameters())
+    if (p.requires_grad()) params.push_back(p);
   if (params.empty()) return;
+  // On the parameters' device: NCCL sums GPU memory in place (MPI copies through the host itself).
+  const auto on = torch::TensorOptions().device(params.front().device()).dtype(torch::kFloat32);
+  for (const auto& p : params)
+    parts.push_back(p.grad().defined() ? p.grad().reshape(-1).to(on) : torch::zeros({p.numel()}, on));
   std::vector<float> defined;
   for (const auto& p : params) defined.push_back(p.grad().defined() ? 1.0f : 0.0f);
-  parts.push_back(torch::tensor(defined));
+  parts.push_back(torch::tensor(defined).to(on));
   auto flat = torch::cat(parts).contiguous();
   ranks.sum(flat);
-  const auto any = flat.narrow(0, flat.numel() - int64_t(params.size()), int64_t(params.size()));
+  // Which gradients some rank defined: one read of the host, not one per parameter.
+  const auto any = flat.narrow(0, flat.numel() - int64_t(params.size()), int64_t(params.size())).to(torch::kCPU);
+  const auto defined_somewhere = any.accessor<float, 1>();
   int64_t at = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     auto& p = params[i];
-    if (any[int64_t(i)].item<float>() > 0) {
+    if (defined_somewhere[int64_t(i)] > 0) {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
       p.mutable_grad().copy_(flat.narrow(0, at, p.numel()).view_as(p));
     }
@@ -84,7 +86,7 @@ torch::Device prepare_training(const TrainOptions& o) {
   set_threads(o.threads);
   make_directories(o.out_dir);
   torch::manual_seed(o.seed);
-  return pick_device(o.device);
+  return pick_device(o.device, o.local_rank);
 }
 
 void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim::Optimizer& opt,

@@ -44,6 +44,7 @@ struct TrainOptions {
   bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target
   bool mulo = false;            // train gpt: drafters.mulo.gpt on half-resolution images instead
   std::shared_ptr<DataParallel> parallel;  // the ranks (none: a single process)
+  int local_rank = 0;                      // on this node: picks the GPU (device auto or cuda)
   // Frozen models a trainer loads (a head trainer's target, the resamplers' VQ) are read by each node's first
   // rank and handed to the node's others (models/node_weights.h); none: each rank reads its own.
   std::shared_ptr<NodeWeights> node_weights;
