@@ -200,15 +200,16 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
   if (session.rank() != 0 && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   install_stop_handlers();
 
-  // Every rank reads and checks the job, its models and decoder; rank 0 alone scans the prompt list and
-  // prepares OUT. All ranks agree on the outcome before any decoding starts, and only one line is printed.
+  // Every rank reads and checks the job, its model config and decoder; rank 0 alone checks the weight files,
+  // scans the prompt list and prepares OUT. All ranks agree on the outcome before any decoding starts, and
+  // only one line is printed.
   JobPlan plan;
   Output output;
   int code = kExitOk;
   std::string error;
   try {
     // A worker gets the place of each unit's prompts in the file with the unit.
-    plan = plan_job(o.job_file, o.overrides, o.out_dir, /*scan_prompts=*/session.rank() == 0);
+    plan = plan_job(o.job_file, o.overrides, o.out_dir, /*first_rank=*/session.rank() == 0);
     if (fault_value("bad-alloc") == session.rank()) throw std::bad_alloc();
     if (session.rank() == 0) output = prepare_output(plan, o.start_over, session.size());
   } catch (const Error& e) {

@@ -92,18 +92,18 @@ std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::str
 }
 
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides,
-                 const std::string& out_override, bool scan_prompts) {
+                 const std::string& out_override, bool first_rank) {
   JobPlan plan;
   plan.job = load_job_config(job_file, overrides, out_override);
   plan.model = load_model_config(plan.job.model_config);
   if (!plan.job.model_dtype.empty()) plan.model.dtype = plan.job.model_dtype;
   validate_decoder_spec(plan.job.decoder, plan.model);
+  if (!first_rank) return plan;
   // Found by a worker after the journal's header was written, a bad weights file would make the rerun with
   // the fixed file look like another job.
   check_model_weights(plan.model);
   check_text_encoder_weights(plan.model);
-  if (scan_prompts)
-    plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt, plan.job.unit_size);
+  plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt, plan.job.unit_size);
   return plan;
 }
 

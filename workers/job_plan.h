@@ -66,9 +66,10 @@ struct JobPlan {
   SamplePlan plan;  // filled on rank 0 only (workers get each unit's UnitStart with the unit)
 };
 
-// Reads and checks the job file, its model config, its decoder and weights and (with scan_prompts) its
-// prompts. Writes nothing.
+// Reads and checks the job file, its model config and its decoder; with first_rank also the weight files
+// (names, shapes and a torch.save file's checksums: a whole read of a large checkpoint, made once per job,
+// not once per rank) and the prompts. Writes nothing.
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides = {},
-                 const std::string& out_override = "", bool scan_prompts = true);
+                 const std::string& out_override = "", bool first_rank = true);
 
 }  // namespace vispec

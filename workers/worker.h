@@ -1,5 +1,5 @@
-// One rank's life: bind the device, load the models once (prepare_worker), then loop — ask for a unit, decode its samples batch
-// by batch, write their files, report the unit done and get the next — until told to stop.
+// One rank's life: bind the device, load the models once (prepare_worker), then loop — ask for a unit, decode
+// its samples batch by batch, write their files, report the unit done and get the next — until told to stop.
 //
 // A unit's files: OUT/images/<id>.png and OUT/tokens/<id>.npy per sample, each written under a temporary name
 // and renamed, then both directories fsynced once, then OUT/metrics/unit-<unit>.jsonl (atomic). Only after
