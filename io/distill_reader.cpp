@@ -54,18 +54,24 @@ void check_stored_type(hid_t file, DistillDtype dtype, const std::string& where)
 }
 
 // Reads rows [row, row + count) of a dataset into `out` (memory type `type`).
-void read_rows(hid_t file, const char* name, hid_t type, int64_t row, int64_t count, void* out, const std::string& where) {
+// Rows of `runs` ([first, first + count) each, ascending, disjoint) of one dataset, one read into `out`.
+void read_rows(hid_t file, const char* name, hid_t type, const std::vector<RowRun>& runs, int64_t total, void* out,
+               const std::string& where) {
   h5::Handle ds(h5::check(H5Dopen2(file, name, H5P_DEFAULT), where, name), H5Dclose);
   h5::Handle space(H5Dget_space(ds.get()), H5Sclose);
   const int rank = H5Sget_simple_extent_ndims(space.get());
   std::vector<hsize_t> dims(static_cast<size_t>(rank)), start(static_cast<size_t>(rank), 0);
   H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  start[0] = hsize_t(row);
-  dims[0] = hsize_t(count);
-  h5::check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, dims.data(), nullptr), where,
-            "hyperslab");
+  H5Sselect_none(space.get());
+  for (const auto& run : runs) {
+    start[0] = hsize_t(run.first);
+    dims[0] = hsize_t(run.count);
+    h5::check(H5Sselect_hyperslab(space.get(), H5S_SELECT_OR, start.data(), nullptr, dims.data(), nullptr), where,
+              "hyperslab");
+  }
+  dims[0] = hsize_t(total);
   h5::Handle mem(H5Screate_simple(rank, dims.data(), nullptr), H5Sclose);
-  h5::check(H5Dread(ds.get(), type, mem.get(), space.get(), H5P_DEFAULT, out), where, name);
+  if (total > 0) h5::check(H5Dread(ds.get(), type, mem.get(), space.get(), H5P_DEFAULT, out), where, name);
 }
 }  // namespace
 
@@ -112,6 +118,21 @@ DistillReader::DistillReader(const std::string& path) : path_(path) {
 DistillRows DistillReader::read(int64_t row, int64_t count) const {
   VISPEC_CHECK(row >= 0 && count >= 0 && row + count <= rows_, path_, ": rows [", row, ", ", row + count,
                ") outside [0, ", rows_, ")");
+  return read_runs({{row, count}}, count);
+}
+
+DistillRows DistillReader::read(const std::vector<int64_t>& rows) const {
+  std::vector<RowRun> runs;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    VISPEC_CHECK(rows[i] >= 0 && rows[i] < rows_ && (i == 0 || rows[i] > rows[i - 1]), path_, ": row ", rows[i],
+                 " outside [0, ", rows_, ") or out of order");
+    if (!runs.empty() && runs.back().first + runs.back().count == rows[i]) ++runs.back().count;
+    else runs.push_back({rows[i], 1});
+  }
+  return read_runs(runs, int64_t(rows.size()));
+}
+
+DistillRows DistillReader::read_runs(const std::vector<RowRun>& runs, int64_t count) const {
   h5::Handle file = h5::open_file(path_);
   DistillRows r;
   r.count = count;
@@ -119,20 +140,20 @@ DistillRows DistillReader::read(int64_t row, int64_t count) const {
   r.hidden.resize(n_hidden);
   if (dtype_ == DistillDtype::kBFloat16) {  // widen the stored bits: bf16 is the top half of a float32
     std::vector<uint16_t> bits(n_hidden);
-    read_rows(file.get(), "hidden", H5T_NATIVE_UINT16, row, count, bits.data(), path_);
+    read_rows(file.get(), "hidden", H5T_NATIVE_UINT16, runs, count, bits.data(), path_);
     for (size_t i = 0; i < n_hidden; ++i) {
       const uint32_t wide = uint32_t(bits[i]) << 16;
       std::memcpy(&r.hidden[i], &wide, sizeof(float));
     }
   } else {
-    read_rows(file.get(), "hidden", H5T_NATIVE_FLOAT, row, count, r.hidden.data(), path_);
+    read_rows(file.get(), "hidden", H5T_NATIVE_FLOAT, runs, count, r.hidden.data(), path_);
   }
   r.tokens.resize(size_t(count * positions()));
   r.class_id.resize(size_t(count));
   r.sample_id.resize(size_t(count));
-  read_rows(file.get(), "tokens", H5T_NATIVE_INT32, row, count, r.tokens.data(), path_);
-  read_rows(file.get(), "class_id", H5T_NATIVE_INT64, row, count, r.class_id.data(), path_);
-  read_rows(file.get(), "sample_id", H5T_NATIVE_INT64, row, count, r.sample_id.data(), path_);
+  read_rows(file.get(), "tokens", H5T_NATIVE_INT32, runs, count, r.tokens.data(), path_);
+  read_rows(file.get(), "class_id", H5T_NATIVE_INT64, runs, count, r.class_id.data(), path_);
+  read_rows(file.get(), "sample_id", H5T_NATIVE_INT64, runs, count, r.sample_id.data(), path_);
   return r;
 }
 

@@ -21,6 +21,10 @@ struct DistillRows {
   std::vector<int64_t> sample_id; // [count]
 };
 
+struct RowRun {  // rows [first, first + count)
+  int64_t first = 0, count = 0;
+};
+
 class DistillReader {
  public:
   explicit DistillReader(const std::string& index_path);  // throws one line naming the file on a bad index
@@ -36,8 +40,12 @@ class DistillReader {
   const std::vector<DistillUnitRef>& units() const { return units_; }
 
   DistillRows read(int64_t row, int64_t count) const;  // rows [row, row + count)
+  // The given rows (ascending, no repeats), in that order: one read per dataset, runs of adjacent rows merged.
+  DistillRows read(const std::vector<int64_t>& rows) const;
 
  private:
+  DistillRows read_runs(const std::vector<RowRun>& runs, int64_t count) const;
+
   std::string path_, model_;
   int64_t rows_ = 0, grid_ = 0, dim_ = 0;
   int streams_ = 1;

@@ -108,6 +108,36 @@ TEST_F(DraftHeads, BatchesAreAFunctionOfSeedAndStepAndCoverEachTrainingRowOncePe
   EXPECT_FALSE(n0.hidden.equal(batches[0].hidden));
 }
 
+// Data-parallel: rank r's batches are its rows of the whole batch (null streams included), and it reads only
+// the rows its slots use, so the ranks together read each window's rows once.
+TEST_F(DraftHeads, EachRankReadsAndGetsItsShareOfEveryBatch) {
+  const auto out = dataset();
+  auto reader = std::make_shared<DistillReader>(distill_index_path(out));
+  const auto split = split_units(*reader, 1);
+  // Windows of both training units (8 rows, shuffled across the units), batches of 4, 3 ranks (1, 1, 2 rows).
+  DistillBatches whole(reader, split.train, 4, 8, 0.5, 7);
+  std::vector<std::unique_ptr<DistillBatches>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    const BatchShard shard{4 * r / 3, 4 * (r + 1) / 3 - 4 * r / 3, 4};
+    ranks.push_back(std::make_unique<DistillBatches>(reader, split.train, 4, 8, 0.5, 7, shard));
+  }
+  for (int64_t step = 0; step < 6; ++step) {  // three windows (epochs) of two batches
+    const auto all = whole.batch(step);
+    std::vector<torch::Tensor> hidden, tokens;
+    for (auto& rank : ranks) {
+      const auto part = rank->batch(step);
+      hidden.push_back(part.hidden);
+      tokens.push_back(part.tokens);
+    }
+    EXPECT_TRUE(torch::cat(tokens).equal(all.tokens)) << "step " << step;
+    EXPECT_TRUE(torch::cat(hidden).equal(all.hidden)) << "step " << step;
+  }
+  EXPECT_EQ(whole.rows_read(), 24);  // 3 windows of 8 rows
+  EXPECT_EQ(ranks[0]->rows_read(), 6);
+  EXPECT_EQ(ranks[1]->rows_read(), 6);
+  EXPECT_EQ(ranks[2]->rows_read(), 12);
+}
+
 TEST_F(DraftHeads, EagleHeadTrainingLowersHeldOutLossAndExportsACheckedHead) {
   const auto out = dataset(), run = (dir / "eagle").string();
   const auto r = train("eagle-head", out, run);

@@ -71,9 +71,12 @@ std::vector<HeadBatch> heldout_batches(const DistillReader& reader, const std::v
 }
 
 DistillBatches::DistillBatches(std::shared_ptr<const DistillReader> reader, std::vector<size_t> units,
-                               int64_t batch_size, int64_t window_rows, double null_fraction, uint64_t seed)
+                               int64_t batch_size, int64_t window_rows, double null_fraction, uint64_t seed,
+                               BatchShard shard)
     : reader_(std::move(reader)), units_(std::move(units)), offsets_(unit_offsets(*reader_)), batch_size_(batch_size),
-      window_rows_(std::max(window_rows, batch_size)), null_fraction_(null_fraction), seed_(seed) {
+      window_rows_(std::max(window_rows, batch_size)),
+      shard_(shard.global ? shard : BatchShard{0, batch_size, batch_size}), null_fraction_(null_fraction), seed_(seed) {
+  VISPEC_ASSERT(shard_.global == batch_size_, "a shard of a batch of ", shard_.global, ", not ", batch_size_);
   VISPEC_CHECK(null_fraction_ == 0 || reader_->streams() == 2, reader_->path(),
                ": streams is 'cond' only, so there are no null-condition rows for --null-fraction ", null_fraction_,
                " (distil with streams: cond+uncond, or pass --null-fraction 0)");
@@ -136,9 +139,28 @@ size_t DistillBatches::window_of(int64_t step) {
 }
 
 DistillBatches::Loaded DistillBatches::load(const Window& w, size_t window) const {
-  auto rows = read_units(*reader_, offsets_, w.units);
+  // The window's rows are its units' rows in order; batch k takes rows order[k B, (k + 1) B) of them.
+  std::vector<int64_t> global;  // window row -> dataset row
+  for (size_t u : w.units)
+    for (int64_t r = 0; r < reader_->units()[u].length; ++r) global.push_back(offsets_[u] + r);
   auto gen = generator(w.key);
-  return {window, rows.hidden, rows.tokens, torch::randperm(rows.hidden.size(0), gen, torch::kInt64)};
+  const auto order = torch::randperm(int64_t(global.size()), gen, torch::kInt64);
+  // This rank's slots of every batch of the window, and the window rows they name.
+  const auto slots = order.narrow(0, 0, w.steps * batch_size_)
+                         .view({w.steps, batch_size_})
+                         .narrow(1, shard_.first, shard_.count)
+                         .reshape(-1);
+  const auto [used, slot_to_used] = torch::_unique(slots, /*sorted=*/true, /*return_inverse=*/true);
+  // Read in dataset order (the window's units come in shuffled order), then point each slot at its row.
+  const auto [dataset_rows, by_dataset] = torch::tensor(global).index_select(0, used).sort();
+  auto place = torch::empty_like(by_dataset);  // used row -> its place in the read
+  place.index_put_({by_dataset}, torch::arange(by_dataset.size(0)));
+  auto read = reader_->read(std::vector<int64_t>(dataset_rows.data_ptr<int64_t>(),
+                                                 dataset_rows.data_ptr<int64_t>() + dataset_rows.numel()));
+  const int64_t S = reader_->streams(), T = reader_->positions(), D = reader_->hidden_dim(), M = read.count;
+  return {window, torch::from_blob(read.hidden.data(), {M, S, T, D}, torch::kFloat32).clone(),
+          torch::from_blob(read.tokens.data(), {M, T}, torch::kInt32).to(torch::kInt64),
+          place.index_select(0, slot_to_used)};
 }
 
 HeadBatch DistillBatches::batch(int64_t step) {
@@ -150,6 +172,7 @@ HeadBatch DistillBatches::batch(int64_t step) {
       if (next_.valid()) next_.wait();
       current_ = load(windows_[w], w);
     }
+    rows_read_ += current_.hidden.size(0);
     window_of(windows_[w].first_step + windows_[w].steps);  // plan the next window before the thread reads it
     next_window_ = w + 1;
     // The thread gets its own copy of the window: windows_ may grow meanwhile. It is the only HDF5 caller
@@ -157,12 +180,12 @@ HeadBatch DistillBatches::batch(int64_t step) {
     next_ = std::async(std::launch::async, [this, win = windows_[next_window_], n = next_window_] { return load(win, n); });
   }
   const int64_t k = step - windows_[w].first_step;
-  const auto rows = current_.order.narrow(0, k * batch_size_, batch_size_);
-  auto hidden = current_.hidden.index_select(0, rows);  // [B, S, T, D]
-  auto stream = torch::zeros({batch_size_}, torch::kInt64);
-  if (null_fraction_ > 0) {
+  const auto rows = current_.slots.narrow(0, k * shard_.count, shard_.count);
+  auto hidden = current_.hidden.index_select(0, rows);  // [b, S, T, D]
+  auto stream = torch::zeros({shard_.count}, torch::kInt64);
+  if (null_fraction_ > 0) {  // drawn for the whole batch, so a row's stream does not depend on the rank count
     auto gen = generator(mix(seed_ + 1, uint64_t(step)));
-    stream = torch::rand({batch_size_}, gen).lt(null_fraction_).to(torch::kInt64);
+    stream = shard_.rows(torch::rand({batch_size_}, gen).lt(null_fraction_).to(torch::kInt64));
   }
   hidden = hidden.gather(1, stream.view({-1, 1, 1, 1}).expand({-1, 1, hidden.size(2), hidden.size(3)})).squeeze(1);
   return {hidden, current_.tokens.index_select(0, rows)};

@@ -7,6 +7,9 @@
 // size, no unit file is opened to learn lengths (the index has them), and batch(step) is a pure function of
 // (seed, step): a resumed run sees exactly the batches an uninterrupted one would.
 //
+// Data-parallel: a rank reads only the rows of each window that its share of the window's batches uses
+// (train/data_parallel.h), one HDF5 read per dataset, so N ranks together read a window once.
+//
 // Null conditions for CFG: a row takes the uncond stream's hidden states with probability null_fraction
 // (the target's states for the same tokens under the null condition), as LlamaGen's 10% class dropout.
 #pragma once
@@ -19,6 +22,7 @@
 
 #include "io/distill_reader.h"
 #include "models/model_config.h"
+#include "train/data_parallel.h"
 
 namespace vispec {
 
@@ -43,12 +47,14 @@ std::vector<HeadBatch> heldout_batches(const DistillReader& reader, const std::v
 
 class DistillBatches {
  public:
+  // shard: this rank's rows of every global batch of batch_size (default: all of them).
   DistillBatches(std::shared_ptr<const DistillReader> reader, std::vector<size_t> units, int64_t batch_size,
-                 int64_t window_rows, double null_fraction, uint64_t seed);
+                 int64_t window_rows, double null_fraction, uint64_t seed, BatchShard shard = {});
   ~DistillBatches();
 
-  HeadBatch batch(int64_t step);
+  HeadBatch batch(int64_t step);  // this rank's shard.count rows of global batch `step`
   int64_t rows() const { return rows_; }
+  int64_t rows_read() const { return rows_read_; }  // by the windows batch() has used so far
 
  private:
   struct Window {
@@ -58,9 +64,9 @@ class DistillBatches {
   };
   struct Loaded {
     size_t window = SIZE_MAX;
-    torch::Tensor hidden;  // [R, S, T, D]
-    torch::Tensor tokens;  // [R, T]
-    torch::Tensor order;   // [R] row permutation
+    torch::Tensor hidden;  // [M, S, T, D]: the window's rows this rank uses, in file order
+    torch::Tensor tokens;  // [M, T]
+    torch::Tensor slots;   // [steps * shard.count]: row of `hidden` for each of this rank's batch slots
   };
   size_t window_of(int64_t step);  // plans epochs as far as needed
   void plan_epoch(int64_t epoch);
@@ -69,7 +75,8 @@ class DistillBatches {
   std::shared_ptr<const DistillReader> reader_;
   std::vector<size_t> units_;
   std::vector<int64_t> offsets_;  // first row of every unit of the index
-  int64_t batch_size_, window_rows_, rows_ = 0;
+  int64_t batch_size_, window_rows_, rows_ = 0, rows_read_ = 0;
+  BatchShard shard_;
   double null_fraction_;
   uint64_t seed_;
   std::vector<Window> windows_;

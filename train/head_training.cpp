@@ -26,7 +26,7 @@ HeadTraining prepare_head_training(const HeadTrainOptions& o) {
   for (auto& p : t.target->parameters()) p.requires_grad_(false);
   t.split = split_units(*t.reader, o.heldout_units);
   t.batches = std::make_unique<DistillBatches>(t.reader, t.split.train, o.batch_size, o.window_rows, o.null_fraction,
-                                               o.seed);
+                                               o.seed, o.shard());
   for (auto& b : heldout_batches(*t.reader, t.split.heldout, o.batch_size, o.heldout_rows))
     t.heldout.push_back({b.hidden.to(t.device), b.tokens.to(t.device)});
   return t;

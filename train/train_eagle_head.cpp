@@ -66,8 +66,8 @@ void train_eagle_head(const HeadTrainOptions& o) {
   const double noise = o.noise_std * 512.0 / double(t.reader->positions());
   const auto shard = o.shard();
   auto step_fn = [&](int64_t step) -> StepResult {
-    const auto batch = t.batches->batch(step);
-    auto f = eagle_forward(drafter, t.target, shard.rows(batch.hidden).to(t.device), shard.rows(batch.tokens).to(t.device),
+    const auto batch = t.batches->batch(step);  // this rank's rows
+    auto f = eagle_forward(drafter, t.target, batch.hidden.to(t.device), batch.tokens.to(t.device),
                            noise, o.seed * 0x9E3779B1ull + uint64_t(step), shard);
     return {f.vloss + o.ploss_weight * f.ploss, {{"vloss", f.vloss.detach()}, {"ploss", f.ploss.detach()}}};
   };

@@ -64,10 +64,9 @@ void train_ssd_heads(const HeadTrainOptions& o) {
     }
     return out;
   };
-  const auto shard = o.shard();
   auto step_fn = [&](int64_t step) -> StepResult {
-    const auto batch = t.batches->batch(step);
-    const auto out = forward(shard.rows(batch.hidden).to(t.device), shard.rows(batch.tokens).to(t.device));
+    const auto batch = t.batches->batch(step);  // this rank's rows
+    const auto out = forward(batch.hidden.to(t.device), batch.tokens.to(t.device));
     StepResult r{torch::zeros({}, torch::TensorOptions().device(t.device)), {}};
     for (int64_t i = 0; i < heads->count(); ++i) {
       auto loss = torch::smooth_l1_loss(out[size_t(i)].prediction, out[size_t(i)].target);
