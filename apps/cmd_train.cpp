@@ -26,7 +26,7 @@ int run_trainer(TrainOptions& o, const std::function<void()>& train) {
   try {
     o.local_rank = session.local_rank();  // a node's ranks train on its GPUs in turn
     o.parallel = make_data_parallel(session, pick_device(o.device, o.local_rank));
-    o.node_weights = std::make_shared<MpiNodeWeights>(session);
+    if (o.read_weights == "once_per_node") o.node_weights = std::make_shared<MpiNodeWeights>(session);
     train();
   } catch (const std::exception& e) {
     fail_all_ranks(session, e);
@@ -50,6 +50,10 @@ void add_common(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--log-every", o.log_every)->capture_default_str();
   cmd->add_option("--checkpoint-every", o.checkpoint_every)->capture_default_str();
   cmd->add_option("--seed", o.seed)->capture_default_str();
+  cmd->add_option("--read-weights", o.read_weights,
+                  "frozen models' weights under mpirun: every_rank, or once_per_node (a node's first rank reads)")
+      ->check(CLI::IsMember({"every_rank", "once_per_node"}))
+      ->capture_default_str();
 }
 
 void add_head_options(CLI::App* cmd, HeadTrainOptions& o) {

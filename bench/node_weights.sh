@@ -80,7 +80,7 @@ json.dump({"preset": preset, "ranks": ranks, "file_mb": file_mb, "rows": rows},
           open(f"{results}/node-weights.json", "w"), indent=2)
 lines = [f"Loading a {preset}-shaped GPT ({file_mb} MB fp32 safetensors) plus the embedded VQ on {ranks} ranks of one "
          "node, CPU (`bash bench/node_weights.sh`):", "",
-         "| page cache | read_weights | slowest rank's load | read from files | received from rank 0 |",
+         "| page cache | read_weights | slowest rank's load | copied out of weight files | received from rank 0 |",
          "| --- | --- | ---: | ---: | ---: |"]
 for r in rows:
     lines.append(f"| {r['cache']} | {r['read_weights']} | {r['load_s_max']:.2f} s | {r['read_mb']:.0f} MB | "

@@ -124,7 +124,7 @@ std::string run_step_cost(const StepCostOptions& o) {
   for (const auto& dtype : o.dtypes) {
     const auto options = torch::TensorOptions().device(device).dtype(model_dtype(dtype));
     std::vector<Case> cases;
-    cases.push_back({"embedded (" + model.name + ")", dtype, Gpt(model.gpt, options)});
+    cases.push_back({"embedded (" + model.name + ")", dtype, Gpt(model.gpt, options, /*random_init=*/false)});
     load_weights(*cases.back().gpt, model.gpt_weights);
     torch::manual_seed(0);
     cases.push_back({"GPT-XL shape", dtype, Gpt(xl, options)});

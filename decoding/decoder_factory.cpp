@@ -271,7 +271,7 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
   const auto dtype = m.target->tok_embeddings->weight.scalar_type();
   const auto options = torch::TensorOptions().device(device).dtype(dtype);
   if (uses_draft_gpt(spec.name)) {
-    m.draft_gpt = Gpt(model.draft_gpt, options);
+    m.draft_gpt = Gpt(model.draft_gpt, options, /*random_init=*/false);
     load_weights(*m.draft_gpt, model.draft_gpt_weights);
     m.draft_gpt->eval();
   }
@@ -290,7 +290,7 @@ DecoderModels load_decoder_models(const DecoderSpec& spec, const ModelConfig& mo
     m.ssd->eval();
   }
   if (spec.name == "mulo_sd") {
-    m.mulo_gpt = Gpt(model.mulo.gpt, options);
+    m.mulo_gpt = Gpt(model.mulo.gpt, options, /*random_init=*/false);
     load_weights(*m.mulo_gpt, model.mulo.gpt_weights);
     m.mulo_gpt->eval();
     m.mulo_resamplers = MuloResamplers(model.mulo.resamplers);

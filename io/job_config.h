@@ -40,9 +40,11 @@ struct JobConfig {
   int threads = 0;
   int64_t unit_size = 64;
   std::string schedule = "dynamic";
-  // once_per_node: a node's first rank reads the weight files and hands the tensors to the node's other ranks
-  // (models/node_weights.h); every_rank: each reads them itself. The outputs are the same.
-  std::string read_weights = "once_per_node";
+  // every_rank: each rank reads the weight files itself (a node's ranks share its page cache, so a file is
+  // read from disk once per node anyway); once_per_node: a node's first rank reads them and hands the tensors
+  // to the node's other ranks (models/node_weights.h), for filesystems where every process's read costs.
+  // The outputs are the same.
+  std::string read_weights = "every_rank";
   DistillOptions distill;
 };
 

@@ -109,7 +109,7 @@ CaptionEmbedderImpl::CaptionEmbedderImpl(int64_t caption_dim, int64_t dim, int64
 
 torch::Tensor CaptionEmbedderImpl::forward(const torch::Tensor& captions) { return cap_proj(captions); }
 
-GptImpl::GptImpl(const GptConfig& c, const torch::TensorOptions& options) : config_(c) {
+GptImpl::GptImpl(const GptConfig& c, const torch::TensorOptions& options, bool random_init) : config_(c) {
   VISPEC_ASSERT(c.dim % c.n_head == 0 && c.n_head % c.kv_heads() == 0, "inconsistent head counts");
   tok_embeddings = register_module("tok_embeddings", EmbeddingTable(c.vocab_size, c.dim, options));
   if (c.text_conditional())
@@ -122,6 +122,7 @@ GptImpl::GptImpl(const GptConfig& c, const torch::TensorOptions& options) : conf
   output = register_module("output", NoBiasLinear(c.dim, c.vocab_size, options));
   rope_table = rope_2d_table(c.grid_size, c.head_dim(), c.rope_base, c.cls_token_num).to(options.device());
   // LlamaGen's init: normal(0, 0.02) for linears and embeddings.
+  if (!random_init) return;
   for (auto& p : named_parameters()) {
     if (p.key().find("norm") == std::string::npos) torch::nn::init::normal_(p.value(), 0.0, 0.02);
   }

@@ -101,7 +101,9 @@ struct GptOutput {
 class GptImpl : public torch::nn::Module {
  public:
   // options: the device and dtype of every parameter (default: float32 on the CPU, as for training).
-  explicit GptImpl(const GptConfig& config, const torch::TensorOptions& options = {});
+  // random_init false: the parameters are left as allocated, for a model whose weights load_weights fills
+  // next (it checks that the file has every one); LlamaGen's random init of a large GPT takes seconds on a CPU.
+  explicit GptImpl(const GptConfig& config, const torch::TensorOptions& options = {}, bool random_init = true);
   const GptConfig& config() const { return config_; }
 
   // Condition embeddings [B, cls_token_num, D]. For class models: ids [B] int64, num_classes = null.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Real mpirun, 1 to 4 ranks, dynamic and static schedules: every run writes byte-identical images and tokens,
 # the same metrics and a complete journal, equal to a run without mpirun. The weights are read once per node
-# (read_weights: once_per_node, the default): rank 0 reads the files, ranks 1..N-1 read nothing and receive
-# them; with every_rank each reads its own, same outputs. A drafter's weights travel the same way.
+# (read_weights: once_per_node): rank 0 reads the files, ranks 1..N-1 read nothing and receive them; with
+# every_rank (the default) each reads its own, same outputs. A drafter's weights travel the same way.
 set -euo pipefail
 vispec=$1 src=$2
 source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
@@ -31,7 +31,8 @@ for np in 1 2 3 4; do
   for schedule in dynamic static; do
     d="$work/np$np-$schedule"
     write_job "$d"
-    "${MPIRUN[@]}" -np $np "$vispec" run "$d/job.yaml" --set schedule=$schedule 2> "$d.log" \
+    "${MPIRUN[@]}" -np $np "$vispec" run "$d/job.yaml" --set schedule=$schedule --set read_weights=once_per_node \
+      2> "$d.log" \
       || { cat "$d.log"; echo "FAIL: mpirun -np $np $schedule"; exit 1; }
     same_outputs "$work/ref/out" "$d/out"
     ranks=$("$py" -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['ranks'], sum(r['units'] for r in s['per_rank']))" "$d/out/summary.json")
@@ -41,11 +42,10 @@ for np in 1 2 3 4; do
   done
 done
 
-# every_rank: each rank reads the files; same outputs.
+# every_rank, the default: each rank reads the files; same outputs.
 d="$work/every-rank"
 write_job "$d"
-"${MPIRUN[@]}" -np 3 "$vispec" run "$d/job.yaml" --set read_weights=every_rank 2> "$d.log" \
-  || { cat "$d.log"; fail "mpirun -np 3 read_weights=every_rank"; }
+"${MPIRUN[@]}" -np 3 "$vispec" run "$d/job.yaml" 2> "$d.log" || { cat "$d.log"; fail "mpirun -np 3 (every_rank)"; }
 same_outputs "$work/ref/out" "$d/out"
 weights_read "$d/out/summary.json" every_rank
 echo "ok: -np 3 read_weights=every_rank identical; every rank read the weights"
@@ -55,7 +55,8 @@ for np in 0 2; do
   d="$work/sd-np$np"
   write_job "$d"
   launch=(); [ $np = 0 ] || launch=("${MPIRUN[@]}" -np $np)
-  "${launch[@]}" "$vispec" run "$d/job.yaml" --set decoder.name=sd 2> "$d.log" || { cat "$d.log"; fail "sd -np $np"; }
+  "${launch[@]}" "$vispec" run "$d/job.yaml" --set decoder.name=sd --set read_weights=once_per_node 2> "$d.log" \
+    || { cat "$d.log"; fail "sd -np $np"; }
 done
 diff -r "$work/sd-np0/out/tokens" "$work/sd-np2/out/tokens" > /dev/null || fail "sd: 2 ranks' tokens differ"
 weights_read "$work/sd-np2/out/summary.json" once_per_node

@@ -82,11 +82,12 @@ for n in 1 2 4; do
 done
 same_curve "$work/vq1" "$work/vq2" && same_curve "$work/vq1" "$work/vq4" || fail "train vq: curves differ"
 
-# 2. The head trainers on it: eagle-head's curve at -np 1 and 2, ssd-heads under -np 2.
+# 2. The head trainers on it: eagle-head's curve at -np 1 and 2 (the target read once per node), ssd-heads
+# under -np 2.
 heads=(--config "$config" --data "$work/distill/out" --threads 1 --seed 3 --steps 4 --batch-size 4 --log-every 1
        --checkpoint-every 4 --warmup 1 --heldout-units 1 --heldout-rows 4 --window-rows 8)
 for n in 1 2; do
-  train "$work/eagle$n.log" $n eagle-head "${heads[@]}" --out "$work/eagle$n" || { cat "$work/eagle$n.log"; fail "eagle-head -np $n"; }
+  train "$work/eagle$n.log" $n eagle-head "${heads[@]}" --read-weights once_per_node --out "$work/eagle$n" || { cat "$work/eagle$n.log"; fail "eagle-head -np $n"; }
 done
 same_curve "$work/eagle1" "$work/eagle2" || fail "train eagle-head: curves differ"
 train "$work/ssd.log" 2 ssd-heads "${heads[@]}" --out "$work/ssd" || { cat "$work/ssd.log"; fail "ssd-heads -np 2"; }

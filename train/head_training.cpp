@@ -16,7 +16,7 @@ HeadTraining prepare_head_training(const HeadTrainOptions& o) {
   const std::string index = std::filesystem::is_directory(o.data) ? distill_index_path(o.data) : o.data;
   t.reader = std::make_shared<DistillReader>(index);
   check_dataset_fits(*t.reader, t.target_config);  // before loading weights: a mismatch is named as such
-  t.target = Gpt(t.target_config.gpt);
+  t.target = Gpt(t.target_config.gpt, torch::TensorOptions(), /*random_init=*/false);
   {
     ShareWeightsOnNode scope(o.node_weights.get());
     load_weights(*t.target, t.target_config.gpt_weights, {}, t.target_config.gpt_keys);

@@ -45,8 +45,10 @@ struct TrainOptions {
   bool mulo = false;            // train gpt: drafters.mulo.gpt on half-resolution images instead
   std::shared_ptr<DataParallel> parallel;  // the ranks (none: a single process)
   int local_rank = 0;                      // on this node: picks the GPU (device auto or cuda)
-  // Frozen models a trainer loads (a head trainer's target, the resamplers' VQ) are read by each node's first
-  // rank and handed to the node's others (models/node_weights.h); none: each rank reads its own.
+  // every_rank | once_per_node: whether the frozen models a trainer loads (a head trainer's target, the
+  // resamplers' VQ) are read by each node's first rank and handed to the others (node_weights, then set by
+  // the launcher; models/node_weights.h). As a job's read_weights.
+  std::string read_weights = "every_rank";
   std::shared_ptr<NodeWeights> node_weights;
 
   DataParallel& ranks() const;

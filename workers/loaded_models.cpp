@@ -19,7 +19,8 @@ void check_model_weights(const ModelConfig& config) {
 LoadedModels load_models(const ModelConfig& config, torch::Device device) {
   LoadedModels m;
   // Made on the device in the model's dtype, then filled from the file: no float32 host copy of the weights.
-  m.gpt = Gpt(config.gpt, torch::TensorOptions().device(device).dtype(model_dtype(config.dtype)));
+  const auto options = torch::TensorOptions().device(device).dtype(model_dtype(config.dtype));
+  m.gpt = Gpt(config.gpt, options, /*random_init=*/false);
   load_weights(*m.gpt, config.gpt_weights, kGptExtras, config.gpt_keys);
   m.gpt->eval();
   m.vq = VqModel(config.vq);
