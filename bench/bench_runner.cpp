@@ -9,6 +9,7 @@
 #include "bench/bench_report.h"
 #include "core/check.h"
 #include "core/device.h"
+#include "core/op_counter.h"
 #include "core/logging.h"
 #include "decoding/decoder_factory.h"
 #include "eval/quality.h"
@@ -56,6 +57,16 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   auto request = [&](int64_t start, int64_t count) { return make_request(&samples[start], count); };
   // Untimed warm-up: first calls pay for allocations and (on GPU) kernel selection.
   for (auto& d : decoders) d->decode(request(0, std::min(c.batch_size, n)));
+  // What each decoder asks of LibTorch per image, counted on one more untimed chunk (the counting hook costs
+  // time on every op): ATen operator calls (kernel launches on a GPU) and host reads (synchronisations).
+  std::vector<double> ops_per_image(size_t(D), 0), reads_per_image(size_t(D), 0);
+  for (int64_t d = 0; d < D; ++d) {
+    const int64_t count = std::min(c.batch_size, n);
+    OpCounter counter;
+    decoders[size_t(d)]->decode(request(0, count));
+    ops_per_image[size_t(d)] = double(counter.ops()) / double(count);
+    reads_per_image[size_t(d)] = double(counter.host_reads()) / double(count);
+  }
 
   std::vector<Tally> tally(D);
   std::vector<int64_t> classes;
@@ -109,6 +120,8 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
                     {"mean_accepted_length", s.mean_accepted_length()},
                     {"acceptance_rate", s.acceptance_rate()},
                     {"mean_tree_depth", s.mean_tree_depth()},
+                    {"aten_ops_per_image", ops_per_image[size_t(d)]},
+                    {"host_reads_per_image", reads_per_image[size_t(d)]},
                     {"ms_per_image", 1e3 * t.seconds / double(n)},
                     {"images_per_s", double(n) / t.seconds},
                     {"speedup", tally[base].seconds / t.seconds},

@@ -59,4 +59,55 @@ at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids,
   return u;
 }
 
+namespace {
+constexpr int64_t kLow32 = 0xFFFFFFFFll;
+
+// hi and lo words of m * c for a 32-bit constant m and a tensor c of 32-bit words: m is split into 16-bit
+// halves so every product stays below 2^48.
+std::pair<at::Tensor, at::Tensor> mulhilo_tensor(uint32_t m, const at::Tensor& c) {
+  const auto p1 = c * int64_t(m >> 16), p0 = c * int64_t(m & 0xFFFFu);  // m c = p1 2^16 + p0
+  auto hi = (p1 + p0.bitwise_right_shift(16)).bitwise_right_shift(16);
+  auto lo = (p1.bitwise_and(0xFFFF).bitwise_left_shift(16) + p0).bitwise_and(kLow32);
+  return {hi, lo};
+}
+}  // namespace
+
+at::Tensor philox_uniforms(uint64_t seed, const at::Tensor& sample_ids, const at::Tensor& positions, Purpose purpose,
+                           const at::Tensor& draws) {
+  const auto ids = sample_ids.to(positions.device(), torch::kInt64).view({-1, 1}).expand_as(positions);
+  at::Tensor c0 = ids.bitwise_and(kLow32), c1 = ids.bitwise_right_shift(32).bitwise_and(kLow32);
+  at::Tensor c2 = positions.to(torch::kInt64).bitwise_and(kLow32);
+  at::Tensor c3 = torch::full_like(c2, int64_t(uint32_t(purpose) << 24));
+  if (draws.defined()) c3 = c3.bitwise_xor(draws.to(c2.device(), torch::kInt64).bitwise_and(0xFFFFFF));
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    auto [hi0, lo0] = mulhilo_tensor(kM0, c0);
+    auto [hi1, lo1] = mulhilo_tensor(kM1, c2);
+    c0 = hi1.bitwise_xor(c1).bitwise_xor(int64_t(k0));
+    c1 = lo1;
+    c2 = hi0.bitwise_xor(c3).bitwise_xor(int64_t(k1));
+    c3 = lo0;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  const auto bits = c0.bitwise_left_shift(21).bitwise_xor(c1.bitwise_right_shift(11));  // < 2^53, as uniform()
+  return bits.to(torch::kFloat64) * (1.0 / 9007199254740992.0);
+}
+
+at::Tensor uniforms_at(uint64_t seed, const at::Tensor& sample_ids, const at::Tensor& positions, Purpose purpose,
+                       const at::Tensor& draws) {
+  if (!positions.device().is_cpu()) return philox_uniforms(seed, sample_ids, positions, purpose, draws);
+  const auto pos = positions.to(torch::kInt64).contiguous();
+  const auto ids = sample_ids.to(torch::kCPU, torch::kInt64).contiguous();
+  const auto drw = draws.defined() ? draws.to(torch::kCPU, torch::kInt64).contiguous() : at::Tensor();
+  const int64_t B = pos.size(0), C = pos.size(1);
+  auto u = torch::empty({B, C}, torch::kFloat64);
+  const int64_t *pp = pos.data_ptr<int64_t>(), *ip = ids.data_ptr<int64_t>();
+  const int64_t* dp = drw.defined() ? drw.data_ptr<int64_t>() : nullptr;
+  double* up = u.data_ptr<double>();
+  for (int64_t i = 0; i < B * C; ++i)
+    up[i] = uniform(RngKey{seed, uint64_t(ip[i / C])}, uint32_t(pp[i]), purpose, dp ? uint32_t(dp[i]) : 0u);
+  return u;
+}
+
 }  // namespace vispec

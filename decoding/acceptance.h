@@ -9,8 +9,8 @@
 //              on reject resample norm(max(0, p - q')), q' = q without the aggregated neighbours
 //   Cool-SD    accept with f_i = min(1, w_i p(x) / q(x)) at draft depth i (1-based), w_i from a schedule;
 //              resample from G* = norm(max(0, p - q f)) = norm(max(0, p - min(q, w p)))  (their Theorem 2)
-// p and q are the processed (CFG, temperature, top-k/p) distributions at one position, [V] float tensors.
-// Greedy decoding passes one-hot p and q; the rules then reduce to "x is the argmax".
+// p and q are the processed (CFG, temperature, top-k/p) distributions at a position. Greedy decoding does not
+// build one-hot distributions: greedy_accept_probabilities() is what the rules reduce to there.
 #pragma once
 
 #include <torch/torch.h>
@@ -41,31 +41,52 @@ struct AcceptanceParams {
 AcceptRule parse_accept_rule(const std::string& name);  // exact | lantern | lanternpp | coolsd
 CoolSchedule parse_cool_schedule(const std::string& name);  // uniform | exponential | linear
 
-// LANTERN's aggregation: the relaxed mass of x and how many of its nearest neighbours were folded in (m + 1).
+// ---- The rules over M rows at once: what every decoder's verification calls. p, q [M, V] are the target's and
+// the drafter's processed distributions (any float dtype; the rules compute in float64), x [M] the drafted
+// tokens, depth [M] their 1-based draft depths (Cool-SD's weight w_depth of a draft of `length`; ignored by
+// the other rules), nn [M, >= k] the codes nearest to each x, nearest first (LANTERN rules only; undefined
+// otherwise). Nothing here reads a value back to the host.
+torch::Tensor accept_probabilities(const torch::Tensor& p, const torch::Tensor& q, const torch::Tensor& x,
+                                   const torch::Tensor& depth, int64_t length, const AcceptanceParams& params,
+                                   const torch::Tensor& nn);
+// The distributions to sample from after each row's x was rejected, [M, V] float64: exact, the residual;
+// Cool-SD, G*; LANTERN, p without x and its aggregated neighbours, then the residual against q; LANTERN++,
+// the residual against q without the aggregated neighbours (they keep their target mass). With
+// optimal_resampling both use G*, which for rules that accept at least as often as exact SD is the residual.
+torch::Tensor rejection_distributions(const torch::Tensor& p, const torch::Tensor& q, const torch::Tensor& x,
+                                      const torch::Tensor& depth, int64_t length, const AcceptanceParams& params,
+                                      const torch::Tensor& nn);
+// At temperature 0 p and q are one-hot and every rule reduces to "x is the target's argmax" (`match` [M]
+// bool), except Cool-SD, which accepts a match with probability min(1, w_depth). No vocabulary-wide tensor.
+torch::Tensor greedy_accept_probabilities(const torch::Tensor& match, const torch::Tensor& depth, int64_t length,
+                                          const AcceptanceParams& params);
+// norm(max(0, p - q)) per row, [M, V] float64; a row where that is all zero (p == q) gets p itself.
+torch::Tensor residuals(const torch::Tensor& p, const torch::Tensor& q);
+
+// LANTERN's aggregation for M rows: the relaxed mass p~(x) [M] float64 and how many of each x's nearest
+// neighbours were folded in (m + 1) [M] int64, within budget [M] (LANTERN: delta; LANTERN++: (lambda - 1) p(x)).
+struct RelaxedMasses {
+  torch::Tensor p_tilde, aggregated;
+};
+RelaxedMasses relaxed_masses(const torch::Tensor& p, const torch::Tensor& x, const torch::Tensor& nn, int64_t k,
+                             const torch::Tensor& budget);
+
+// ---- One row at a time, for MuLo-SD's host loop and the rules' own tests: the batched functions with M = 1. p and q are [V]; neighbours points at the k codes nearest to x.
 struct RelaxedMass {
   double p_tilde = 0;
   int64_t aggregated = 0;
 };
-// p [V]; neighbours: the codes nearest to x, nearest first (at least k of them).
 RelaxedMass lantern_mass(const torch::Tensor& p, int64_t x, const int32_t* neighbours, int64_t k, double delta);
 RelaxedMass lanternpp_mass(const torch::Tensor& p, int64_t x, const int32_t* neighbours, int64_t k, double lambda);
 
 // Cool-SD weights w_1 .. w_L for a draft of length L.
 std::vector<double> cool_weights(const AcceptanceParams& params, int64_t length);
 
-// norm(max(0, p - q)); if that is all zero (p == q), p itself.
 torch::Tensor residual(const torch::Tensor& p, const torch::Tensor& q);
 // G* = norm(max(0, p - min(q, w p))); equals residual(p, q) for w >= 1.
 torch::Tensor optimal_residual(const torch::Tensor& p, const torch::Tensor& q, double w);
-
-// The probability of accepting drafted x at 1-based depth `depth` of a draft of length `length` (for
-// Cool-SD's schedule); `neighbours` is needed by the LANTERN rules only.
 double acceptance_probability(const torch::Tensor& p, const torch::Tensor& q, int64_t x, int64_t depth,
                               int64_t length, const AcceptanceParams& params, const int32_t* neighbours);
-// The distribution to sample from after drafted x was rejected at that depth: exact, the residual; Cool-SD,
-// G*; LANTERN, p without x and its aggregated neighbours, then the residual against q; LANTERN++, the residual
-// against q without the aggregated neighbours (they keep their target mass). With optimal_resampling both use
-// G*, which for rules that accept at least as often as exact SD is the plain residual.
 torch::Tensor rejection_distribution(const torch::Tensor& p, const torch::Tensor& q, int64_t x, int64_t depth,
                                      int64_t length, const AcceptanceParams& params, const int32_t* neighbours);
 

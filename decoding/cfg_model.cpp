@@ -6,6 +6,11 @@ CfgOutput CfgModel::combine(const GptOutput& out) const {
   return {guided() ? cfg_combine(out.logits, scale_) : out.logits, out.hidden};
 }
 
+torch::Tensor CfgModel::output_logits(const torch::Tensor& features) {
+  auto logits = gpt_->output(features).to(torch::kFloat32);
+  return guided() ? cfg_combine(logits, scale_) : logits;
+}
+
 CfgOutput CfgModel::prefill(KvCache& cache, const Conditions& conditions) {
   auto cond = gpt_->embed(conditions);
   if (guided()) cond = torch::cat({cond, gpt_->null_condition(conditions.size())});
@@ -24,6 +29,14 @@ CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, co
 void CfgModel::keep(KvCache& cache, int64_t row, const std::vector<int64_t>& block_indices) const {
   cache.keep(row, block_indices);
   if (guided()) cache.keep(row + cache.batch() / 2, block_indices);
+}
+
+void CfgModel::keep_prefixes(KvCache& cache, const std::vector<int64_t>& counts) const {
+  const int64_t B = int64_t(counts.size());
+  for (int64_t b = 0; b < B; ++b) {
+    cache.keep_prefix(b, counts[size_t(b)]);
+    if (guided()) cache.keep_prefix(b + B, counts[size_t(b)]);
+  }
 }
 
 void CfgModel::truncate(KvCache& cache, int64_t row, int64_t length) const {

@@ -34,6 +34,14 @@ class CfgModel {
   // Commit a subset of the pending block for sample `row` (both of its streams).
   void keep(KvCache& cache, int64_t row, const std::vector<int64_t>& block_indices) const;
   void truncate(KvCache& cache, int64_t row, int64_t length) const;
+  // Every sample's first counts[b] block entries committed (both streams): lengths only, no kernel.
+  void keep_prefixes(KvCache& cache, const std::vector<int64_t>& counts) const;
+
+  // Drafters that read the target's states (EAGLE heads, SSD heads) run under the same guidance: their token
+  // inputs [B, ...] fed to both streams, and the target's output head on their (normed) features
+  // [rows, ..., D] giving guided logits [B, ..., V] float32.
+  torch::Tensor both_streams(const torch::Tensor& x) const { return twice(x); }
+  torch::Tensor output_logits(const torch::Tensor& features);
 
  private:
   torch::Tensor twice(const torch::Tensor& x) const { return guided() ? torch::cat({x, x}) : x; }

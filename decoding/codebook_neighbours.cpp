@@ -68,4 +68,9 @@ CodebookNeighbours CodebookNeighbours::cached(const torch::Tensor& codebook, int
   return t;
 }
 
+torch::Tensor CodebookNeighbours::tensor(torch::Device device) const {
+  auto t = torch::from_blob(const_cast<int32_t*>(table_.data()), {codes_, columns_}, torch::kInt32);
+  return t.to(device, torch::kInt64);
+}
+
 }  // namespace vispec

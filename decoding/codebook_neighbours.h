@@ -27,6 +27,8 @@ class CodebookNeighbours {
   int64_t codes() const { return codes_; }
   int64_t columns() const { return columns_; }
   const int32_t* row(int64_t code) const { return table_.data() + code * columns_; }
+  // The whole table as [codes, columns] int64 on `device`, for the batched rules (decoding/acceptance.h).
+  torch::Tensor tensor(torch::Device device) const;
 
  private:
   int64_t codes_ = 0, columns_ = 0;

@@ -30,11 +30,12 @@ const std::vector<std::string> kAdtKeys = {"beta", "step_depth", "step_k", "min_
 
 // Parameters each decoder accepts beyond the sampling chain.
 std::vector<std::string> method_keys(const std::string& name) {
-  if (name == "sjd" || name == "zipar") return {"window"};
-  if (name == "ssd") return {"kh", "kv", "r", "b", "i"};
+  if (name == "zipar") return {"window"};
   if (name == "mulo_sd") return {"tau", "k", "delta", "radius", "rows"};
   auto keys = kAcceptKeys;
   if (name == "sd") keys.push_back("gamma");
+  if (name == "sjd") keys.push_back("window");
+  if (name == "ssd") keys.insert(keys.end(), {"kh", "kv", "r", "b", "i"});
   if (uses_tree(name)) keys.insert(keys.end(), {"depth", "tree_k", "total_tokens"});
   if (uses_static_tree(name)) keys.push_back("tree");
   if (name == "adt_tree") keys.insert(keys.end(), kAdtKeys.begin(), kAdtKeys.end());
@@ -42,11 +43,10 @@ std::vector<std::string> method_keys(const std::string& name) {
 }
 
 bool uses_draft_gpt(const std::string& name) { return name == "sd"; }
-// Training-free decoders have no drafts to accept or reject by a rule.
-// SSD verifies with the exact rule per cell, vectorised over its rows (decoding/ssd.cpp); MuLo-SD with its
-// own pooled-mass threshold (decoding/mulo_sd.cpp).
+// AR and ZipAR have no drafts to accept or reject by a rule; MuLo-SD verifies with its own pooled-mass
+// threshold (decoding/mulo_sd.cpp).
 bool takes_rule(const std::string& name) {
-  return name != "ar" && name != "sjd" && name != "zipar" && name != "ssd" && name != "mulo_sd";
+  return name != "ar" && name != "zipar" && name != "mulo_sd";
 }
 bool uses_ssd_heads(const std::string& name) { return name == "ssd"; }
 bool uses_eagle_head(const std::string& name) { return uses_tree(name) || uses_static_tree(name); }
@@ -317,8 +317,10 @@ std::unique_ptr<Decoder> make_decoder(const DecoderSpec& spec, const DecoderMode
   if (spec.name == "sd")
     return std::make_unique<SdDecoder>(models.target, models.draft_gpt, sampling, int64_t(spec.get("gamma", 4)), accept,
                                        models.neighbours);
-  if (spec.name == "sjd") return std::make_unique<SjdDecoder>(models.target, sampling, int64_t(spec.get("window", 15)));
-  if (spec.name == "ssd") return std::make_unique<SsdDecoder>(models.target, models.ssd, sampling, ssd_params(spec));
+  if (spec.name == "sjd")
+    return std::make_unique<SjdDecoder>(models.target, sampling, int64_t(spec.get("window", 15)), accept, models.neighbours);
+  if (spec.name == "ssd")
+    return std::make_unique<SsdDecoder>(models.target, models.ssd, sampling, ssd_params(spec), accept, models.neighbours);
   if (spec.name == "mulo_sd")
     return std::make_unique<MuloSdDecoder>(models.target, models.mulo_gpt, models.mulo_resamplers, models.vq, sampling,
                                            mulo_params(spec), models.neighbours);

@@ -26,6 +26,30 @@ torch::Tensor tree_masks(const std::vector<DraftTree>& trees, int64_t T) {
   return mask;
 }
 
+TreeTables tree_tables(const std::vector<DraftTree>& trees, int64_t T, torch::Device device) {
+  const int64_t B = int64_t(trees.size());
+  std::vector<std::vector<std::vector<int64_t>>> children;
+  int64_t C = 1;
+  for (const auto& tree : trees) {
+    children.push_back(tree.children());
+    for (const auto& c : children.back()) C = std::max(C, int64_t(c.size()));
+  }
+  auto token = torch::zeros({B, T}, torch::kInt64), depth = torch::zeros({B, T}, torch::kInt64);
+  auto kids = torch::full({B, T, C}, -1, torch::kInt64);
+  auto ta = token.accessor<int64_t, 2>(), da = depth.accessor<int64_t, 2>();
+  auto ka = kids.accessor<int64_t, 3>();
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& tree = trees[size_t(b)];
+    for (int64_t i = 0; i < tree.size(); ++i) {
+      ta[b][i] = tree.token[size_t(i)];
+      da[b][i] = tree.depth[size_t(i)];
+      const auto& c = children[size_t(b)][size_t(i)];
+      for (size_t j = 0; j < c.size(); ++j) ka[b][i][int64_t(j)] = c[j];
+    }
+  }
+  return {token.to(device), depth.to(device), kids.to(device)};
+}
+
 TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<int64_t>& root_index, int64_t cells) {
   const int64_t B = int64_t(trees.size());
   int64_t T = 1;

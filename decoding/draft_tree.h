@@ -31,6 +31,14 @@ struct TreeInputs {
 };
 TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<int64_t>& root_index, int64_t cells);
 
+// Every row's tree as tensors on `device`, padded to T nodes, for the batched walk (decoding/verify.h):
+// token and depth [B, T] (padding: token 0, depth 0), children [B, T, C] each node's children best first, -1 in
+// the unused slots (C: the most children any node has).
+struct TreeTables {
+  torch::Tensor token, depth, children;
+};
+TreeTables tree_tables(const std::vector<DraftTree>& trees, int64_t T, torch::Device device);
+
 struct TreeShape {
   int64_t depth = 4;          // expansions after the root's children: drafts reach depth + 1 levels
   int64_t top_k = 10;         // children per expanded node, and frontier width

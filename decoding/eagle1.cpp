@@ -10,7 +10,8 @@
 //             q^ is the parent's q without the earlier siblings, renormalised (the sibling-adjusted drafter
 //             probability; q^(x) is x's conditional draw probability); on rejection p becomes the rule's
 //             rejection distribution against q^ (exact: norm(max(0, p - q^))) and the next child is tried;
-//             when every child is rejected, or at a leaf, the next token is sampled from p
+//             when every child is rejected, or at a leaf, the next token is sampled from p (decoding/verify's
+//             tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
 // With the exact rule this is recursive rejection sampling without replacement: given the first rejection,
 // the next child is a draw from q^ and the residual does not depend on which token was rejected, so by
@@ -48,15 +49,15 @@ std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Te
 Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
                              StaticTree tree, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours)
     : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
-      params_(params), tree_(std::move(tree)), accept_(accept), neighbours_(std::move(neighbours)) {
-  VISPEC_ASSERT(!accept_.needs_neighbours() || neighbours_, "LANTERN rules need the codebook neighbour table");
+      params_(params), tree_(std::move(tree)),
+      rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->tok_embeddings->weight.device())) {
   VISPEC_ASSERT(tree_.size() > 1, "a static tree needs at least one draft");
 }
 
 DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
-  const int64_t B = request.batch(), N = gpt->config().image_tokens(), V = gpt->config().vocab_size;
+  const int64_t B = request.batch(), N = gpt->config().image_tokens();
   const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
   const auto device = gpt->tok_embeddings->weight.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
@@ -79,6 +80,13 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   for (int64_t i = 1; i < T; ++i) children[size_t(tree_.parent[size_t(i)])].push_back(i);
   for (auto& c : children)
     std::sort(c.begin(), c.end(), [&](int64_t a, int64_t b) { return tree_.rank[size_t(a)] < tree_.rank[size_t(b)]; });
+  int64_t C = 1;  // child slots: the largest rank + 1
+  for (int64_t i = 1; i < T; ++i) C = std::max(C, tree_.rank[size_t(i)] + 1);
+  // Each expanded node's slot in the drafter's q of all levels (level_q concatenated), -1 for leaves.
+  auto q_slot = torch::full({1, T}, -1, torch::kInt64);
+  for (int64_t d = 0, offset = 0; d < L; offset += int64_t(expanded[size_t(d)].size()), ++d)
+    for (size_t m = 0; m < expanded[size_t(d)].size(); ++m) q_slot[0][expanded[size_t(d)][m]] = offset + int64_t(m);
+  q_slot = q_slot.to(device);
 
   // Guided drafter distribution: the processed one (raw CFG softmax at T = 0, whose top-n are the drafts).
   auto draft_probs = [&](const torch::Tensor& features) {  // [R, M, D] -> [B, M, V]
@@ -173,64 +181,28 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     // ---- verify: one target forward over every row's tree
     const auto in = tree_inputs(trees, root_index, N);
     auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
-    const auto probs = target_probs(vout.logits, params_);  // stays on the device; the walk reads its rows
     times.verify_ms = IterationTimes::lap(t0);
 
-    // ---- walk every row's tree from the root
-    std::vector<std::vector<int64_t>> paths(static_cast<size_t>(B));
-    for (int64_t b : active) {
-      const auto& tree = trees[size_t(b)];
-      const RngKey key{request.seed, request.sample_ids[size_t(b)]};
-      auto& s = stats[size_t(b)];
-      auto& path = paths[size_t(b)];
-      path = {0};
-      int64_t node = 0, index = root_index[size_t(b)];  // index: the raster index of `node`'s token
-      bool sampled = false;
-      while (index < N - 1) {
-        auto p = probs[b][node].to(torch::kCPU, torch::kFloat64);
-        torch::Tensor q;  // the drafter's q at `node`, less the siblings tried so far (unnormalised)
-        if (!children[size_t(node)].empty() && !params_.greedy()) {
-          const auto& nodes = expanded[size_t(tree_.depth[size_t(node)])];
-          const int64_t slot = std::find(nodes.begin(), nodes.end(), node) - nodes.begin();
-          q = level_q[size_t(tree_.depth[size_t(node)])][b][slot].to(torch::kCPU, torch::kFloat64);
-        }
-        bool accepted = false;
-        for (int64_t child : children[size_t(node)]) {
-          const int64_t x = tree.token[size_t(child)], depth = tree.depth[size_t(child)];
-          if (draw_prob[size_t(b * T + child)] <= 0) continue;  // the drafter had nothing left to draw
-          torch::Tensor q_hat;  // q^: one-hot for greedy drafts, else the renormalised remainder
-          if (params_.greedy()) {
-            q_hat = torch::zeros({V}, torch::kFloat64);
-            q_hat[x] = 1.0;
-          } else {
-            q_hat = q / q.sum();
-          }
-          const int32_t* nn = accept_.needs_neighbours() ? neighbours_->row(x) : nullptr;
-          const double prob = acceptance_probability(p, q_hat, x, depth, L, accept_, nn);
-          ++s.drafted;
-          if (uniform(key, uint32_t(index + 1), Purpose::kAccept, uint32_t(tree_.rank[size_t(child)])) < prob) {
-            accepted = true;
-            node = child;
-            break;
-          }
-          p = rejection_distribution(p, q_hat, x, depth, L, accept_, nn);
-          if (q.defined()) q[x] = 0.0;  // the next sibling was drawn without this one
-        }
-        ++index;
-        if (!accepted) {  // every child rejected (p is the residual), or a leaf (p is the target's own)
-          const Purpose why = children[size_t(node)].empty() ? Purpose::kSample : Purpose::kResample;
-          roots[size_t(b)] = sample_token(p, uniform(key, uint32_t(index), why));
-          tokens[b][index] = roots[size_t(b)];
-          sampled = true;
-          break;
-        }
-        ++s.accepted;
-        path.push_back(node);
-        tokens[b][index] = tree.token[size_t(node)];
-      }
-      s.tree_depth += double(L);
-      rows.end_walk(b, index, sampled);
+    // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read). A child slot
+    // is the child's rank; a child the drafter could not draw (nothing left in q) is no child.
+    auto tables = tree_tables(trees, T, device);
+    {
+      auto kids = torch::full({B, T, C}, -1, torch::kInt64);
+      auto ka = kids.accessor<int64_t, 3>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 1; i < T; ++i)
+          if (draw_prob[size_t(b * T + i)] > 0) ka[b][tree_.parent[size_t(i)]][tree_.rank[size_t(i)]] = i;
+      tables.children = kids.to(device);
     }
+    const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
+    const auto u = rows.walk_uniforms(L, C, rule_, params_.greedy());
+    const auto verdict =
+        params_.greedy()
+            ? verify_tree_greedy(rule_, greedy_tokens(vout.logits), tables, lengths, rows.walk_limits(), u)
+            : verify_tree(rule_, target_probs(vout.logits, params_), tables, torch::cat(level_q, 1),
+                          q_slot.expand({B, T}), lengths, rows.walk_limits(), u);
+    const auto paths = rows.apply_walks(active, trees, verdict);
+    for (int64_t b : active) stats[size_t(b)].tree_depth += double(L);
     times.resample_ms = IterationTimes::lap(t0);
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter

@@ -10,6 +10,7 @@
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
 #include "decoding/static_tree.h"
+#include "decoding/verify.h"
 #include "models/eagle_drafter.h"
 
 namespace vispec {
@@ -27,8 +28,7 @@ class Eagle1Decoder : public Decoder {
   EagleDrafter drafter_;
   SamplingParams params_;
   StaticTree tree_;
-  AcceptanceParams accept_;
-  std::shared_ptr<const CodebookNeighbours> neighbours_;
+  ChainRule rule_;  // the acceptance rule and its neighbour table on the device
 };
 
 // n draws without replacement from each row of q [B, M, V] (probabilities, on any device) by inverse CDF with

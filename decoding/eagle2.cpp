@@ -10,12 +10,15 @@
 //             (drafts are deterministic top-k picks, so q(x) := 1); on rejection p becomes the rule's
 //             rejection distribution (exact: p without x, renormalised) and the next child is tried; when
 //             every child is rejected, or at a leaf, the next token is sampled from the current p
+//             (decoding/verify's tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
 // With the exact rule this samples the target exactly (each child is accepted with its current residual
 // probability: sequential sampling without replacement); at temperature 0 it gives AR's greedy tokens.
 // Randomness per (seed, sample id, position): kSample for the first root and bonus tokens, kAccept (draw =
 // child rank) for tests, kResample after every child was rejected.
 #include "decoding/eagle2.h"
+
+#include <algorithm>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -24,27 +27,17 @@
 
 namespace vispec {
 
-namespace {
-// q for a deterministic draft: EAGLE-2 takes the draft probability of a top-k pick as 1.
-torch::Tensor one_hot(int64_t x, int64_t V) {
-  auto q = torch::zeros({V}, torch::kFloat64);
-  q[x] = 1.0;
-  return q;
-}
-}  // namespace
-
 Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
                              TreeShape shape, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours,
                              std::optional<AdtParams> adt)
     : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
-      params_(params), shape_(shape), accept_(accept), neighbours_(std::move(neighbours)), adt_(adt) {
-  VISPEC_ASSERT(!accept_.needs_neighbours() || neighbours_, "LANTERN rules need the codebook neighbour table");
-}
+      params_(params), shape_(shape),
+      rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->tok_embeddings->weight.device())), adt_(adt) {}
 
 DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
-  const int64_t B = request.batch(), N = gpt->config().image_tokens(), V = gpt->config().vocab_size;
+  const int64_t B = request.batch(), N = gpt->config().image_tokens();
   const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
   const auto device = gpt->tok_embeddings->weight.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
@@ -109,53 +102,27 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     // ---- verify: one target forward over every row's tree
     const auto in = tree_inputs(trees, root_index, N);
     auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
-    // [B, T, V] stays on the device: the walk brings over only the rows of the nodes it visits.
-    const auto probs = target_probs(vout.logits, params_);
     times.verify_ms = IterationTimes::lap(t0);
 
-    // ---- walk every row's tree from the root
-    std::vector<std::vector<int64_t>> paths(static_cast<size_t>(B));
+    // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read)
+    const auto tables = tree_tables(trees, in.tokens.size(1), device);
+    std::vector<int64_t> lengths(static_cast<size_t>(B)), roots_before = root_index;
+    int64_t levels = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      lengths[size_t(b)] = shapes[size_t(b)].depth + 1;
+      const auto& d = trees[size_t(b)].depth;
+      levels = std::max(levels, *std::max_element(d.begin(), d.end()));
+    }
+    const auto u = rows.walk_uniforms(levels, tables.children.size(2), rule_, params_.greedy());
+    const auto verdict =
+        params_.greedy()
+            ? verify_tree_greedy(rule_, greedy_tokens(vout.logits), tables, lengths, rows.walk_limits(), u)
+            : verify_tree(rule_, target_probs(vout.logits, params_), tables, torch::Tensor(), torch::Tensor(), lengths,
+                          rows.walk_limits(), u);
+    const auto paths = rows.apply_walks(active, trees, verdict);
     for (int64_t b : active) {
-      const auto& tree = trees[size_t(b)];
-      const auto children = tree.children();
-      const RngKey key{request.seed, request.sample_ids[size_t(b)]};
-      auto& s = stats[size_t(b)];
-      auto& path = paths[size_t(b)];
-      path = {0};
-      int64_t node = 0, index = root_index[size_t(b)];  // index: the raster index of `node`'s token
-      bool sampled = false;
-      while (index < N - 1) {
-        auto p = probs[b][node].to(torch::kCPU, torch::kFloat64);
-        bool accepted = false;
-        int64_t rank = 0;
-        for (int64_t child : children[size_t(node)]) {
-          const int64_t x = tree.token[size_t(child)], depth = tree.depth[size_t(child)];
-          const int32_t* nn = accept_.needs_neighbours() ? neighbours_->row(x) : nullptr;
-          const auto q = one_hot(x, V);
-          const double prob = acceptance_probability(p, q, x, depth, shapes[size_t(b)].depth + 1, accept_, nn);
-          ++s.drafted;
-          if (uniform(key, uint32_t(index + 1), Purpose::kAccept, uint32_t(rank++)) < prob) {
-            accepted = true;
-            node = child;
-            break;
-          }
-          p = rejection_distribution(p, q, x, depth, shapes[size_t(b)].depth + 1, accept_, nn);
-        }
-        ++index;
-        if (!accepted) {  // every child rejected (p is the residual), or a leaf (p is the target's own)
-          const Purpose why = children[size_t(node)].empty() ? Purpose::kSample : Purpose::kResample;
-          roots[size_t(b)] = sample_token(p, uniform(key, uint32_t(index), why));
-          tokens[b][index] = roots[size_t(b)];
-          sampled = true;
-          break;
-        }
-        ++s.accepted;
-        path.push_back(node);
-        tokens[b][index] = tree.token[size_t(node)];
-      }
-      if (adt_) policies[size_t(b)].record(root_index[size_t(b)], shapes[size_t(b)], int64_t(path.size()) - 1);
-      s.tree_depth += double(shapes[size_t(b)].depth);
-      rows.end_walk(b, index, sampled);
+      if (adt_) policies[size_t(b)].record(roots_before[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
+      stats[size_t(b)].tree_depth += double(shapes[size_t(b)].depth);
     }
     times.resample_ms = IterationTimes::lap(t0);
 

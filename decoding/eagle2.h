@@ -12,6 +12,7 @@
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
 #include "decoding/draft_tree.h"
+#include "decoding/verify.h"
 #include "models/eagle_drafter.h"
 
 namespace vispec {
@@ -31,8 +32,7 @@ class Eagle2Decoder : public Decoder {
   EagleDrafter drafter_;
   SamplingParams params_;
   TreeShape shape_;
-  AcceptanceParams accept_;
-  std::shared_ptr<const CodebookNeighbours> neighbours_;
+  ChainRule rule_;  // the acceptance rule and its neighbour table on the device
   std::optional<AdtParams> adt_;
 };
 

@@ -1,5 +1,7 @@
 #include "decoding/eagle_pairs.h"
 
+#include "decoding/decode_rows.h"
+
 #include <algorithm>
 
 #include "core/rng.h"
@@ -68,8 +70,10 @@ void EaglePairs::queue(int64_t b, const torch::Tensor& hidden, const std::vector
 EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParams& params,
                      const DecodeRequest& request, KvCache& cache)
     : pairs(target.gpt(), std::move(drafter), request.batch(), target.rows(request.batch())),
-      target_(target), cache_(cache) {
+      target_(target), cache_(cache), seed_(request.seed) {
   const int64_t B = request.batch(), N = target.gpt()->config().image_tokens();
+  std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.end());
+  sample_ids_ = torch::tensor(ids, torch::kInt64).to(target.gpt()->tok_embeddings->weight.device());
   auto t0 = IterationTimes::Clock::now();
   tokens = torch::zeros({B, N}, torch::kInt64);
   roots.assign(size_t(B), 0);
@@ -95,6 +99,44 @@ std::vector<int64_t> EagleRows::active() const {
   for (size_t b = 0; b < done_.size(); ++b)
     if (!done_[b]) a.push_back(int64_t(b));
   return a;
+}
+
+TreeUniforms EagleRows::walk_uniforms(int64_t levels, int64_t slots, const ChainRule& rule, bool greedy) const {
+  const auto roots_at = torch::tensor(root_index, torch::kInt64).to(sample_ids_.device());
+  return tree_uniforms(seed_, sample_ids_, roots_at, levels, slots, tokens.size(1), rule, greedy);
+}
+
+torch::Tensor EagleRows::walk_limits() const {
+  std::vector<int64_t> limit(root_index.size());
+  for (size_t b = 0; b < limit.size(); ++b) limit[b] = tokens.size(1) - 1 - root_index[b];
+  return torch::tensor(limit, torch::kInt64).to(sample_ids_.device());
+}
+
+std::vector<std::vector<int64_t>> EagleRows::apply_walks(const std::vector<int64_t>& active,
+                                                         const std::vector<DraftTree>& trees,
+                                                         const TreeVerdict& verdict) {
+  const int64_t P = verdict.path.size(1);
+  const auto host = read_to_host(torch::cat(
+      {verdict.path, torch::stack({verdict.accepted, verdict.next, verdict.sampled.to(torch::kInt64), verdict.tried}, 1)},
+      1)).contiguous();
+  const auto h = host.accessor<int64_t, 2>();
+  auto t = tokens.accessor<int64_t, 2>();
+  std::vector<std::vector<int64_t>> paths(stats.size());
+  for (int64_t b : active) {
+    const int64_t a = h[b][P], root = root_index[size_t(b)];
+    const bool sampled = h[b][P + 2] != 0;
+    auto& path = paths[size_t(b)];
+    for (int64_t j = 0; j <= a; ++j) path.push_back(h[b][j]);
+    for (int64_t j = 1; j <= a; ++j) t[b][root + j] = trees[size_t(b)].token[size_t(path[size_t(j)])];
+    if (sampled) {
+      roots[size_t(b)] = h[b][P + 1];
+      t[b][root + a + 1] = roots[size_t(b)];
+    }
+    stats[size_t(b)].drafted += h[b][P + 3];
+    stats[size_t(b)].accepted += a;
+    end_walk(b, root + a + (sampled ? 1 : 0), sampled);
+  }
+  return paths;
 }
 
 void EagleRows::end_walk(int64_t b, int64_t index, bool sampled) {

@@ -15,6 +15,7 @@
 #include "decoding/cfg_model.h"
 #include "decoding/decoder.h"
 #include "decoding/draft_tree.h"
+#include "decoding/verify.h"
 #include "models/eagle_drafter.h"
 #include "models/gpt.h"
 
@@ -53,6 +54,14 @@ class EagleRows {
             KvCache& cache);
 
   std::vector<int64_t> active() const;
+  // What the batched walk (decoding/verify.h) reads besides the trees: its uniforms for trees `levels` deep
+  // with at most `slots` children per node, and each row's limit (cells left after its root) [B].
+  TreeUniforms walk_uniforms(int64_t levels, int64_t slots, const ChainRule& rule, bool greedy) const;
+  torch::Tensor walk_limits() const;
+  // The walk's verdict brought to the host in ONE read: every active row's accepted tokens and sampled token
+  // committed, its statistics counted, its root moved on (end_walk); returns the paths (root first).
+  std::vector<std::vector<int64_t>> apply_walks(const std::vector<int64_t>& active,
+                                                const std::vector<DraftTree>& trees, const TreeVerdict& verdict);
   // After row b's walk ended at raster index `index`: by a sampled token (`sampled`) or a full raster.
   void end_walk(int64_t b, int64_t index, bool sampled);
   // Keeps every active, unfinished row's accepted path (root first) in the target cache and queues its pairs
@@ -70,6 +79,8 @@ class EagleRows {
   CfgModel& target_;
   KvCache& cache_;
   std::vector<char> done_;
+  uint64_t seed_;
+  torch::Tensor sample_ids_;  // [B] int64 on the target's device
 };
 
 }  // namespace vispec

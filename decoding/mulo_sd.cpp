@@ -30,6 +30,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "decoding/acceptance.h"
+#include "decoding/decode_rows.h"
 #include "decoding/iteration_stats.h"
 
 namespace vispec {
@@ -86,6 +87,7 @@ MuloSdDecoder::MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers,
   VISPEC_ASSERT(2 * drafter_.gpt()->config().grid_size == target_.gpt()->config().grid_size,
                 "MuLo-SD's drafter works on half the target's grid");
   mulo_.k = std::min(mulo_.k, neighbours_->columns());
+  neighbour_table_ = neighbours_->tensor(target_.gpt()->tok_embeddings->weight.device());
 }
 
 DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
@@ -166,18 +168,22 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       rows.push_back(n == 0 ? torch::cat({p_first[b].unsqueeze(0), p[b].narrow(0, 0, span - 1)})
                             : p[b].narrow(0, first, span));
     }
-    const auto P = torch::stack(rows).to(torch::kCPU, torch::kFloat64);  // [B, span, V]
+    const auto P = torch::stack(rows);  // [B, span, V], on the device
     times.verify_ms = IterationTimes::lap(t);
 
-    // ---- 4 accept by pooled mass, 5 expand the rejections; the cache keeps the prefix before t0
+    // ---- 4 accept by pooled mass (every row and position at once, one read of the verdicts), 5 expand the
+    // rejections; the cache keeps the prefix before t0
+    const auto x = drafts.to(device).reshape(-1);
+    const auto pooled = relaxed_masses(P.reshape({B * span, -1}), x, neighbour_table_.index_select(0, x), mulo_.k,
+                                       torch::full({B * span}, mulo_.delta, P.options().dtype(torch::kFloat64)))
+                            .p_tilde;
+    const auto kept = read_to_host(pooled.ge(mulo_.tau).view({B, span}));
+    const auto ka = kept.accessor<bool, 2>();
     std::vector<std::vector<int64_t>> expanded(static_cast<size_t>(B));
     for (int64_t b = 0; b < B; ++b) {
       std::vector<int64_t> rejected;
-      for (int64_t i = 0; i < span; ++i) {
-        const int64_t x = tok[b][n + i];
-        const double pooled = lantern_mass(P[b][i], x, neighbours_->row(x), mulo_.k, mulo_.delta).p_tilde;
-        if (!(pooled >= mulo_.tau)) rejected.push_back(n + i);
-      }
+      for (int64_t i = 0; i < span; ++i)
+        if (!ka[b][i]) rejected.push_back(n + i);
       auto& rx = expanded[size_t(b)];
       rx = local_expansion(rejected, W, mulo_.radius, n, end);
       const int64_t valid = rx.empty() ? end - 1 : rx.front();
@@ -193,11 +199,22 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
 
     // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position
     std::vector<size_t> next(static_cast<size_t>(B), 0);
-    for (int64_t b = 0; b < B; ++b) {
-      const auto& rx = expanded[size_t(b)];
-      if (rx.empty()) continue;
-      tok[b][rx[0]] = sample_token(P[b][rx[0] - n], uniform(key(b), uint32_t(rx[0]), Purpose::kSample));
-      next[size_t(b)] = 1;
+    {
+      std::vector<int64_t> at(static_cast<size_t>(B), 0);
+      auto u = torch::zeros({B}, torch::kFloat64);
+      for (int64_t b = 0; b < B; ++b)
+        if (!expanded[size_t(b)].empty()) {
+          at[size_t(b)] = expanded[size_t(b)][0] - n;
+          u[b] = uniform(key(b), uint32_t(expanded[size_t(b)][0]), Purpose::kSample);
+        }
+      const auto idx = torch::tensor(at, torch::kInt64).to(device).view({B, 1, 1}).expand({B, 1, P.size(-1)});
+      const auto t0_tokens = read_to_host(sample_from_probs(P.gather(1, idx).squeeze(1), u.to(device)));
+      const auto ta = t0_tokens.accessor<int64_t, 1>();
+      for (int64_t b = 0; b < B; ++b)
+        if (!expanded[size_t(b)].empty()) {
+          tok[b][expanded[size_t(b)][0]] = ta[b];
+          next[size_t(b)] = 1;
+        }
     }
     for (;;) {
       std::vector<int64_t> ahead(static_cast<size_t>(B), 0);  // tokens each row feeds before its next position

@@ -46,6 +46,7 @@ class MuloSdDecoder : public Decoder {
   SamplingParams params_;
   MuloParams mulo_;
   std::shared_ptr<const CodebookNeighbours> neighbours_;
+  torch::Tensor neighbour_table_;  // [codes, columns] int64 on the target's device
 };
 
 }  // namespace vispec

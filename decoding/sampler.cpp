@@ -53,6 +53,16 @@ torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& pa
   return torch::softmax(l, -1);
 }
 
+torch::Tensor greedy_tokens(const torch::Tensor& logits) {
+  const auto l = logits.to(torch::kFloat32);
+  nonfinite_watch::note(l);
+  return l.argmax(-1);
+}
+
+torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& u) {
+  return params.greedy() ? greedy_tokens(logits) : sample_from_probs(target_probs(logits, params), u);
+}
+
 torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u) {
   auto cdf = probs.to(torch::kFloat64).cumsum(-1);                 // [B, V]
   auto target = u.to(cdf.device(), torch::kFloat64).unsqueeze(-1) * cdf.narrow(-1, cdf.size(-1) - 1, 1);

@@ -37,6 +37,12 @@ torch::Tensor apply_top_k(const torch::Tensor& logits, int64_t k);
 torch::Tensor apply_top_p(const torch::Tensor& logits, double p);
 // The processed distribution [..., V] float32 (CFG already applied).
 torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& params);
+// Temperature 0 without one-hot rows: the argmax of (guided) logits [..., V] -> [...] int64, the token
+// target_probs()'s one-hot distribution puts its mass on (non-finite logits noted the same way).
+torch::Tensor greedy_tokens(const torch::Tensor& logits);
+// The next tokens from logits [B, V]: greedy_tokens() at temperature 0, else a sample of target_probs() with
+// the uniforms u [B].
+torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& u);
 // Inverse-CDF sampling: probs [B, V] (need not be normalised), u [B] in [0, 1) -> tokens [B] int64.
 torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u);
 // The same for one distribution probs [V] and one uniform.

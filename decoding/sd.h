@@ -7,6 +7,7 @@
 #include "decoding/cfg_model.h"
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
+#include "decoding/verify.h"
 
 namespace vispec {
 
@@ -22,8 +23,7 @@ class SdDecoder : public Decoder {
   CfgModel target_, drafter_;
   SamplingParams params_;
   int64_t gamma_;
-  AcceptanceParams accept_;
-  std::shared_ptr<const CodebookNeighbours> neighbours_;
+  ChainRule rule_;
 };
 
 }  // namespace vispec

@@ -1,16 +1,21 @@
 // Speculative Jacobi decoding (Teng et al., ICLR 2025): training-free and lossless.
 #pragma once
 
+#include <memory>
+
 #include "decoding/cfg_model.h"
+#include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
+#include "decoding/verify.h"
 
 namespace vispec {
 
 class SjdDecoder : public Decoder {
  public:
   // window: drafts verified per forward (SJD's 16-token window is the last committed token + 15 drafts).
-  SjdDecoder(Gpt target, SamplingParams params, int64_t window)
-      : target_(std::move(target), params.cfg_scale), params_(params), window_(window) {}
+  // accept: the rule drafts are verified by (SJD's own: exact); neighbours for the LANTERN rules.
+  SjdDecoder(Gpt target, SamplingParams params, int64_t window, AcceptanceParams accept = {},
+             std::shared_ptr<const CodebookNeighbours> neighbours = nullptr);
   std::string name() const override { return "sjd"; }
   DecodeResult decode(const DecodeRequest& request) override;
 
@@ -18,6 +23,7 @@ class SjdDecoder : public Decoder {
   CfgModel target_;
   SamplingParams params_;
   int64_t window_;
+  ChainRule rule_;
 };
 
 }  // namespace vispec

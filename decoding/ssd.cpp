@@ -6,13 +6,16 @@
 //              from the target's own output head on RMSNorm(h^) (after CFG and the sampling chain; the argmax
 //              at T = 0). h_pre(cell) is the target's state whose logits gave token(cell).
 //   first row  speculative decoding with the horizontal heads: from the newest token, kh drafts; ONE target
-//              forward; accept left to right with min(1, p/q); at the first rejection sample the residual;
-//              all accepted: a bonus token from p. The row's last token is then committed by one forward.
+//              forward; accept left to right by the acceptance rule (exact: min(1, p/q)); at the first
+//              rejection sample the rule's rejection distribution (exact: the residual); all accepted: a bonus
+//              token from p (decoding/verify's chain, all rows at once). The row's last token is then
+//              committed by one forward.
 //   later rows the kv rows below the newest committed row are drafted at once by the vertical heads from that
 //              row's states and tokens, then verified and corrected in ROUNDS, one target forward each over
 //              the drafted rows (the committed rows in the cache): every drafted cell independently keeps its
-//              token with probability min(1, p/q) or replaces it by a sample from norm(max(0, p - q)), p read
-//              off this round's forward; nothing is rolled back, the next round re-reads the corrected rows,
+//              token with the rule's probability (exact: min(1, p/q)) or replaces it by a sample of the rule's
+//              rejection distribution (exact: norm(max(0, p - q))), p read off this round's forward (a cell is
+//              depth 1 of a chain of 1 for Cool-SD's weights: our choice, the paper uses the exact rule); nothing is rolled back, the next round re-reads the corrected rows,
 //              and a kept or replaced token counts as a draw from this round's p (q := p). Then ONE forward
 //              commits a row to the cache and gives its states (for the next vertical drafts) and the
 //              distribution of the next row's first cell.
@@ -20,13 +23,19 @@
 //              the rest before each further commit.
 // Lossy by design: a cell is verified against its context of that round, which later rounds may change. At
 // T = 0 with r >= W rounds each row is AR's greedy row (round j fixes cell j - 1 for good: a Jacobi sweep).
-// Randomness per (seed, sample id, raster index): kDraft for drafts, kAccept/kResample with draw = round.
+// At T = 0 a round sets every cell to the target's argmax there (what min(1, p/q) and the residual do with
+// one-hot p and q), with no vocabulary-wide tensors.
+// Nothing loops over rows: the first row reads its accepted counts once per iteration, the later rows never
+// wait for the host until the image is done.
+// Randomness per (seed, sample id, raster index): kSample for token 0 and bonus tokens, kDraft for drafts,
+// kAccept/kResample (first row; later rows with draw = round).
 #include "decoding/ssd.h"
 
 #include <algorithm>
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "decoding/decode_rows.h"
 #include "decoding/iteration_stats.h"
 
 namespace vispec {
@@ -41,8 +50,11 @@ int64_t ssd_forwards_after_first_row(int64_t height, const SsdParams& p) {
   return forwards;
 }
 
-SsdDecoder::SsdDecoder(Gpt target, SsdHeads heads, SamplingParams params, SsdParams ssd)
-    : target_(std::move(target), params.cfg_scale), heads_(std::move(heads)), params_(params), ssd_(ssd) {
+SsdDecoder::SsdDecoder(Gpt target, SsdHeads heads, SamplingParams params, SsdParams ssd, AcceptanceParams accept,
+                       std::shared_ptr<const CodebookNeighbours> neighbours)
+    : target_(std::move(target), params.cfg_scale), heads_(std::move(heads)), params_(params), ssd_(ssd),
+      first_row_rule_(chain_rule(accept, neighbours.get(), ssd.kh, target_.gpt()->tok_embeddings->weight.device())),
+      cell_rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->tok_embeddings->weight.device())) {
   VISPEC_ASSERT(ssd_.kh >= 1 && ssd_.kh <= heads_->horizontal_count(), "kh ", ssd_.kh, " but the heads have ",
                 heads_->horizontal_count(), " horizontal heads");
   VISPEC_ASSERT(ssd_.kv >= 1 && ssd_.kv <= heads_->vertical_count(), "kv ", ssd_.kv, " but the heads have ",
@@ -54,138 +66,110 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   Gpt gpt = target_.gpt();
   const auto& config = gpt->config();
   const int64_t B = request.batch(), W = config.grid_size, H = config.grid_size, N = W * H;
-  const int64_t R = target_.rows(B), V = config.vocab_size, K = ssd_.kh;
+  const int64_t R = target_.rows(B), V = config.vocab_size, D = config.dim, K = ssd_.kh;
   const auto device = gpt->tok_embeddings->weight.device();
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
-  std::vector<SampleStats> stats(static_cast<size_t>(B));
-  auto tokens = torch::zeros({B, N}, i64);  // CPU
-  auto key = [&](int64_t b) { return RngKey{request.seed, request.sample_ids[size_t(b)]}; };
-  // h_pre of every cell (both CFG streams), filled as cells are committed.
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  const bool greedy = params_.greedy();
+  DecodeRows rows(request, N, K + 1, device);
+  auto& stats = rows.stats;
+  // h_pre of every cell (both CFG streams) [R, N + 1, D], filled as cells are committed.
   torch::Tensor states;
-  // A head's drafts: states/tokens of source cells [R, M, D] / [B, M] -> the guided, processed q [B, M, V]
-  // and the drafted tokens [B, M] (sampled at the target cells `cells`, argmax at T = 0).
+  // A head's drafts from source states [R, M, D] and tokens [B, M] for the cells `cells` [B, M]: the guided,
+  // processed q [B, M, V] (undefined at T = 0) and the drafted tokens [B, M] (the argmax at T = 0).
   auto draft = [&](int64_t head, const torch::Tensor& src_states, const torch::Tensor& src_tokens,
-                   const std::vector<int64_t>& cells_per_row) {
+                   const torch::Tensor& cells) {
+    const auto h = heads_->head(head)(src_states, gpt->tok_embeddings(target_.both_streams(src_tokens)));
+    const auto logits = target_.output_logits(gpt->norm(h));
+    if (greedy) return std::make_pair(torch::Tensor(), greedy_tokens(logits));
     const int64_t M = src_tokens.size(1);
-    auto tok = src_tokens.to(device);
-    auto h = heads_->head(head)(src_states, gpt->tok_embeddings(R > B ? torch::cat({tok, tok}) : tok));
-    auto logits = gpt->output(gpt->norm(h)).to(torch::kFloat32);
-    if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
     auto q = target_probs(logits, params_);
-    auto u = torch::empty({B * M}, torch::kFloat64);
-    auto ua = u.accessor<double, 1>();
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t m = 0; m < M; ++m)
-        ua[b * M + m] = uniform(key(b), uint32_t(std::min(N - 1, cells_per_row[size_t(b)] + m)), Purpose::kDraft);
-    auto x = sample_from_probs(q.reshape({B * M, V}), u.to(device)).view({B, M});
-    return std::make_pair(q, x.cpu());
+    auto x = sample_from_probs(q.reshape({B * M, V}), rows.uniforms(cells, Purpose::kDraft).reshape(-1));
+    return std::make_pair(q, x.view({B, M}));
   };
 
   auto t0 = IterationTimes::Clock::now();
   auto cache = target_.make_cache(B, std::max(K + 1, ssd_.kv * W));
-  auto pre = target_.prefill(cache, request.conditions);
+  const auto pre = target_.prefill(cache, request.conditions);
   cache.keep_all();
-  states = torch::zeros({R, N + 1, config.dim}, pre.hidden.options());
+  states = torch::zeros({R, N + 1, D}, pre.hidden.options());
   states.select(1, 0).copy_(pre.hidden.select(1, pre.hidden.size(1) - 1));
-  {
-    auto p0 = target_probs(pre.logits.select(1, -1), params_).to(torch::kCPU, torch::kFloat64);
-    for (int64_t b = 0; b < B; ++b) tokens[b][0] = sample_token(p0[b], uniform(key(b), 0, Purpose::kSample));
-  }
+  rows.tokens.select(1, 0).copy_(next_tokens(pre.logits.select(1, -1), params_,
+                                             rows.uniforms(rows.positions(0, 1), Purpose::kSample).select(1, 0)));
+  rows.set_committed(1);
   for (auto& s : stats) {
     s.target_forwards = 1;
     s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
   }
 
-  // ---- first row: speculative decoding with the horizontal heads. n[b]: tokens committed; the newest is
+  // ---- first row: speculative decoding with the horizontal heads. rows.n[b]: tokens committed; the newest is
   // pending (not in the cache yet).
-  std::vector<int64_t> n(static_cast<size_t>(B), 1);
+  const auto first_row_mask = causal_mask(1 + K, device);
+  const auto block_index = torch::arange(K + 1, i64).view({1, K + 1});
   for (;;) {
     std::vector<int64_t> active;
     for (int64_t b = 0; b < B; ++b)
-      if (n[size_t(b)] < W) active.push_back(b);
+      if (rows.committed[size_t(b)] < W) active.push_back(b);
     if (active.empty()) break;
     IterationTimes times;
     t0 = IterationTimes::Clock::now();
-    std::vector<int64_t> newest(static_cast<size_t>(B)), first_draft(static_cast<size_t>(B));
-    for (int64_t b = 0; b < B; ++b) {
-      newest[size_t(b)] = std::min(n[size_t(b)], W) - 1;
-      first_draft[size_t(b)] = newest[size_t(b)] + 1;
-    }
-    // Every drafter row (both streams of sample b) starts from the state and token of b's newest cell.
-    std::vector<int64_t> newest_of_row(static_cast<size_t>(R));
-    for (int64_t r = 0; r < R; ++r) newest_of_row[size_t(r)] = newest[size_t(r % B)];
-    auto src_states = states.gather(1, torch::tensor(newest_of_row, i64).to(device).view({R, 1, 1}).expand({R, 1, config.dim}));
-    auto src_tokens = tokens.gather(1, torch::tensor(newest, i64).view({B, 1}));
-    std::vector<torch::Tensor> q_list;
-    auto drafts = torch::zeros({B, K}, i64);
+    // Every stream of sample b drafts from the state and token of b's newest cell.
+    const auto n_streams = rows.n.repeat({R / B}).view({R, 1});
+    const auto src_states = states.gather(1, (n_streams - 1).unsqueeze(-1).expand({R, 1, D}));
+    const auto src_tokens = rows.tokens_at(-1);
+    std::vector<torch::Tensor> q_heads, x_heads;
     for (int64_t k = 0; k < K; ++k) {
-      std::vector<int64_t> cells(static_cast<size_t>(B));
-      for (int64_t b = 0; b < B; ++b) cells[size_t(b)] = first_draft[size_t(b)] + k;
-      auto [q, x] = draft(k, src_states, src_tokens, cells);
-      q_list.push_back(q.select(1, 0));
-      drafts.select(1, k).copy_(x.select(1, 0));
+      auto [q, x] = draft(k, src_states, src_tokens, rows.positions(k, 1));
+      if (q.defined()) q_heads.push_back(q.select(1, 0));
+      x_heads.push_back(x.select(1, 0));
     }
-    auto q = torch::stack(q_list, 1);  // [B, K, V]
+    const auto drafts = torch::stack(x_heads, 1);  // [B, K]
     times.draft_ms = IterationTimes::lap(t0);
 
-    auto block = torch::cat({src_tokens, drafts}, 1);  // [B, 1 + K]: the pending token, then the drafts
-    auto pos = torch::empty({B, 1 + K}, i64);
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t j = 0; j <= K; ++j) pos[b][j] = std::min(N - 1, newest[size_t(b)] + j);
-    auto out = target_.decode_block(cache, block.to(device), pos.to(device), causal_mask(1 + K, device));
-    auto p = target_probs(out.logits, params_);  // [B, 1 + K, V]: p[:, j] is the distribution at newest + 1 + j
+    // The pending token, then the drafts: p at cells n .. n + K.
+    const auto out = target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), rows.positions(-1, K + 1),
+                                          first_row_mask);
     times.verify_ms = IterationTimes::lap(t0);
-
-    auto row = [](const torch::Tensor& t, int64_t b, int64_t j) { return t[b][j].to(torch::kCPU, torch::kFloat64); };
-    for (int64_t b : active) {
-      const int64_t nb = n[size_t(b)], limit = std::min(K, W - nb);
-      auto& s = stats[size_t(b)];
-      int64_t a = 0;
-      for (; a < limit; ++a) {
-        const int64_t x = drafts[b][a].item<int64_t>();
-        const double px = p[b][a][x].item<double>(), qx = q[b][a][x].item<double>();
-        if (uniform(key(b), uint32_t(nb + a), Purpose::kAccept) >= (qx > 0 ? std::min(1.0, px / qx) : 1.0)) break;
-        tokens[b][nb + a] = x;
-      }
-      s.drafted += limit;
-      s.accepted += a;
-      int64_t next = nb + a;
-      if (a < limit) {
-        const auto res = (row(p, b, a) - row(q, b, a)).clamp_min(0);
-        tokens[b][next] = sample_token(res.sum().item<double>() > 0 ? res : row(p, b, a),
-                                       uniform(key(b), uint32_t(next), Purpose::kResample));
-        ++next;
-      } else if (next < W) {
-        tokens[b][next] = sample_token(row(p, b, a), uniform(key(b), uint32_t(next), Purpose::kSample));
-        ++next;
-      }
-      // Block entries 0 .. a hold cells newest .. newest + a, whose contexts were all committed: their
-      // outputs are the states of cells newest + 1 ...; keep every committed cell but the new newest.
-      for (int64_t s2 = 0; s2 < R / B; ++s2)
-          states[b + s2 * B].narrow(0, nb, next - nb).copy_(out.hidden[b + s2 * B].narrow(0, 0, next - nb));
-      std::vector<int64_t> keep(static_cast<size_t>(next - nb));
-      for (int64_t j = 0; j < next - nb; ++j) keep[size_t(j)] = j;
-      target_.keep(cache, b, keep);
-      n[size_t(b)] = next;
-    }
+    const auto count = (W - rows.n).clamp(0, K);  // drafts past the row's end take no part
+    const auto u = chain_uniforms(rows, K, first_row_rule_, greedy);
+    const auto verdict =
+        greedy ? verify_chain_greedy(first_row_rule_, greedy_tokens(out.logits), drafts, count, u)
+               : verify_chain(first_row_rule_, target_probs(out.logits, params_), torch::stack(q_heads, 1), drafts,
+                              count, u);
+    const auto advance = torch::minimum(verdict.accepted + 1, W - rows.n);  // no bonus past the row's end
+    // Block entries j < advance hold cells n - 1 + j, whose contexts are all committed: their outputs are the
+    // states of cells n + j.
+    const auto cols = (n_streams + block_index).clamp_max(N).unsqueeze(-1).expand({R, K + 1, D});
+    const auto fresh = block_index.lt(advance.repeat({R / B}).view({R, 1})).unsqueeze(-1);
+    states.scatter_(1, cols, torch::where(fresh, out.hidden, states.gather(1, cols)));
+    commit_chain(rows.tokens, rows.n, W, drafts, verdict);
+    const auto host = rows.advance(torch::stack({advance, verdict.accepted, count}, 1));
     times.resample_ms = IterationTimes::lap(t0);
+
+    const auto h = host.accessor<int64_t, 2>();
+    std::vector<int64_t> kept(size_t(B), 0);
+    for (int64_t b : active) {
+      stats[size_t(b)].drafted += h[b][2];
+      stats[size_t(b)].accepted += h[b][1];
+      kept[size_t(b)] = h[b][0];
+    }
+    target_.keep_prefixes(cache, kept);
+    times.bookkeeping_ms = IterationTimes::lap(t0);
     charge_iteration(stats, active, times, 1);
   }
 
   // ---- commit a row (its cells not in the cache yet, from `first`): one forward, kept whole; returns the
-  // guided distribution of the cell after it (the next row's first cell).
+  // guided logits of the cell after it (the next row's first cell).
   auto commit = [&](int64_t first, int64_t count) {
-    auto pos = torch::arange(first, first + count, i64).unsqueeze(0).expand({B, count}).contiguous();
-    auto out = target_.decode_block(cache, tokens.narrow(1, first, count).to(device), pos.to(device),
-                                    causal_mask(count, device));
+    const auto pos = torch::arange(first, first + count, i64).unsqueeze(0).expand({B, count}).contiguous();
+    const auto out = target_.decode_block(cache, rows.tokens.narrow(1, first, count), pos, causal_mask(count, device));
     cache.keep_all();
     states.narrow(1, first + 1, count).copy_(out.hidden);
-    return target_probs(out.logits.select(1, count - 1), params_);  // [B, V]
+    return out.logits.select(1, count - 1);  // [B, V]
   };
   std::vector<int64_t> all(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) all[size_t(b)] = b;
   auto t1 = IterationTimes::Clock::now();
-  auto next_p = commit(W - 1, 1);  // the first row's last token
+  auto next_logits = commit(W - 1, 1);  // the first row's last token
   {
     IterationTimes times;
     times.verify_ms = IterationTimes::lap(t1);
@@ -193,80 +177,76 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   }
 
   // ---- later rows: vertical drafts, rounds of verify-and-correct, commits
+  auto first_round_kept = torch::zeros({B}, i64);  // the drafts' own acceptance, read once at the end
   for (int64_t y = 1; y < H;) {
-    const int64_t rows = std::min(ssd_.kv, H - y);
+    const int64_t drafted_rows = std::min(ssd_.kv, H - y);
     IterationTimes times;
     t0 = IterationTimes::Clock::now();
-    // Draft rows y .. y + rows - 1 from row y - 1: q [B, rows W, V] stays on the device.
-    auto src_tokens = tokens.narrow(1, (y - 1) * W, W);
-    auto src_states = states.narrow(1, (y - 1) * W, W);
+    // Draft rows y .. y + drafted_rows - 1 from row y - 1: q [B, drafted_rows W, V].
+    const auto src_tokens = rows.tokens.narrow(1, (y - 1) * W, W);
+    const auto src_states = states.narrow(1, (y - 1) * W, W);
     std::vector<torch::Tensor> qs;
-    for (int64_t k = 0; k < rows; ++k) {
-      auto [q, x] = draft(heads_->horizontal_count() + k, src_states, src_tokens,
-                          std::vector<int64_t>(size_t(B), (y + k) * W));
-      tokens.narrow(1, (y + k) * W, W).copy_(x);
-      qs.push_back(q);
+    for (int64_t k = 0; k < drafted_rows; ++k) {
+      const auto cells = torch::arange((y + k) * W, (y + k + 1) * W, i64).unsqueeze(0).expand({B, W});
+      auto [q, x] = draft(heads_->horizontal_count() + k, src_states, src_tokens, cells);
+      rows.tokens.narrow(1, (y + k) * W, W).copy_(x);
+      if (q.defined()) qs.push_back(q);
     }
-    auto q = torch::cat(qs, 1);
+    auto q = greedy ? torch::Tensor() : torch::cat(qs, 1);
     times.draft_ms = IterationTimes::lap(t0);
     charge_iteration(stats, all, times, 1, 0);
 
-    // `rounds` rounds of verify-and-correct on rows from .. y + rows - 1, q [B, (y + rows - from) W, V].
+    // `rounds` rounds of verify-and-correct on rows from .. y + drafted_rows - 1, q_rows [B, T, V].
     int64_t round_index = 0;
     auto verify_rounds = [&](int64_t from, int64_t rounds, torch::Tensor& q_rows) {
-      const int64_t first = from * W, T = (y + rows - from) * W;
-      auto pos = torch::arange(first, first + T, i64).unsqueeze(0).expand({B, T}).contiguous().to(device);
+      const int64_t first = from * W, T = (y + drafted_rows - from) * W;
+      const auto pos = torch::arange(first, first + T, i64).unsqueeze(0).expand({B, T}).contiguous();
       for (int64_t j = 0; j < rounds; ++j, ++round_index) {
         IterationTimes rt;
         auto t = IterationTimes::Clock::now();
-        auto x = tokens.narrow(1, first, T);
-        auto out = target_.decode_block(cache, x.to(device), pos, causal_mask(T, device));
-        // p of cell first + m: next_p for m = 0, else this forward's output at m - 1.
-        auto p = torch::cat({next_p.unsqueeze(1), target_probs(out.logits.narrow(1, 0, T - 1), params_)}, 1);
+        auto x = rows.tokens.narrow(1, first, T);
+        const auto out = target_.decode_block(cache, x, pos, causal_mask(T, device));
+        // The logits of cell first + m: next_logits for m = 0, else this forward's output at m - 1.
+        const auto logits = torch::cat({next_logits.unsqueeze(1), out.logits.narrow(1, 0, T - 1)}, 1);
         rt.verify_ms = IterationTimes::lap(t);
-        auto xd = x.to(device).unsqueeze(-1);
-        auto px = p.gather(-1, xd).squeeze(-1).to(torch::kFloat64), qx = q_rows.gather(-1, xd).squeeze(-1).to(torch::kFloat64);
-        auto keep_prob = torch::where(qx > 0, torch::clamp_max(px / qx, 1.0), torch::ones_like(px)).cpu();
-        auto residual = (p - q_rows).clamp_min(0);
-        residual = torch::where(residual.sum(-1, true) > 0, residual, p);
-        auto ua = torch::empty({B, T}, torch::kFloat64), ur = torch::empty({B * T}, torch::kFloat64);
-        auto uaa = ua.accessor<double, 2>();
-        auto ura = ur.accessor<double, 1>();
-        for (int64_t b = 0; b < B; ++b)
-          for (int64_t m = 0; m < T; ++m) {
-            uaa[b][m] = uniform(key(b), uint32_t(first + m), Purpose::kAccept, uint32_t(round_index));
-            ura[b * T + m] = uniform(key(b), uint32_t(first + m), Purpose::kResample, uint32_t(round_index));
-          }
-        auto fresh = sample_from_probs(residual.reshape({B * T, V}), ur.to(device)).view({B, T}).cpu();
-        auto kept = ua < keep_prob;
-        if (round_index == 0)  // the drafts' own acceptance: the first round's verdicts (r = 0 verifies none)
-          for (int64_t b = 0; b < B; ++b) {
-            stats[size_t(b)].drafted += T;
-            stats[size_t(b)].accepted += kept[b].sum().item<int64_t>();
-          }
-        x.copy_(torch::where(kept, x, fresh));
-        q_rows = p;  // every cell is now a draw from this round's p
+        CellVerdict verdict;
+        if (greedy) {  // one-hot p and q: every cell becomes the target's argmax, kept where it already was
+          verdict.tokens = greedy_tokens(logits);
+          verdict.kept = verdict.tokens.eq(x);
+        } else {
+          const auto p = target_probs(logits, params_);
+          verdict = verify_cells(cell_rule_, p, q_rows, x, rows.uniforms(pos, Purpose::kAccept, round_index),
+                                 rows.uniforms(pos, Purpose::kResample, round_index));
+          q_rows = p;  // every cell is now a draw from this round's p
+        }
+        if (round_index == 0) {  // the first round's verdicts (r = 0 verifies none)
+          for (auto& s : stats) s.drafted += T;
+          first_round_kept += verdict.kept.sum(1);
+        }
+        x.copy_(verdict.tokens);
         rt.resample_ms = IterationTimes::lap(t);
         charge_iteration(stats, all, rt, 0);
       }
     };
-    verify_rounds(y, rows == 1 && ssd_.kv == 1 ? ssd_.r : ssd_.b, q);
-    for (int64_t k = 0; k < rows; ++k) {
+    verify_rounds(y, drafted_rows == 1 && ssd_.kv == 1 ? ssd_.r : ssd_.b, q);
+    for (int64_t k = 0; k < drafted_rows; ++k) {
       IterationTimes ct;
       auto t = IterationTimes::Clock::now();
-      next_p = commit((y + k) * W, W);
+      next_logits = commit((y + k) * W, W);
       ct.verify_ms = IterationTimes::lap(t);
       charge_iteration(stats, all, ct, 0);
-      if (k + 1 < rows) {
-        auto rest = q.narrow(1, (k + 1) * W, (rows - k - 1) * W).contiguous();
+      if (k + 1 < drafted_rows) {
+        auto rest = greedy ? torch::Tensor() : q.narrow(1, (k + 1) * W, (drafted_rows - k - 1) * W).contiguous();
         verify_rounds(y + k + 1, ssd_.i, rest);
-        q = torch::cat({q.narrow(1, 0, (k + 1) * W), rest}, 1);
+        if (!greedy) q = torch::cat({q.narrow(1, 0, (k + 1) * W), rest}, 1);
       }
     }
-    y += rows;
+    y += drafted_rows;
   }
-  for (auto& s : stats) s.tokens = N;
-  return {tokens, stats};
+  const auto kept = read_to_host(first_round_kept);
+  const auto k = kept.accessor<int64_t, 1>();
+  for (int64_t b = 0; b < B; ++b) stats[size_t(b)].accepted += k[b];
+  return rows.result();
 }
 
 }  // namespace vispec

@@ -2,8 +2,11 @@
 // in place by rounds of parallel verification instead of rolled back.
 #pragma once
 
+#include <memory>
+
 #include "decoding/cfg_model.h"
 #include "decoding/decoder.h"
+#include "decoding/verify.h"
 #include "models/ssd_heads.h"
 
 namespace vispec {
@@ -18,7 +21,9 @@ struct SsdParams {
 
 class SsdDecoder : public Decoder {
  public:
-  SsdDecoder(Gpt target, SsdHeads heads, SamplingParams params, SsdParams ssd);
+  // accept: the rule of the first row's chain and of every cell in the rounds (neighbours: LANTERN rules only).
+  SsdDecoder(Gpt target, SsdHeads heads, SamplingParams params, SsdParams ssd, AcceptanceParams accept = {},
+             std::shared_ptr<const CodebookNeighbours> neighbours = nullptr);
   std::string name() const override { return "ssd"; }
   DecodeResult decode(const DecodeRequest& request) override;
 
@@ -27,6 +32,8 @@ class SsdDecoder : public Decoder {
   SsdHeads heads_;
   SamplingParams params_;
   SsdParams ssd_;
+  ChainRule first_row_rule_;  // a chain of kh drafts
+  ChainRule cell_rule_;       // one cell, verified on its own
 };
 
 // Target forwards for one image when every first-row iteration commits `first_row_forwards` forwards' worth:

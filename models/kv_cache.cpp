@@ -118,6 +118,11 @@ void KvCache::keep(int64_t row, const std::vector<int64_t>& block_indices) {
   length_[row] = L + n;
 }
 
+void KvCache::keep_prefix(int64_t row, int64_t n) {
+  VISPEC_ASSERT(n >= 0 && n <= pending_ && length_[row] + n <= capacity_, "keep_prefix of ", n, " of a block of ", pending_);
+  length_[row] += n;
+}
+
 void KvCache::truncate(int64_t row, int64_t length) {
   VISPEC_ASSERT(length >= 0 && length <= length_[row], "truncate to ", length, " of ", length_[row]);
   length_[row] = length;

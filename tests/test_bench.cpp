@@ -77,10 +77,14 @@ TEST_F(Bench, SmallBenchWritesConsistentResults) {
     EXPECT_GE(d["class_agreement"].get<double>(), 0.0);
     EXPECT_LE(d["class_agreement"].get<double>(), 1.0);
     EXPECT_GT(d["fid"].get<double>(), 0.0);
+    // AR issues at least one op per model layer per token, and reads the host a few times per batch.
+    EXPECT_GT(d["aten_ops_per_image"].get<double>(), 256.0);
+    EXPECT_LT(d["host_reads_per_image"].get<double>(), 10.0);
   }
   EXPECT_DOUBLE_EQ(json["decoders"][0]["speedup"].get<double>(), 1.0) << "the baseline against itself";
   const std::string md = read_file((dir / "results/t.md").string());
   EXPECT_NE(md.find("| greedy | 256.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ATen ops / image | host reads / image |"), std::string::npos) << md;
   if (std::system("command -v gnuplot > /dev/null") == 0)
     EXPECT_GT(fs::file_size(dir / "results/t.png"), 1000u) << "plot missing although gnuplot is installed";
   for (const auto& f : fs::directory_iterator(dir / "results"))

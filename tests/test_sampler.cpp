@@ -94,4 +94,31 @@ TEST(Rng, IsAPureFunctionOfItsKey) {
   EXPECT_NEAR(sum / 100000, 0.5, 0.005);
 }
 
+// The tensor Philox (what a GPU decode loop draws with) gives the host generator's numbers bit for bit, for
+// sample ids and seeds beyond 32 bits, every purpose and draw indices up to the 24 bits the counter keeps.
+TEST(Rng, TensorGeneratorEqualsTheHostOne) {
+  const std::vector<int64_t> ids = {0, 1, 7, 123456789, (int64_t(1) << 40) + 5, (int64_t(1) << 62) + 99};
+  const int64_t B = int64_t(ids.size()), C = 9;
+  auto positions = torch::randint(0, 1 << 20, {B, C}, torch::kInt64);
+  positions[0][0] = 0;
+  positions[1][1] = int64_t(0xFFFFFFFFu);
+  auto draws = torch::randint(0, 1 << 24, {B, C}, torch::kInt64);
+  const auto id_tensor = torch::tensor(ids, torch::kInt64);
+  for (uint64_t seed : {uint64_t(0), uint64_t(99), (uint64_t(1) << 63) + 12345}) {
+    for (Purpose purpose : {Purpose::kSample, Purpose::kAccept, Purpose::kTrain}) {
+      const auto host = uniforms_at(seed, id_tensor, positions, purpose, draws);
+      const auto tensor = philox_uniforms(seed, id_tensor, positions, purpose, draws);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < C; ++c)
+          ASSERT_EQ(host[b][c].item<double>(), uniform(RngKey{seed, uint64_t(ids[size_t(b)])},
+                                                       uint32_t(positions[b][c].item<int64_t>()), purpose,
+                                                       uint32_t(draws[b][c].item<int64_t>())));
+      EXPECT_TRUE(torch::equal(host, tensor)) << "seed " << seed << " purpose " << uint32_t(purpose);
+      // Without draws: draw 0.
+      EXPECT_TRUE(torch::equal(philox_uniforms(seed, id_tensor, positions, purpose, torch::Tensor()),
+                               uniforms_at(seed, id_tensor, positions, purpose, torch::zeros_like(draws))));
+    }
+  }
+}
+
 }  // namespace vispec

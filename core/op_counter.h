@@ -1,0 +1,50 @@
+// Counts what a piece of code asks of LibTorch on this thread, through the hook LibTorch's profiler uses
+// (RecordFunction callbacks): top-level ATen operator calls (the ops a decoder issues, not the ones they call
+// inside) and host reads (item(), which shows up as aten::_local_scalar_dense, and decoding's read_to_host()).
+// On a GPU each top-level op is at least one kernel launch and each host read a synchronisation. Used by the
+// op-count tests and by `vispec bench` (on an untimed chunk: the hook costs time on every op).
+#pragma once
+
+#include <ATen/record_function.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace vispec {
+
+class OpCounter {
+ public:
+  OpCounter() {
+    counts() = {};
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&OpCounter::enter, &OpCounter::leave)
+            .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+  }
+  ~OpCounter() { at::removeCallback(handle_); }
+  OpCounter(const OpCounter&) = delete;
+  OpCounter& operator=(const OpCounter&) = delete;
+
+  int64_t ops() const { return counts().ops; }
+  int64_t host_reads() const { return counts().reads; }
+
+ private:
+  struct Counts {
+    int64_t ops = 0, reads = 0, depth = 0;
+  };
+  static Counts& counts() {
+    static thread_local Counts c;
+    return c;
+  }
+  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
+    auto& c = counts();
+    const char* name = fn.name();
+    if (std::strcmp(name, "aten::_local_scalar_dense") == 0 || std::strcmp(name, "vispec::host_read") == 0) ++c.reads;
+    if (c.depth++ == 0 && std::strncmp(name, "aten::", 6) == 0) ++c.ops;
+    return nullptr;
+  }
+  static void leave(const at::RecordFunction&, at::ObserverContext*) { --counts().depth; }
+
+  at::CallbackHandle handle_;
+};
+
+}  // namespace vispec

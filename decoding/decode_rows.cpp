@@ -1,0 +1,63 @@
+#include "decoding/decode_rows.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+
+namespace vispec {
+
+torch::Tensor read_to_host(const torch::Tensor& t) {
+  RECORD_FUNCTION("vispec::host_read", std::vector<c10::IValue>());
+  return t.to(torch::kCPU);
+}
+
+DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device)
+    : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), seed_(request.seed) {
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  const int64_t B = request.batch();
+  tokens = torch::zeros({B, cells + pad}, i64);
+  n = torch::zeros({B}, i64);
+  std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.end());
+  sample_ids_ = torch::tensor(ids, torch::kInt64).to(device);
+}
+
+std::vector<int64_t> DecodeRows::active() const {
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < batch(); ++b)
+    if (committed[size_t(b)] < cells_) rows.push_back(b);
+  return rows;
+}
+
+torch::Tensor DecodeRows::positions(int64_t offset, int64_t count) const {
+  const auto j = torch::arange(offset, offset + count, n.options());
+  return (n.view({-1, 1}) + j.view({1, -1})).clamp(0, cells_ - 1);
+}
+
+torch::Tensor DecodeRows::uniforms(const torch::Tensor& positions, Purpose purpose, int64_t draw) const {
+  return uniforms_at(seed_, sample_ids_, positions, purpose,
+                     draw ? torch::full_like(positions, draw) : torch::Tensor());
+}
+
+torch::Tensor DecodeRows::tokens_at(int64_t offset) const {
+  return tokens.gather(1, (n + offset).clamp(0, cells_ - 1).view({-1, 1}));
+}
+
+void DecodeRows::set_committed(int64_t count) {
+  n.fill_(count);
+  std::fill(committed.begin(), committed.end(), count);
+}
+
+torch::Tensor DecodeRows::advance(const torch::Tensor& columns) {
+  n = n + columns.select(1, 0);
+  auto host = read_to_host(columns).contiguous();
+  const auto a = host.accessor<int64_t, 2>();
+  for (int64_t b = 0; b < batch(); ++b) committed[size_t(b)] += a[b][0];
+  return host;
+}
+
+DecodeResult DecodeRows::result() {
+  for (auto& s : stats) s.tokens = cells_;
+  return {read_to_host(tokens.narrow(1, 0, cells_)).contiguous(), stats};
+}
+
+}  // namespace vispec

@@ -1,0 +1,88 @@
+// What a decode iteration asks of LibTorch, counted with the profiler's hook (core/op_counter.h): ATen
+// operator calls and host reads per iteration at batch 1, 8 and 32. A decoder built on the batched floor
+// (decoding/verify, decoding/decode_rows) issues the same operators whatever the batch, so its count per
+// iteration does not grow with the batch, and it waits for the host a small, fixed number of times per
+// iteration. The counts are printed for each decoder; those rebuilt on the floor are held to them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "core/op_counter.h"
+#include "decoding/ar.h"
+#include "decoding/eagle1.h"
+#include "decoding/eagle2.h"
+#include "decoding/sd.h"
+#include "decoding/sjd.h"
+#include "decoding/ssd.h"
+#include "exact_distribution.h"
+#include "tiny_models.h"
+
+namespace vispec {
+
+namespace {
+struct PerIteration {
+  double ops = 0, reads = 0;
+};
+
+// Ops and host reads per decode iteration (the loop's iterations: target forwards after the prefill) for B
+// copies of one sample: every row follows the same path, so the iterations are those of batch 1 and any
+// growth with B is work done row by row.
+PerIteration count_per_iteration(Decoder& decoder, int64_t B) {
+  auto request = test::requests(0, B, /*cls=*/1);
+  std::fill(request.sample_ids.begin(), request.sample_ids.end(), uint64_t(7));
+  decoder.decode(request);  // warm: lazy initialisations are not the loop's
+  OpCounter counter;
+  const auto out = decoder.decode(request);
+  const double iterations = double(std::max<int64_t>(1, out.stats[0].target_forwards - 1));
+  return {double(counter.ops()) / iterations, double(counter.host_reads()) / iterations};
+}
+
+// Batch 1, 8, 32: the counts per iteration may not grow with the batch (1% for ops that depend on the data,
+// such as a sort's internals), and host reads stay at most `max_reads` per iteration. `held` false: printed
+// only (a decoder whose bookkeeping still walks rows on the host).
+void expect_flat_counts(Decoder& decoder, const std::string& what, double max_reads, bool held = true) {
+  const auto one = count_per_iteration(decoder, 1);
+  for (int64_t B : {1, 8, 32}) {
+    const auto c = B == 1 ? one : count_per_iteration(decoder, B);
+    std::cout << std::left << std::setw(18) << what << " batch " << std::setw(3) << B << ": " << std::fixed
+              << std::setprecision(1) << c.ops << " ATen ops, " << std::setprecision(2) << c.reads
+              << " host reads per iteration" << (held ? "" : " (not held yet)") << "\n";
+    if (!held) continue;
+    EXPECT_LE(c.ops, 1.01 * one.ops) << what << " at batch " << B;
+    EXPECT_LE(c.reads, one.reads) << what << " at batch " << B;
+    EXPECT_LE(c.reads, max_reads) << what << " at batch " << B;
+  }
+}
+}  // namespace
+
+TEST(DecodeOpCounts, RebuiltDecodersIssueTheSameOpsAtEveryBatchSize) {
+  auto target = test::tiny_gpt(1), drafter = test::tiny_gpt(2);
+  torch::manual_seed(3);
+  SsdHeads heads(target->config(), 3, 2);
+  heads->eval();
+  auto eagle = test::tiny_eagle_drafter(target->config(), 4);
+  for (double temperature : {0.0, 1.0}) {
+    const auto p = test::guided_sampling(temperature);
+    const std::string t = temperature > 0 ? " T=1" : " T=0";
+    ArDecoder ar(target, p);
+    expect_flat_counts(ar, "ar" + t, 1.5);
+    SdDecoder sd(target, drafter, p, 4, AcceptanceParams{}, nullptr);
+    expect_flat_counts(sd, "sd" + t, 1.5);
+    SjdDecoder sjd(target, p, 6);
+    expect_flat_counts(sjd, "sjd" + t, 1.5);
+    SsdDecoder ssd(target, heads, p, SsdParams{3, 2, 2, 2, 1});  // one read per first-row iteration, one at the end
+    expect_flat_counts(ssd, "ssd" + t, 1.5);
+    Eagle2Decoder eagle2("eagle2", target, eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{}, nullptr);
+    // The EAGLE walks are batched (decoding/verify); their tree building, drafter catch-up and path commits
+    // still go row by row.
+    expect_flat_counts(eagle2, "eagle2" + t, 1.5, /*held=*/false);
+    Eagle1Decoder eagle1("eagle1", target, eagle, p, static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
+                         AcceptanceParams{}, nullptr);
+    expect_flat_counts(eagle1, "eagle1" + t, 1.5, /*held=*/false);
+  }
+}
+
+}  // namespace vispec
