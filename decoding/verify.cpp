@@ -155,6 +155,10 @@ torch::Tensor children_of(const TreeTables& tree, const torch::Tensor& node) {
 torch::Tensor node_values(const torch::Tensor& table, const torch::Tensor& node) {  // table [B, T] at node [B]
   return table.gather(1, node.clamp_min(0).view({-1, 1})).squeeze(1);
 }
+// Whether any entry of a bool tensor may be set: read where reading is free (a CPU tensor; the walk then stops
+// testing when no row is left), assumed on a device, where the walk keeps its fixed shape and never waits.
+bool may_hold(const torch::Tensor& flags) { return !flags.device().is_cpu() || flags.any().item<bool>(); }
+
 // What both walks carry from level to level: each row's node, its path so far, and how its walk ended.
 struct TreeWalk {
   torch::Tensor node, accepted, tried, next, sampled, live, limit;
@@ -177,7 +181,13 @@ struct TreeWalk {
     path.push_back(torch::where(moved, chosen, torch::full_like(chosen, -1)));
     live = moved.logical_and(accepted.lt(limit));
   }
-  TreeVerdict verdict() const { return {torch::stack(path, 1), accepted, next, sampled, tried}; }
+  bool any_live() const { return may_hold(live); }
+  // Levels never reached leave -1 in the path.
+  TreeVerdict verdict(int64_t levels) const {
+    auto p = torch::stack(path, 1);
+    if (p.size(1) < levels + 2) p = torch::cat({p, torch::full({p.size(0), levels + 2 - p.size(1)}, -1, p.options())}, 1);
+    return {p, accepted, next, sampled, tried};
+  }
 };
 }  // namespace
 
@@ -187,7 +197,7 @@ TreeVerdict verify_tree(const ChainRule& rule, const torch::Tensor& p, const Tre
   const int64_t B = p.size(0), V = p.size(-1), L = u.levels, C = tree.children.size(2);
   const bool nn = rule.params.needs_neighbours();
   TreeWalk w(B, tree.token.options(), limit);
-  for (int64_t l = 0; l <= L; ++l) {
+  for (int64_t l = 0; l <= L && w.any_live(); ++l) {
     auto pc = at_index(p, w.node).to(torch::kFloat64);  // p at the node, less what its rejected children took
     torch::Tensor q_left;                                // the node's q, less its rejected children
     if (node_q.defined()) q_left = at_index(node_q, node_values(q_slot, w.node).clamp_min(0)).to(torch::kFloat64);
@@ -198,6 +208,7 @@ TreeVerdict verify_tree(const ChainRule& rule, const torch::Tensor& p, const Tre
       const auto child = kids.select(1, c);
       const auto valid = w.live.logical_and(child.ge(0)).logical_and(found.logical_not());
       has_children = has_children.logical_or(child.ge(0));
+      if (!may_hold(valid)) break;
       const auto x = node_values(tree.token, child), depth = node_values(tree.depth, child);
       const auto q_hat = q_left.defined()
                              ? q_left / q_left.sum(-1, true).clamp_min(std::numeric_limits<double>::min())
@@ -224,7 +235,7 @@ TreeVerdict verify_tree(const ChainRule& rule, const torch::Tensor& p, const Tre
     const auto uu = torch::where(has_children, u.resample.select(1, l), u.sample.select(1, l));
     w.step(found, chosen, sample_from_probs(pc, uu));
   }
-  return w.verdict();
+  return w.verdict(L);
 }
 
 TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& target, const TreeTables& tree,
@@ -233,7 +244,7 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
   const int64_t L = u.levels;
   const auto slots = torch::arange(C, tree.token.options()).view({1, C});
   TreeWalk w(B, tree.token.options(), limit);
-  for (int64_t l = 0; l <= L; ++l) {
+  for (int64_t l = 0; l <= L && w.any_live(); ++l) {
     const auto want = node_values(i64(target), w.node);  // the target's argmax after the node
     auto found = torch::zeros_like(w.live);
     auto chosen = w.node;
@@ -257,7 +268,7 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
     }
     w.step(found, chosen, want);
   }
-  return w.verdict();
+  return w.verdict(L);
 }
 
 void commit_chain(torch::Tensor& tokens, const torch::Tensor& n, int64_t N, const torch::Tensor& drafts,
