@@ -31,6 +31,12 @@ void CfgModel::keep(KvCache& cache, int64_t row, const std::vector<int64_t>& blo
   if (guided()) cache.keep(row + cache.batch() / 2, block_indices);
 }
 
+void CfgModel::keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const {
+  auto rows = paths;
+  if (guided()) rows.insert(rows.end(), paths.begin(), paths.end());
+  cache.keep_rows(rows);
+}
+
 void CfgModel::keep_prefixes(KvCache& cache, const std::vector<int64_t>& counts) const {
   const int64_t B = int64_t(counts.size());
   for (int64_t b = 0; b < B; ++b) {

@@ -34,6 +34,8 @@ class CfgModel {
   // Commit a subset of the pending block for sample `row` (both of its streams).
   void keep(KvCache& cache, int64_t row, const std::vector<int64_t>& block_indices) const;
   void truncate(KvCache& cache, int64_t row, int64_t length) const;
+  // Every sample's path (block indices; empty: none) committed at once, both streams (KvCache::keep_rows).
+  void keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const;
   // Every sample's first counts[b] block entries committed (both streams): lengths only, no kernel.
   void keep_prefixes(KvCache& cache, const std::vector<int64_t>& counts) const;
 

@@ -150,10 +150,13 @@ void EagleRows::end_walk(int64_t b, int64_t index, bool sampled) {
 
 void EagleRows::keep_paths(const std::vector<int64_t>& active, const std::vector<DraftTree>& trees,
                            const std::vector<std::vector<int64_t>>& paths, const torch::Tensor& hidden) {
+  std::vector<std::vector<int64_t>> kept(done_.size());
+  for (int64_t b : active)
+    if (!done_[size_t(b)]) kept[size_t(b)] = paths[size_t(b)];
+  target_.keep_paths(cache_, kept);
   for (int64_t b : active) {
     if (done_[size_t(b)]) continue;
     const auto& path = paths[size_t(b)];
-    target_.keep(cache_, b, path);
     std::vector<int64_t> path_tokens;
     for (size_t j = 1; j < path.size(); ++j) path_tokens.push_back(trees[size_t(b)].token[size_t(path[j])]);
     pairs.queue(b, hidden, path, path_tokens, roots[size_t(b)]);

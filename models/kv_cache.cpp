@@ -118,6 +118,47 @@ void KvCache::keep(int64_t row, const std::vector<int64_t>& block_indices) {
   length_[row] = L + n;
 }
 
+void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows) {
+  const int64_t B = batch();
+  VISPEC_ASSERT(int64_t(rows.size()) == B, "keep_rows of ", rows.size(), " rows in a cache of ", B);
+  int64_t P = 0;
+  bool identity = true;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& r = rows[size_t(b)];
+    VISPEC_ASSERT(length_[b] + int64_t(r.size()) <= capacity_, "keep past capacity");
+    P = std::max(P, int64_t(r.size()));
+    for (size_t i = 0; i < r.size(); ++i) {
+      VISPEC_ASSERT(r[i] >= 0 && r[i] < pending_, "keep index outside the block");
+      identity = identity && r[i] == int64_t(i);
+    }
+  }
+  if (!identity) {
+    // Row b's entry j moves from its block index to L_b + j. The padding past a row's path repeats its last
+    // move (the same value to the same place), or, for a row that keeps nothing, copies an entry onto itself.
+    // All sources are gathered before anything is written, so overlaps are safe.
+    auto src = torch::empty({B, P}, torch::kInt64), dst = torch::empty({B, P}, torch::kInt64);
+    auto sa = src.accessor<int64_t, 2>(), da = dst.accessor<int64_t, 2>();
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& r = rows[size_t(b)];
+      const int64_t n = int64_t(r.size());
+      for (int64_t j = 0; j < P; ++j) {
+        const int64_t at = n == 0 ? std::min(length_[b], capacity_ - 1) : std::min(j, n - 1);
+        da[b][j] = n == 0 ? at : length_[b] + at;
+        sa[b][j] = n == 0 ? at : length_[b] + r[size_t(at)];
+      }
+    }
+    const auto& k0 = k_[0];
+    const auto shape = std::vector<int64_t>{B, k0.size(1), P, k0.size(3)};
+    const auto from = src.to(k0.device()).view({B, 1, P, 1}).expand(shape);
+    const auto to = dst.to(k0.device()).view({B, 1, P, 1}).expand(shape);
+    for (size_t l = 0; l < k_.size(); ++l) {
+      k_[l].scatter_(2, to, k_[l].gather(2, from));
+      v_[l].scatter_(2, to, v_[l].gather(2, from));
+    }
+  }
+  for (int64_t b = 0; b < B; ++b) length_[b] += int64_t(rows[size_t(b)].size());
+}
+
 void KvCache::keep_prefix(int64_t row, int64_t n) {
   VISPEC_ASSERT(n >= 0 && n <= pending_ && length_[row] + n <= capacity_, "keep_prefix of ", n, " of a block of ", pending_);
   length_[row] += n;

@@ -51,6 +51,9 @@ class KvCache {
   // Commits block entries `block_indices` (ascending, each < pending) of one row, compacted to follow its
   // committed entries in the given order.
   void keep(int64_t row, const std::vector<int64_t>& block_indices);
+  // The same for every row at once (rows[b]: row b's block indices, empty to keep none), as one gather and one
+  // scatter per layer and tensor whatever the batch: how tree decoders commit their accepted paths.
+  void keep_rows(const std::vector<std::vector<int64_t>>& rows);
   // Commits the first n entries of one row's block, where they already are: no data moves.
   void keep_prefix(int64_t row, int64_t n);
   void truncate(int64_t row, int64_t length);

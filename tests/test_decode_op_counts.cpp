@@ -76,8 +76,8 @@ TEST(DecodeOpCounts, RebuiltDecodersIssueTheSameOpsAtEveryBatchSize) {
     SsdDecoder ssd(target, heads, p, SsdParams{3, 2, 2, 2, 1});  // one read per first-row iteration, one at the end
     expect_flat_counts(ssd, "ssd" + t, 1.5);
     Eagle2Decoder eagle2("eagle2", target, eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{}, nullptr);
-    // The EAGLE walks are batched (decoding/verify); their tree building, drafter catch-up and path commits
-    // still go row by row.
+    // The EAGLE walks and path commits are batched (decoding/verify, KvCache::keep_rows); their tree building
+    // and drafter catch-up still go row by row.
     expect_flat_counts(eagle2, "eagle2" + t, 1.5, /*held=*/false);
     Eagle1Decoder eagle1("eagle1", target, eagle, p, static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
                          AcceptanceParams{}, nullptr);

@@ -105,9 +105,9 @@ TEST(KvCache, TreeMaskEqualsSeparateBranchesAndKeepCompactsThePath) {
   std::printf("tree mask vs separate branches: max |diff| = %.3g\n", d);
   EXPECT_LE(d, kTol);
 
-  // Row 0 keeps path (0, 2, 3), row 1 keeps (0, 1): lengths now differ (the ragged path of the cache).
-  cache.keep(0, {0, 2, 3});
-  cache.keep(1, {0, 1});
+  // Row 0 keeps path (0, 2, 3), row 1 keeps (0, 1), both at once: lengths now differ (the ragged path of the
+  // cache).
+  cache.keep_rows({{0, 2, 3}, {0, 1}});
   EXPECT_EQ(cache.length(0), 1 + P + 3);
   EXPECT_EQ(cache.length(1), 1 + P + 2);
   auto next = torch::randint(64, {2, 2}, torch::kInt64);
