@@ -195,13 +195,8 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       tables.children = kids.to(device);
     }
     const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
-    const auto u = rows.walk_uniforms(L, C, rule_, params_.greedy());
-    const auto verdict =
-        params_.greedy()
-            ? verify_tree_greedy(rule_, greedy_tokens(vout.logits), tables, lengths, rows.walk_limits(), u)
-            : verify_tree(rule_, target_probs(vout.logits, params_), tables, torch::cat(level_q, 1),
-                          q_slot.expand({B, T}), lengths, rows.walk_limits(), u);
-    const auto paths = rows.apply_walks(active, trees, verdict);
+    const auto paths = rows.walk(active, trees, tables, vout.logits, params_, rule_, lengths, L,
+                                 params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), q_slot.expand({B, T}));
     for (int64_t b : active) stats[size_t(b)].tree_depth += double(L);
     times.resample_ms = IterationTimes::lap(t0);
 

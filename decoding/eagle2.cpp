@@ -113,13 +113,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       const auto& d = trees[size_t(b)].depth;
       levels = std::max(levels, *std::max_element(d.begin(), d.end()));
     }
-    const auto u = rows.walk_uniforms(levels, tables.children.size(2), rule_, params_.greedy());
-    const auto verdict =
-        params_.greedy()
-            ? verify_tree_greedy(rule_, greedy_tokens(vout.logits), tables, lengths, rows.walk_limits(), u)
-            : verify_tree(rule_, target_probs(vout.logits, params_), tables, torch::Tensor(), torch::Tensor(), lengths,
-                          rows.walk_limits(), u);
-    const auto paths = rows.apply_walks(active, trees, verdict);
+    const auto paths = rows.walk(active, trees, tables, vout.logits, params_, rule_, lengths, levels);
     for (int64_t b : active) {
       if (adt_) policies[size_t(b)].record(roots_before[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
       stats[size_t(b)].tree_depth += double(shapes[size_t(b)].depth);

@@ -101,20 +101,22 @@ std::vector<int64_t> EagleRows::active() const {
   return a;
 }
 
-TreeUniforms EagleRows::walk_uniforms(int64_t levels, int64_t slots, const ChainRule& rule, bool greedy) const {
-  const auto roots_at = torch::tensor(root_index, torch::kInt64).to(sample_ids_.device());
-  return tree_uniforms(seed_, sample_ids_, roots_at, levels, slots, tokens.size(1), rule, greedy);
-}
-
-torch::Tensor EagleRows::walk_limits() const {
-  std::vector<int64_t> limit(root_index.size());
-  for (size_t b = 0; b < limit.size(); ++b) limit[b] = tokens.size(1) - 1 - root_index[b];
-  return torch::tensor(limit, torch::kInt64).to(sample_ids_.device());
-}
-
-std::vector<std::vector<int64_t>> EagleRows::apply_walks(const std::vector<int64_t>& active,
-                                                         const std::vector<DraftTree>& trees,
-                                                         const TreeVerdict& verdict) {
+std::vector<std::vector<int64_t>> EagleRows::walk(const std::vector<int64_t>& active,
+                                                  const std::vector<DraftTree>& trees, const TreeTables& tables,
+                                                  const torch::Tensor& logits, const SamplingParams& params,
+                                                  const ChainRule& rule, const std::vector<int64_t>& lengths,
+                                                  int64_t levels, const torch::Tensor& node_q,
+                                                  const torch::Tensor& q_slot) {
+  const auto device = sample_ids_.device();
+  const int64_t N = tokens.size(1);
+  std::vector<int64_t> limit(root_index.size());  // drafts each row may still accept: cells after its root
+  for (size_t b = 0; b < limit.size(); ++b) limit[b] = N - 1 - root_index[b];
+  const auto limits = torch::tensor(limit, torch::kInt64).to(device);
+  const auto u = tree_uniforms(seed_, sample_ids_, torch::tensor(root_index, torch::kInt64).to(device), levels,
+                               tables.children.size(2), N, rule, params.greedy());
+  const auto verdict = params.greedy()
+                           ? verify_tree_greedy(rule, greedy_tokens(logits), tables, lengths, limits, u)
+                           : verify_tree(rule, target_probs(logits, params), tables, node_q, q_slot, lengths, limits, u);
   const int64_t P = verdict.path.size(1);
   const auto host = read_to_host(torch::cat(
       {verdict.path, torch::stack({verdict.accepted, verdict.next, verdict.sampled.to(torch::kInt64), verdict.tried}, 1)},

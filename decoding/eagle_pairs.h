@@ -54,14 +54,16 @@ class EagleRows {
             KvCache& cache);
 
   std::vector<int64_t> active() const;
-  // What the batched walk (decoding/verify.h) reads besides the trees: its uniforms for trees `levels` deep
-  // with at most `slots` children per node, and each row's limit (cells left after its root) [B].
-  TreeUniforms walk_uniforms(int64_t levels, int64_t slots, const ChainRule& rule, bool greedy) const;
-  torch::Tensor walk_limits() const;
-  // The walk's verdict brought to the host in ONE read: every active row's accepted tokens and sampled token
-  // committed, its statistics counted, its root moved on (end_walk); returns the paths (root first).
-  std::vector<std::vector<int64_t>> apply_walks(const std::vector<int64_t>& active,
-                                                const std::vector<DraftTree>& trees, const TreeVerdict& verdict);
+  // The walk of every row's tree (decoding/verify.h) from the verification forward's guided logits [B, T, V]
+  // (argmax match at T = 0), brought to the host in ONE read: every active row's accepted tokens and sampled
+  // token committed, its statistics counted, its root moved on (end_walk). lengths: each row's draft length
+  // (Cool-SD); levels: the deepest node's depth; node_q / q_slot: the drafter's q at the nodes (EAGLE-1's
+  // draws without replacement; undefined: one-hot drafts). Returns the paths (root first) for keep_paths().
+  std::vector<std::vector<int64_t>> walk(const std::vector<int64_t>& active, const std::vector<DraftTree>& trees,
+                                         const TreeTables& tables, const torch::Tensor& logits,
+                                         const SamplingParams& params, const ChainRule& rule,
+                                         const std::vector<int64_t>& lengths, int64_t levels,
+                                         const torch::Tensor& node_q = {}, const torch::Tensor& q_slot = {});
   // After row b's walk ended at raster index `index`: by a sampled token (`sampled`) or a full raster.
   void end_walk(int64_t b, int64_t index, bool sampled);
   // Keeps every active, unfinished row's accepted path (root first) in the target cache and queues its pairs
