@@ -14,6 +14,7 @@ using Action = std::function<int()>;  // returns the exit code (core/exit_codes.
 void add_run_command(CLI::App& app, Action& action);
 void add_train_commands(CLI::App& app, Action& action);
 void add_grid_command(CLI::App& app, Action& action);
+void add_decoders_command(CLI::App& app, Action& action);
 void add_eval_commands(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
 void add_step_cost_command(CLI::App& app, Action& action);

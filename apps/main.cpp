@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   vispec::add_run_command(app, action);
   vispec::add_train_commands(app, action);
   vispec::add_grid_command(app, action);
+  vispec::add_decoders_command(app, action);
   vispec::add_eval_commands(app, action);
   vispec::add_bench_command(app, action);
   vispec::add_step_cost_command(app, action);

@@ -4,7 +4,6 @@
 #include <set>
 
 #include "core/check.h"
-#include "decoding/decoder_factory.h"
 #include "io/yaml_util.h"
 
 namespace vispec {
@@ -49,8 +48,7 @@ BenchConfig load_bench_config(const std::string& path, const std::vector<std::st
     if (!entry.node().IsMap()) entry.fail("expected a map with 'decoder' and optionally 'label'");
     entry.reject_unknown_keys({"label", "decoder"});
     BenchEntry e;
-    e.decoder = parse_decoder_spec(entry.at("decoder"));
-    validate_decoder_spec(e.decoder);
+    e.decoder = parse_decoder(parse_decoder_spec(entry.at("decoder")));
     e.label = entry.get<std::string>("label", e.decoder.name);
     e.where = entry.where();
     if (!labels.insert(e.label).second)

@@ -18,14 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "io/decoder_spec.h"
+#include "decoding/decoder_config.h"
 
 namespace vispec {
 
 struct BenchEntry {
   std::string label;
   std::string where;  // "file:line: decoders[2]" for errors
-  DecoderSpec decoder;
+  DecoderConfig decoder;
 };
 
 struct BenchConfig {

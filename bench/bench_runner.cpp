@@ -11,7 +11,7 @@
 #include "core/device.h"
 #include "core/op_counter.h"
 #include "core/logging.h"
-#include "decoding/decoder_factory.h"
+#include "decoding/decoder_registry.h"
 #include "eval/quality.h"
 #include "io/image_tensor.h"
 #include "workers/job_plan.h"
@@ -112,8 +112,8 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
     for (size_t k = 0; k < t.chunk_seconds.size(); ++k) paired.push_back(tally[base].chunk_seconds[k] / t.chunk_seconds[k]);
     rows.push_back({{"label", c.decoders[d].label},
                     {"decoder", c.decoders[d].decoder.name},
-                    {"params", c.decoders[d].decoder.params},
-                    {"words", c.decoders[d].decoder.words},
+                    {"params", c.decoders[d].decoder.spec.params},
+                    {"words", c.decoders[d].decoder.spec.words},
                     {"images", n},
                     {"target_forwards_per_image", double(s.target_forwards) / double(n)},
                     {"draft_forwards_per_image", double(s.draft_forwards) / double(n)},

@@ -6,21 +6,6 @@
 
 namespace vispec {
 
-AcceptRule parse_accept_rule(const std::string& name) {
-  if (name == "exact") return AcceptRule::kExact;
-  if (name == "lantern") return AcceptRule::kLantern;
-  if (name == "lanternpp") return AcceptRule::kLanternPlusPlus;
-  if (name == "coolsd") return AcceptRule::kCoolSd;
-  VISPEC_FAIL("unknown acceptance rule '", name, "' (known: exact, lantern, lanternpp, coolsd)");
-}
-
-CoolSchedule parse_cool_schedule(const std::string& name) {
-  if (name == "uniform") return CoolSchedule::kUniform;
-  if (name == "exponential") return CoolSchedule::kExponential;
-  if (name == "linear") return CoolSchedule::kLinear;
-  VISPEC_FAIL("unknown Cool-SD schedule '", name, "' (known: uniform, exponential, linear)");
-}
-
 namespace {
 torch::Tensor f64(const torch::Tensor& t) { return t.to(torch::kFloat64); }
 

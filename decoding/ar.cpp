@@ -3,6 +3,7 @@
 #include "decoding/ar.h"
 
 #include "core/rng.h"
+#include "decoding/decoder_registry.h"
 
 namespace vispec {
 
@@ -36,5 +37,19 @@ DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   }
   return result;
 }
+
+namespace {
+DecoderEntry ar_entry() {
+  DecoderEntry e;
+  e.name = "ar";
+  e.summary = "autoregressive decoding, one target forward per token: the baseline";
+  e.read = [](DecoderFields&, DecoderConfig&) {};
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    return std::make_unique<ArDecoder>(m.target, c.sampling);
+  };
+  return e;
+}
+const DecoderRegistration kArRegistration(ar_entry());
+}  // namespace
 
 }  // namespace vispec

@@ -24,6 +24,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "decoding/draft_tree.h"
+#include "decoding/decoder_registry.h"
 #include "decoding/eagle_pairs.h"
 #include "decoding/iteration_stats.h"
 
@@ -207,5 +208,33 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   }
   return rows.result();
 }
+
+namespace {
+// eagle1, lanternpp and coolsd: one static-tree decoder, their own rule by default.
+DecoderEntry eagle1_family_entry(const std::string& name, const std::string& summary, const std::string& default_rule) {
+  DecoderEntry e;
+  e.name = name;
+  e.summary = summary;
+  e.drafters = {Drafter::kEagleHead};
+  e.read = [default_rule](DecoderFields& f, DecoderConfig& c) {
+    // LANTERN++'s LlamaGen default tree.
+    c.method = f.word<StaticTree>("tree", "naive_extend_57", named_static_tree);
+    c.accept = read_acceptance(f, default_rule);
+    c.takes_rule = true;
+  };
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    return std::make_unique<Eagle1Decoder>(c.name, m.target, m.eagle, c.sampling, c.settings<StaticTree>(), c.accept,
+                                           m.neighbours);
+  };
+  return e;
+}
+const DecoderRegistration kEagle1Registration(eagle1_family_entry(
+    "eagle1", "EAGLE-1: a feature-level draft head fills a static tree, drawing children without replacement",
+    "exact"));
+const DecoderRegistration kLanternPpRegistration(eagle1_family_entry(
+    "lanternpp", "LANTERN++: EAGLE-1's static trees with a multiplicatively bounded relaxed acceptance", "lanternpp"));
+const DecoderRegistration kCoolSdRegistration(eagle1_family_entry(
+    "coolsd", "Cool-SD: EAGLE-1's static trees with depth-weighted acceptance w_i and resampling from G*", "coolsd"));
+}  // namespace
 
 }  // namespace vispec

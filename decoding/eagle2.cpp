@@ -130,4 +130,38 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   return rows.result();
 }
 
+DecoderEntry eagle2_family_entry(const std::string& name, const std::string& summary, const std::string& default_rule) {
+  DecoderEntry e;
+  e.name = name;
+  e.summary = summary;
+  e.drafters = {Drafter::kEagleHead};
+  e.read = [default_rule](DecoderFields& f, DecoderConfig& c) {
+    TreeShape s;  // LANTERN's and ADT-Tree's LlamaGen defaults: 59 nodes, depth 4, top-k 10
+    s.depth = f.whole("depth", s.depth, 0, 32);
+    s.top_k = f.whole("tree_k", s.top_k, 1, 64);
+    s.total_tokens = f.whole("total_tokens", s.total_tokens, 2, 1 + s.top_k + s.depth * s.top_k * s.top_k);
+    c.method = Eagle2Settings{s, std::nullopt};
+    c.accept = read_acceptance(f, default_rule);
+    c.takes_rule = true;
+  };
+  e.check_model = [](const DecoderConfig& c, const ModelConfig& model) {
+    VISPEC_CHECK(c.settings<Eagle2Settings>().shape.top_k <= model.gpt.vocab_size, c.spec.where_of("tree_k"),
+                 ": larger than the vocabulary of ", model.file, " (", model.gpt.vocab_size, ")");
+  };
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    const auto& s = c.settings<Eagle2Settings>();
+    return std::make_unique<Eagle2Decoder>(c.name, m.target, m.eagle, c.sampling, s.shape, c.accept, m.neighbours,
+                                           s.adt);
+  };
+  return e;
+}
+
+namespace {
+const DecoderRegistration kEagle2Registration(eagle2_family_entry(
+    "eagle2", "EAGLE-2: a feature-level draft head grows a dynamic tree, one target forward verifies it", "exact"));
+const DecoderRegistration kLanternRegistration(eagle2_family_entry(
+    "lantern", "LANTERN: EAGLE-2's trees, accepting drafts whose codebook neighbours carry the target's mass",
+    "lantern"));
+}  // namespace
+
 }  // namespace vispec

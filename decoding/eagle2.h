@@ -11,6 +11,7 @@
 #include "decoding/cfg_model.h"
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
+#include "decoding/decoder_registry.h"
 #include "decoding/draft_tree.h"
 #include "decoding/verify.h"
 #include "models/eagle_drafter.h"
@@ -35,5 +36,13 @@ class Eagle2Decoder : public Decoder {
   ChainRule rule_;  // the acceptance rule and its neighbour table on the device
   std::optional<AdtParams> adt_;
 };
+
+// A decoder on EAGLE-2's trees as the registry builds it: eagle2 and lantern (eagle2.cpp) differ in their
+// default rule; adt_tree (adt_tree.cpp) adds its policy's fields to the same entry.
+struct Eagle2Settings {
+  TreeShape shape;
+  std::optional<AdtParams> adt;
+};
+DecoderEntry eagle2_family_entry(const std::string& name, const std::string& summary, const std::string& default_rule);
 
 }  // namespace vispec

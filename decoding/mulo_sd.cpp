@@ -32,6 +32,7 @@
 #include "decoding/acceptance.h"
 #include "decoding/decode_rows.h"
 #include "decoding/iteration_stats.h"
+#include "decoding/decoder_registry.h"
 
 namespace vispec {
 
@@ -251,5 +252,32 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   for (auto& s : stats) s.tokens = N;
   return {tokens, stats};
 }
+
+namespace {
+DecoderEntry mulo_sd_entry() {
+  DecoderEntry e;
+  e.name = "mulo_sd";
+  e.summary = "MuLo-SD: a half-resolution GPT drafts, resamplers lift its rows, pooled-mass verification";
+  e.drafters = {Drafter::kMulo};
+  e.read = [](DecoderFields& f, DecoderConfig& c) {
+    MuloParams p;
+    p.tau = f.number("tau", p.tau);
+    f.require(p.tau >= 0, "tau", "must be >= 0 (above 1 rejects every draft)");
+    p.k = f.whole("k", p.k, 1, int64_t(1) << 20);
+    p.delta = f.number("delta", p.delta);
+    f.require(p.delta >= 0 && p.delta <= 1, "delta", "must be in [0, 1]");
+    p.radius = f.whole("radius", p.radius, 0, 64);
+    p.rows = f.whole("rows", p.rows, 1, 64);
+    c.method = p;
+    c.neighbours = p.k;  // A_{k,delta}: verification pools the target's mass over a draft's neighbours
+  };
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    return std::make_unique<MuloSdDecoder>(m.target, m.mulo_gpt, m.mulo_resamplers, m.vq, c.sampling,
+                                           c.settings<MuloParams>(), m.neighbours);
+  };
+  return e;
+}
+const DecoderRegistration kMuloSdRegistration(mulo_sd_entry());
+}  // namespace
 
 }  // namespace vispec

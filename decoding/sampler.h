@@ -10,16 +10,9 @@
 
 #include <torch/torch.h>
 
-namespace vispec {
+#include "decoding/sampling_params.h"
 
-struct SamplingParams {
-  double cfg_scale = 1.0;    // classifier-free guidance; <= 1 runs the conditional stream only (LlamaGen)
-  double temperature = 1.0;  // 0 = greedy
-  int64_t top_k = 0;         // 0 = off
-  double top_p = 1.0;        // 1 = off
-  bool guided() const { return cfg_scale > 1.0; }
-  bool greedy() const { return temperature <= 0.0; }
-};
+namespace vispec {
 
 // Non-finite logits (a NaN in the weights, an fp16 overflow, an absurd cfg_scale) would otherwise become token
 // 0 without a word. target_probs() notes, per thread, whether any logits it saw were NaN or infinite: one

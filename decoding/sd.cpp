@@ -20,6 +20,7 @@
 #include "core/rng.h"
 #include "decoding/decode_rows.h"
 #include "decoding/iteration_stats.h"
+#include "decoding/decoder_registry.h"
 
 namespace vispec {
 
@@ -111,5 +112,29 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   }
   return rows.result();
 }
+
+namespace {
+struct SdSettings {
+  int64_t gamma = 4;  // drafts per iteration
+};
+
+DecoderEntry sd_entry() {
+  DecoderEntry e;
+  e.name = "sd";
+  e.summary = "speculative decoding: a small draft GPT proposes gamma tokens, the target verifies them";
+  e.drafters = {Drafter::kDraftGpt};
+  e.read = [](DecoderFields& f, DecoderConfig& c) {
+    c.method = SdSettings{f.whole("gamma", SdSettings{}.gamma, 1, 64)};
+    c.accept = read_acceptance(f, "exact");
+    c.takes_rule = true;
+  };
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    return std::make_unique<SdDecoder>(m.target, m.draft_gpt, c.sampling, c.settings<SdSettings>().gamma, c.accept,
+                                       m.neighbours);
+  };
+  return e;
+}
+const DecoderRegistration kSdRegistration(sd_entry());
+}  // namespace
 
 }  // namespace vispec

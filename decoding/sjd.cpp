@@ -20,6 +20,7 @@
 #include "core/rng.h"
 #include "decoding/decode_rows.h"
 #include "decoding/iteration_stats.h"
+#include "decoding/decoder_registry.h"
 
 namespace vispec {
 
@@ -110,5 +111,28 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   }
   return rows.result();
 }
+
+namespace {
+struct SjdSettings {
+  int64_t window = 15;  // drafts verified per forward
+};
+
+DecoderEntry sjd_entry() {
+  DecoderEntry e;
+  e.name = "sjd";
+  e.summary = "speculative Jacobi decoding: the target drafts its own window and verifies it, no drafter";
+  e.read = [](DecoderFields& f, DecoderConfig& c) {
+    c.method = SjdSettings{f.whole("window", SjdSettings{}.window, 1, 64)};
+    c.accept = read_acceptance(f, "exact");
+    c.takes_rule = true;
+  };
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    return std::make_unique<SjdDecoder>(m.target, c.sampling, c.settings<SjdSettings>().window, c.accept,
+                                        m.neighbours);
+  };
+  return e;
+}
+const DecoderRegistration kSjdRegistration(sjd_entry());
+}  // namespace
 
 }  // namespace vispec

@@ -37,6 +37,7 @@
 #include "core/rng.h"
 #include "decoding/decode_rows.h"
 #include "decoding/iteration_stats.h"
+#include "decoding/decoder_registry.h"
 
 namespace vispec {
 
@@ -248,5 +249,34 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   for (int64_t b = 0; b < B; ++b) stats[size_t(b)].accepted += k[b];
   return rows.result();
 }
+
+namespace {
+DecoderEntry ssd_entry() {
+  DecoderEntry e;
+  e.name = "ssd";
+  e.summary = "SSD: horizontal and vertical heads draft a row ahead; verify-and-correct rounds per cell";
+  e.drafters = {Drafter::kSsdHeads};
+  e.read = [](DecoderFields& f, DecoderConfig& c) {
+    SsdParams p;
+    p.kh = f.whole("kh", p.kh, 1, 64);
+    p.kv = f.whole("kv", p.kv, 1, 8);
+    p.r = f.whole("r", p.r, 0, 1024);
+    p.b = f.whole("b", p.b, 0, 1024);
+    p.i = f.whole("i", p.i, 0, 1024);
+    c.method = p;
+    c.accept = read_acceptance(f, "exact");
+    c.takes_rule = true;
+  };
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    const auto& p = c.settings<SsdParams>();
+    VISPEC_CHECK(p.kh <= m.ssd->horizontal_count() && p.kv <= m.ssd->vertical_count(), c.spec.where_of("kv"),
+                 ": kh ", p.kh, ", kv ", p.kv, " but the SSD heads file has ", m.ssd->horizontal_count(),
+                 " horizontal and ", m.ssd->vertical_count(), " vertical heads");
+    return std::make_unique<SsdDecoder>(m.target, m.ssd, c.sampling, p, c.accept, m.neighbours);
+  };
+  return e;
+}
+const DecoderRegistration kSsdRegistration(ssd_entry());
+}  // namespace
 
 }  // namespace vispec

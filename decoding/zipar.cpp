@@ -20,6 +20,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "decoding/decoder_registry.h"
 
 namespace vispec {
 
@@ -134,5 +135,25 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   }
   return result;
 }
+
+namespace {
+struct ZipArSettings {
+  int64_t window = 8;  // s: columns a row runs ahead of the row below it
+};
+
+DecoderEntry zipar_entry() {
+  DecoderEntry e;
+  e.name = "zipar";
+  e.summary = "ZipAR: rows decoded in parallel once the row above is `window` tokens ahead (training-free)";
+  e.read = [](DecoderFields& f, DecoderConfig& c) {
+    c.method = ZipArSettings{f.whole("window", ZipArSettings{}.window, 1, 1024)};
+  };
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    return std::make_unique<ZipArDecoder>(m.target, c.sampling, c.settings<ZipArSettings>().window);
+  };
+  return e;
+}
+const DecoderRegistration kZipArRegistration(zipar_entry());
+}  // namespace
 
 }  // namespace vispec

@@ -5,7 +5,6 @@
 
 #include "core/check.h"
 #include "core/device.h"
-#include "decoding/decoder_factory.h"
 #include "io/atomic_file.h"
 #include "io/digest_cache.h"
 #include "models/load.h"
@@ -41,10 +40,11 @@ nlohmann::json job_identity(const JobPlan& plan) {
   const auto& job = plan.job;
   nlohmann::json weights = {{"gpt", weights_identity(plan.model.gpt_weights)},
                             {"vq", weights_identity(plan.model.vq_weights)}};
-  // Word fields and drafter weights only when present, so the identity of earlier AR jobs is unchanged.
-  nlohmann::json decoder = {{"name", job.decoder.name}, {"params", job.decoder.params}};
-  if (!job.decoder.words.empty()) decoder["words"] = job.decoder.words;
-  for (const auto& [role, path] : decoder_weight_files(job.decoder, plan.model)) weights[role] = weights_identity(path);
+  // Every field the decoder reads, defaults filled in: a field written out at its default is the same job,
+  // and a default that changes between versions is another one.
+  nlohmann::json decoder = {{"name", plan.decoder.name}, {"params", plan.decoder.numbers}};
+  if (!plan.decoder.words.empty()) decoder["words"] = plan.decoder.words;
+  for (const auto& [role, path] : decoder_weight_files(plan.decoder, plan.model)) weights[role] = weights_identity(path);
   if (plan.model.has_text_encoder) {
     const auto t5 = text_encoder_files(plan.model);
     weights["text_encoder"] = {{"weights", weights_identity(t5.weights)},

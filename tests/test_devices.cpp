@@ -5,7 +5,7 @@
 
 #include "core/device.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_factory.h"
+#include "decoding/decoder_registry.h"
 #include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
@@ -39,7 +39,8 @@ struct Embedded {
     spec.name = name;
     spec.name_where = "test: decoder.name";
     spec.params = {{"cfg_scale", 2.0}, {"temperature", temperature}};
-    return make_decoder(spec, load_decoder_models(spec, config, models.gpt, models.vq, device));
+    const auto parsed = parse_decoder(spec);
+    return make_decoder(parsed, load_decoder_models(parsed, config, models.gpt, models.vq, device));
   }
 };
 

@@ -8,7 +8,7 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_factory.h"
+#include "decoding/decoder_registry.h"
 #include "decoding/eagle1.h"
 #include "models/load.h"
 #include "models/model_config.h"
@@ -131,27 +131,27 @@ TEST(Eagle1Decoder, JobFilesNameMethodDefaultsAndBadTrees) {
   DecoderSpec spec;
   spec.name = "lanternpp";
   spec.name_where = "job.yaml:3: decoder.name";
-  auto a = acceptance_params(spec);
+  auto a = parse_decoder(spec).accept;
   EXPECT_EQ(a.rule, AcceptRule::kLanternPlusPlus);
   EXPECT_EQ(a.k, 10);
   EXPECT_EQ(a.lambda, 3.0);
   spec.name = "coolsd";
-  a = acceptance_params(spec);
+  a = parse_decoder(spec).accept;
   EXPECT_EQ(a.rule, AcceptRule::kCoolSd);
   EXPECT_EQ(a.budget, 1.1);
   EXPECT_EQ(a.schedule, CoolSchedule::kExponential);
-  EXPECT_EQ(static_tree(spec).size(), 58);
+  EXPECT_EQ(parse_decoder(spec).settings<StaticTree>().size(), 58);
   spec.words["tree"] = "naive_extend_75";
   spec.where["tree"] = "job.yaml:5: decoder.tree";
   try {
-    validate_decoder_spec(spec);
+    parse_decoder(spec);
     FAIL() << "accepted an unknown tree";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("job.yaml:5: decoder.tree: unknown static tree 'naive_extend_75'", 0), 0u)
         << e.what();
   }
   spec.name = "eagle2";  // dynamic trees take no static tree
-  EXPECT_THROW(validate_decoder_spec(spec), Error);
+  EXPECT_THROW(parse_decoder(spec), Error);
 }
 
 }  // namespace vispec

@@ -7,7 +7,7 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_factory.h"
+#include "decoding/decoder_registry.h"
 #include "decoding/mulo_sd.h"
 #include "models/mulo_resamplers.h"
 #include "exact_distribution.h"
@@ -164,13 +164,13 @@ TEST(MuloSd, JobFileErrorsNameTheField) {
   DecoderSpec spec;
   spec.name = "mulo_sd";
   spec.name_where = "job.yaml:3: decoder.name";
-  validate_decoder_spec(spec);
-  EXPECT_EQ(mulo_params(spec).tau, 1e-4);  // the paper's defaults
-  EXPECT_EQ(mulo_params(spec).radius, 3);
+  parse_decoder(spec);
+  EXPECT_EQ(parse_decoder(spec).settings<MuloParams>().tau, 1e-4);  // the paper's defaults
+  EXPECT_EQ(parse_decoder(spec).settings<MuloParams>().radius, 3);
   spec.params["tau"] = -1;
   spec.where["tau"] = "job.yaml:4: decoder.tau";
   try {
-    validate_decoder_spec(spec);
+    parse_decoder(spec);
     FAIL() << "accepted tau -1";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("job.yaml:4: decoder.tau: must be >= 0", 0), 0u) << e.what();
@@ -178,11 +178,11 @@ TEST(MuloSd, JobFileErrorsNameTheField) {
   spec.params.clear();
   spec.params["radius"] = 1.5;
   spec.where["radius"] = "job.yaml:5: decoder.radius";
-  EXPECT_THROW(validate_decoder_spec(spec), Error);
+  EXPECT_THROW(parse_decoder(spec), Error);
   spec.params.clear();
   spec.params["lambda"] = 3;  // LANTERN++'s, not MuLo-SD's
   spec.where["lambda"] = "job.yaml:5: decoder.lambda";
-  EXPECT_THROW(validate_decoder_spec(spec), Error);
+  EXPECT_THROW(parse_decoder(spec), Error);
 }
 
 }  // namespace vispec

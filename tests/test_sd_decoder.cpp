@@ -8,7 +8,7 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_factory.h"
+#include "decoding/decoder_registry.h"
 #include "decoding/sd.h"
 #include "models/load.h"
 #include "models/model_config.h"
@@ -93,7 +93,7 @@ TEST(SdDecoder, JobFileErrorsNameTheField) {
   spec.words["accept"] = "lanter";
   spec.where["accept"] = "job.yaml:5: decoder.accept";
   try {
-    validate_decoder_spec(spec);
+    parse_decoder(spec);
     FAIL() << "accepted an unknown rule";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("job.yaml:5: decoder.accept: unknown acceptance rule 'lanter'", 0), 0u)
@@ -102,16 +102,16 @@ TEST(SdDecoder, JobFileErrorsNameTheField) {
   spec.words.clear();
   spec.params["delta"] = 1.5;
   spec.where["delta"] = "job.yaml:6: decoder.delta";
-  EXPECT_THROW(validate_decoder_spec(spec), Error);
+  EXPECT_THROW(parse_decoder(spec), Error);
   spec.params.clear();
   spec.params["gamma"] = 2.5;
   spec.where["gamma"] = "job.yaml:7: decoder.gamma";
-  EXPECT_THROW(validate_decoder_spec(spec), Error);
+  EXPECT_THROW(parse_decoder(spec), Error);
   auto model = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
   model.draft_gpt_weights.clear();
   spec.params.clear();
   try {
-    validate_decoder_spec(spec, model);
+    check_decoder_model(parse_decoder(spec), model);
     FAIL() << "accepted sd without a draft GPT";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("has no drafters.gpt section"), std::string::npos) << e.what();

@@ -7,7 +7,7 @@
 #include "core/check.h"
 #include "decoding/ar.h"
 #include "decoding/codebook_neighbours.h"
-#include "decoding/decoder_factory.h"
+#include "decoding/decoder_registry.h"
 #include "decoding/ssd.h"
 #include "models/load.h"
 #include "models/model_config.h"
@@ -103,11 +103,11 @@ TEST(SsdDecoder, JobFileErrorsNameTheField) {
   DecoderSpec spec;
   spec.name = "ssd";
   spec.name_where = "job.yaml:3: decoder.name";
-  validate_decoder_spec(spec);
+  parse_decoder(spec);
   spec.params["r"] = -1;
   spec.where["r"] = "job.yaml:4: decoder.r";
   try {
-    validate_decoder_spec(spec);
+    parse_decoder(spec);
     FAIL() << "accepted r = -1";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("job.yaml:4: decoder.r: must be a whole number in [0, 1024]", 0), 0u) << e.what();
@@ -118,7 +118,8 @@ TEST(SsdDecoder, JobFileErrorsNameTheField) {
   EmbeddedSsd e;
   VqModel vq(e.model.vq);
   try {
-    load_decoder_models(spec, e.model, e.target, vq, torch::kCPU);
+    const auto parsed = parse_decoder(spec);
+    make_decoder(parsed, load_decoder_models(parsed, e.model, e.target, vq, torch::kCPU));
     FAIL() << "accepted kv = 3";
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("job.yaml:4: decoder.kv: kh 5, kv 3 but"), std::string::npos) << err.what();

@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_factory.h"
+#include "decoding/decoder_registry.h"
 #include "decoding/zipar.h"
 #include "models/load.h"
 #include "models/model_config.h"
@@ -50,11 +50,11 @@ TEST(ZipAr, JobFileWindowIsChecked) {
   DecoderSpec spec;
   spec.name = "zipar";
   spec.name_where = "job.yaml:3: decoder.name";
-  validate_decoder_spec(spec);
+  parse_decoder(spec);
   spec.params["window"] = 0;
   spec.where["window"] = "job.yaml:4: decoder.window";
   try {
-    validate_decoder_spec(spec);
+    parse_decoder(spec);
     FAIL() << "accepted window 0";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("job.yaml:4: decoder.window: must be a whole number", 0), 0u) << e.what();
@@ -62,7 +62,7 @@ TEST(ZipAr, JobFileWindowIsChecked) {
   spec.params.clear();
   spec.params["delta"] = 0.1;  // no acceptance rule: nothing is drafted
   spec.where["delta"] = "job.yaml:4: decoder.delta";
-  EXPECT_THROW(validate_decoder_spec(spec), Error);
+  EXPECT_THROW(parse_decoder(spec), Error);
 }
 
 }  // namespace vispec

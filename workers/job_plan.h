@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "decoding/decoder_config.h"
 #include "io/job_config.h"
 #include "models/model_config.h"
 
@@ -63,6 +64,7 @@ std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::str
 struct JobPlan {
   JobConfig job;
   ModelConfig model;
+  DecoderConfig decoder;  // job.decoder parsed and checked against the model config
   SamplePlan plan;  // filled on rank 0 only (workers get each unit's UnitStart with the unit)
 };
 

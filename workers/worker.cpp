@@ -13,7 +13,8 @@
 #include "core/device.h"
 #include "core/fault_injection.h"
 #include "core/stop_signal.h"
-#include "decoding/decoder_factory.h"
+#include "decoding/decoder_registry.h"
+#include "decoding/sampler.h"
 #include "io/atomic_file.h"
 #include "io/image_tensor.h"
 #include "io/npy.h"
@@ -65,7 +66,7 @@ class UnitWriter {
       h.model = plan_.model.name;
       h.decoder = job.decoder.name;
       h.seed = job.seed;
-      const auto sp = sampling_params(job.decoder);
+      const auto& sp = plan_.decoder.sampling;
       h.cfg_scale = sp.cfg_scale;
       h.temperature = sp.temperature;
       h.top_k = double(sp.top_k);
@@ -88,7 +89,7 @@ class UnitWriter {
       VISPEC_CHECK(!nonfinite_watch::seen(), "unit ", unit.id, ", samples ", begin[start].sample_id, "..",
                    begin[start + B - 1].sample_id, ": non-finite logits (NaN or infinity) while decoding; a NaN in "
                    "the weights, an overflow in ", plan_.model.dtype, ", or an extreme cfg_scale (",
-                   sampling_params(job.decoder).cfg_scale, ")");
+                   plan_.decoder.sampling.cfg_scale, ")");
       const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
       if (distill) {
         const auto hidden = teacher_forced_hidden(models_.gpt, req.conditions, result.tokens, job.distill.streams);
@@ -176,8 +177,7 @@ std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const Worker
   // convolutions (im2col + BLAS) give the same bits whatever those are, at a small cost for the VQ decode.
   if (w->device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);
   w->models = load_models(plan.model, w->device);
-  w->decoder = make_decoder(plan.job.decoder, load_decoder_models(plan.job.decoder, plan.model, w->models.gpt,
-                                                                  w->models.vq, w->device));
+  w->decoder = make_decoder(plan.decoder, load_decoder_models(plan.decoder, plan.model, w->models.gpt, w->models.vq, w->device));
   w->make_request = std::make_unique<RequestBuilder>(plan.model, plan.job.seed, w->device);
   const auto traffic = weight_traffic();
   w->load = {seconds_since(t0), traffic.read_bytes - traffic0.read_bytes,

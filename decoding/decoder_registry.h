@@ -1,0 +1,73 @@
+// Where decoders come from. Each decoder's file registers an entry at its end: its name, a one-line summary,
+// the drafters it reads, how it reads its fields and how it is built. Adding a decoder touches its own file,
+// its test and the README; nothing here names any decoder.
+//
+//   namespace {
+//   DecoderEntry sd_entry() {
+//     DecoderEntry e;
+//     e.name = "sd";
+//     e.summary = "speculative decoding with a small draft GPT (Leviathan et al.)";
+//     e.drafters = {Drafter::kDraftGpt};
+//     e.read = [](DecoderFields& f, DecoderConfig& c) { ... c.method = SdSettings{f.whole("gamma", 4, 1, 64)}; };
+//     e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> { ... };
+//     return e;
+//   }
+//   const DecoderRegistration kSdRegistration(sd_entry());
+//   }  // namespace
+//
+// The registrations run before main() (the build links every object of the decoding library: CMakeLists.txt).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "decoding/codebook_neighbours.h"
+#include "decoding/decoder.h"
+#include "decoding/decoder_config.h"
+#include "decoding/decoder_fields.h"
+#include "models/eagle_drafter.h"
+#include "models/gpt.h"
+#include "models/model_config.h"
+#include "models/mulo_resamplers.h"
+#include "models/ssd_heads.h"
+#include "models/vq.h"
+
+namespace vispec {
+
+// The networks a decoder may use, on one device, in eval mode: the target, and what load_decoder_models()
+// loads for the decoder's drafters.
+struct DecoderModels {
+  Gpt target{nullptr};
+  Gpt draft_gpt{nullptr};
+  EagleDrafter eagle{nullptr};
+  SsdHeads ssd{nullptr};
+  Gpt mulo_gpt{nullptr};                    // MuLo-SD: the half-resolution drafter,
+  MuloResamplers mulo_resamplers{nullptr};  // its U_2 / D_2
+  VqModel vq{nullptr};                      // and the tokenizer whose codes they map
+  std::shared_ptr<const CodebookNeighbours> neighbours;  // config.neighbours per code, when it reads any
+};
+
+struct DecoderEntry {
+  std::string name;
+  std::string summary;              // one line: the method and where it comes from
+  std::vector<Drafter> drafters;
+  // Reads the decoder's own fields (the sampling fields are read for every decoder) into config.method;
+  // a decoder that verifies by a rule sets config.accept with read_acceptance() and takes_rule.
+  std::function<void(DecoderFields&, DecoderConfig&)> read;
+  // Optional: checks against the model config beyond the drafters (tree widths against the vocabulary).
+  std::function<void(const DecoderConfig&, const ModelConfig&)> check_model;
+  std::function<std::unique_ptr<Decoder>(const DecoderConfig&, const DecoderModels&)> build;
+};
+
+struct DecoderRegistration {
+  explicit DecoderRegistration(DecoderEntry entry);
+};
+
+// Loads what the decoder's drafters need (in the target's dtype, on `device`) and the codebook neighbours.
+DecoderModels load_decoder_models(const DecoderConfig& config, const ModelConfig& model, Gpt target, VqModel vq,
+                                  torch::Device device);
+std::unique_ptr<Decoder> make_decoder(const DecoderConfig& config, const DecoderModels& models);
+
+}  // namespace vispec
