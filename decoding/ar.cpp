@@ -3,6 +3,7 @@
 #include "decoding/ar.h"
 
 #include "core/rng.h"
+#include "decoding/decode_rows.h"
 #include "decoding/decoder_registry.h"
 
 namespace vispec {
@@ -29,7 +30,7 @@ DecodeResult ArDecoder::decode(const DecodeRequest& request) {
     out = target_.decode_block(cache, next.view({B, 1}), pos, step_mask);
     cache.keep_all();
   }
-  tokens = tokens.cpu();
+  tokens = read_to_host(tokens);
   DecodeResult result{tokens, std::vector<SampleStats>(B)};
   for (auto& s : result.stats) {
     s.target_forwards = N;  // the prefill plus N - 1 single-token steps

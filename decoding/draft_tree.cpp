@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
-#include <numeric>
 
 #include "core/check.h"
+#include "decoding/decode_rows.h"
 
 namespace vispec {
 
@@ -65,126 +66,114 @@ TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<in
   return {tok, pos, tree_masks(trees, T)};
 }
 
-namespace {
-struct Candidate {
-  int64_t token, parent;  // parent: candidate index, -1 = the root
-  int64_t level;
-  double score;
-};
-}  // namespace
-
 std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
                                            const TreeShape& shape, const TreeExpand& expand) {
   return build_dynamic_trees(root_log_probs, roots,
                              std::vector<TreeShape>(size_t(root_log_probs.size(0)), shape), expand);
 }
 
+// Every row at once, where the log-probs are: the candidates of each level are one [B, n] block (level 0: the
+// root's K children; level l + 1: the K^2 children of level l's frontier), and the only read is of the chosen
+// trees at the end. Rows may ask for different shapes (ADT-Tree): the blocks are sized by the largest; in a
+// smaller row the candidates beyond its own top_k or depth score -inf, so they are expanded with the rest but
+// never chosen.
 std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
                                            const std::vector<TreeShape>& shapes, const TreeExpand& expand) {
-  // Rows may ask for different shapes (ADT-Tree): the block is sized by the largest; in a smaller row the
-  // nodes beyond its own top_k or depth are scored -inf, so they are expanded with the rest but never chosen.
   const int64_t B = root_log_probs.size(0);
   int64_t K = 1, D = 0;
+  std::vector<int64_t> row_k, row_depth, row_nodes;
   for (const auto& s : shapes) {
     VISPEC_ASSERT(s.top_k >= 1 && s.depth >= 0 && s.total_tokens >= 1, "tree shape");
     K = std::max(K, s.top_k);
     D = std::max(D, s.depth);
+    row_k.push_back(s.top_k);
+    row_depth.push_back(s.depth);
+    row_nodes.push_back(s.total_tokens - 1);
   }
+  const auto device = root_log_probs.device();
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const double kNone = -std::numeric_limits<double>::infinity();
-  // Per row, which nodes of the newest frontier level may be expanded (the root's children: all K; those
-  // beyond a row's top_k already score -inf).
-  std::vector<std::vector<char>> expandable(static_cast<size_t>(B), std::vector<char>(static_cast<size_t>(K), 1));
-  std::vector<std::vector<Candidate>> cands(static_cast<size_t>(B));
-  std::vector<std::vector<int64_t>> frontier(static_cast<size_t>(B));  // candidate indices of every frontier level, in order
-  {
-    // top-k where the log-probs are (the GPU); only the [B, K] winners come to the CPU
-    const auto [lp_dev, idx_dev] = root_log_probs.topk(K, -1);
-    const auto lp = lp_dev.to(torch::kCPU, torch::kFloat64), idx = idx_dev.to(torch::kCPU);
-    const auto lp_a = lp.accessor<double, 2>();
-    const auto idx_a = idx.accessor<int64_t, 2>();
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t j = 0; j < K; ++j) {
-        const double score = j < shapes[size_t(b)].top_k ? lp_a[b][j] : kNone;
-        cands[size_t(b)].push_back({idx_a[b][j], -1, 0, score});
-        frontier[size_t(b)].push_back(j);
-      }
-  }
+  // Each row's shape: [B, 3] = top_k, depth, nodes to choose (one upload).
+  const auto shape_t = torch::tensor(row_k, torch::kInt64).view({B, 1});
+  const auto own = torch::cat({shape_t, torch::tensor(row_depth, torch::kInt64).view({B, 1}),
+                               torch::tensor(row_nodes, torch::kInt64).view({B, 1})}, 1).to(device);
+  const auto own_k = own.select(1, 0), own_depth = own.select(1, 1), own_nodes = own.select(1, 2);
+  const auto j = torch::arange(K, i64);
+  const auto beyond_k = j.view({1, K}).ge(own_k.view({B, 1}));  // [B, K]: slot j is past the row's top_k
+
+  // Level 0: the root's children.
+  const auto [lp0, idx0] = root_log_probs.topk(K, -1);
+  auto score = lp0.to(torch::kFloat64).masked_fill(beyond_k, kNone);  // [B, K] the newest frontier's scores
+  std::vector<torch::Tensor> cand_token{idx0}, cand_parent{torch::full({B, K}, -1, i64)}, cand_score{score};
+  auto frontier = j.view({1, K}).expand({B, K});                    // candidate index of every frontier node
+  auto tokens = idx0;                                               // [B, M] their tokens,
+  auto parent_slot = torch::full({B, K}, -1, i64);                  // their parents' frontier slots,
+  auto mask = torch::eye(K, i64.dtype(torch::kBool)).unsqueeze(0).expand({B, K, K});  // their ancestry
+  auto expandable = torch::ones({B, K}, i64.dtype(torch::kBool));
+  int64_t offset = K;  // candidates so far
   for (int64_t level = 0; level < D; ++level) {
-    const int64_t M = K * (level + 1);  // frontier levels 0 .. level
-    auto tokens = torch::empty({B, M}, torch::kInt64), parent_slot = torch::empty({B, M}, torch::kInt64);
-    auto mask = torch::eye(M, torch::kBool).unsqueeze(0).repeat({B, 1, 1});
-    auto tok_a = tokens.accessor<int64_t, 2>(), slot_a = parent_slot.accessor<int64_t, 2>();
-    auto mask_a = mask.accessor<bool, 3>();
-    for (int64_t b = 0; b < B; ++b) {
-      const auto& f = frontier[size_t(b)];
-      for (int64_t m = 0; m < M; ++m) {
-        const auto& c = cands[size_t(b)][size_t(f[size_t(m)])];
-        tok_a[b][m] = c.token;
-        // The parent of a level-l frontier node is a level-(l-1) frontier node: find its slot.
-        int64_t slot = -1;
-        if (c.parent >= 0) slot = int64_t(std::find(f.begin(), f.end(), c.parent) - f.begin());
-        slot_a[b][m] = slot;
-        for (int64_t a = slot; a >= 0; a = slot_a[b][a]) mask_a[b][m][a] = true;
-      }
-    }
+    const int64_t M = K * (level + 1);
     const auto [new_lp, new_idx] = expand(tokens, parent_slot, mask, level).topk(K, -1);  // [B, K, K] each
-    const auto children_lp = new_lp.to(torch::kCPU, torch::kFloat64), children_idx = new_idx.to(torch::kCPU);
-    for (int64_t b = 0; b < B; ++b) {
-      auto& cb = cands[size_t(b)];
-      auto& f = frontier[size_t(b)];
-      const auto child_lp = children_lp[b], child_idx = children_idx[b];  // children of the newest frontier level
-      std::vector<double> parent_score(static_cast<size_t>(K));
-      for (int64_t i = 0; i < K; ++i) parent_score[size_t(i)] = cb[size_t(f[size_t(M - K + i)])].score;
-      auto cu = child_lp + torch::tensor(parent_score, torch::kFloat64).unsqueeze(1);
-      const auto& own = shapes[size_t(b)];
-      if (level >= own.depth) cu.fill_(kNone);                          // deeper than this row's tree
-      for (int64_t i = 0; i < K; ++i)
-        if (!expandable[size_t(b)][size_t(i)]) cu[i].fill_(kNone);
-      if (own.top_k < K) cu.narrow(1, own.top_k, K - own.top_k).fill_(kNone);  // more children than its top_k
-      const int64_t first = int64_t(cb.size());
-      const auto idx_a = child_idx.accessor<int64_t, 2>();
-      const auto cu_a = cu.accessor<double, 2>();
-      for (int64_t i = 0; i < K; ++i)
-        for (int64_t j = 0; j < K; ++j) cb.push_back({idx_a[i][j], f[size_t(M - K + i)], level + 1, cu_a[i][j]});
-      const auto best = std::get<1>(cu.reshape(-1).topk(K)).contiguous();
-      const int64_t* best_p = best.data_ptr<int64_t>();
-      for (int64_t j = 0; j < K; ++j) {
-        const int64_t chosen = first + best_p[j];
-        f.push_back(chosen);
-        // A frontier wider than the row's top_k: the extra nodes stay candidates but are not expanded.
-        expandable[size_t(b)][size_t(j)] = j < own.top_k;
-      }
-    }
+    // A child's score is its path's summed log-prob; none in a row already as deep as its tree, under a
+    // frontier node the row does not expand, or past its top_k.
+    auto cu = new_lp.to(torch::kFloat64) + score.unsqueeze(2);
+    const auto dead = own_depth.le(level).view({B, 1, 1})
+                          .logical_or(expandable.logical_not().view({B, K, 1}))
+                          .logical_or(beyond_k.view({B, 1, K}));
+    const auto flat = cu.masked_fill(dead, kNone).reshape({B, K * K});
+    const auto child_tokens = new_idx.reshape({B, K * K});
+    cand_token.push_back(child_tokens);
+    cand_parent.push_back(frontier.narrow(1, M - K, K).unsqueeze(2).expand({B, K, K}).reshape({B, K * K}));
+    cand_score.push_back(flat);
+    // The next frontier: the K best children (row-wise), each under its parent at frontier slot M - K + i.
+    const auto best = std::get<1>(flat.topk(K, -1));  // [B, K]
+    const auto slot = best.div(K, "floor") + (M - K);
+    frontier = torch::cat({frontier, best + offset}, 1);
+    tokens = torch::cat({tokens, child_tokens.gather(1, best)}, 1);
+    parent_slot = torch::cat({parent_slot, slot}, 1);
+    score = flat.gather(1, best);
+    // A new node's ancestry: its parent's, and itself.
+    const auto inherited = mask.gather(1, slot.unsqueeze(2).expand({B, K, M}));  // [B, K, M]
+    const auto own_rows = torch::cat({inherited, torch::eye(K, mask.options()).unsqueeze(0).expand({B, K, K})}, 2);
+    mask = torch::cat({torch::cat({mask, torch::zeros({B, M, K}, mask.options())}, 2), own_rows}, 1);
+    expandable = beyond_k.logical_not();  // a frontier wider than the row's top_k: the extras stay candidates
+    offset += K * K;
   }
-  // Rerank: the best total_tokens - 1 candidates overall, kept in candidate (level) order.
+
+  // Rerank: each row's best total_tokens - 1 finite candidates (ties in candidate order), then, level by
+  // level, drop any whose parent was cut (it lost a tie at the cut: a node without its path is unverifiable).
+  const auto all_score = torch::cat(cand_score, 1), all_parent = torch::cat(cand_parent, 1);
+  const int64_t C = all_score.size(1);
+  const auto order = std::get<1>(all_score.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true));
+  const auto rank = torch::empty_like(order).scatter_(1, order, torch::arange(C, i64).view({1, C}).expand({B, C}));
+  auto keep = rank.lt(own_nodes.view({B, 1})).logical_and(all_score.isfinite());
+  for (int64_t level = 1, start = K; level <= D; start += K * K, ++level) {
+    auto seg = keep.narrow(1, start, K * K);
+    seg.logical_and_(keep.gather(1, all_parent.narrow(1, start, K * K)));
+  }
+  // One read: tokens, parents, kept flags and the scores' bits.
+  const auto host = read_to_host(torch::stack(
+      {torch::cat(cand_token, 1), all_parent, keep.to(torch::kInt64), all_score.contiguous().view(torch::kInt64)}));
+  const auto h = host.accessor<int64_t, 3>();
   std::vector<DraftTree> trees(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
-    const auto& cb = cands[size_t(b)];
-    std::vector<int64_t> order(cb.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return cb[size_t(x)].score > cb[size_t(y)].score; });
-    std::vector<char> chosen(cb.size(), 0);
-    int64_t count = 0;
-    for (int64_t i : order) {
-      if (count == shapes[size_t(b)].total_tokens - 1 || !std::isfinite(cb[size_t(i)].score)) break;
-      chosen[size_t(i)] = 1;
-      ++count;
-    }
     auto& t = trees[size_t(b)];
     t.token = {roots[size_t(b)]};
     t.parent = {-1};
     t.depth = {0};
     t.score = {0.0};
-    std::vector<int64_t> node_of(cb.size(), -1);
-    for (size_t i = 0; i < cb.size(); ++i) {
-      if (!chosen[i]) continue;
-      const int64_t parent = cb[i].parent < 0 ? 0 : node_of[size_t(cb[i].parent)];
-      if (parent < 0) continue;  // its parent lost a tie at the cut: a child without its path is unverifiable
-      node_of[i] = t.size();
-      t.token.push_back(cb[i].token);
-      t.parent.push_back(parent);
-      t.depth.push_back(cb[i].level + 1);
-      t.score.push_back(cb[i].score);
+    std::vector<int64_t> node_of(static_cast<size_t>(C), -1);
+    for (int64_t c = 0; c < C; ++c) {
+      if (!h[2][b][c]) continue;
+      const int64_t parent = h[1][b][c];
+      node_of[size_t(c)] = t.size();
+      t.token.push_back(h[0][b][c]);
+      t.parent.push_back(parent < 0 ? 0 : node_of[size_t(parent)]);
+      t.depth.push_back(c < K ? 1 : (c - K) / (K * K) + 2);
+      double sc;
+      const int64_t bits = h[3][b][c];
+      std::memcpy(&sc, &bits, sizeof sc);
+      t.score.push_back(sc);
     }
   }
   return trees;

@@ -21,8 +21,11 @@
 // rank) for the tests, kSample/kResample for the next token.
 #include "decoding/eagle1.h"
 
+#include <cstring>
+
 #include "core/check.h"
 #include "core/rng.h"
+#include "decoding/decode_rows.h"
 #include "decoding/draft_tree.h"
 #include "decoding/decoder_registry.h"
 #include "decoding/eagle_pairs.h"
@@ -44,7 +47,7 @@ std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Te
     tokens.push_back(idx);
     probs.push_back(prob);
   }
-  return {torch::cat(tokens, -1).cpu(), torch::cat(probs, -1).cpu()};
+  return {torch::cat(tokens, -1), torch::cat(probs, -1)};
 }
 
 Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
@@ -88,6 +91,43 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   for (int64_t d = 0, offset = 0; d < L; offset += int64_t(expanded[size_t(d)].size()), ++d)
     for (size_t m = 0; m < expanded[size_t(d)].size(); ++m) q_slot[0][expanded[size_t(d)][m]] = offset + int64_t(m);
   q_slot = q_slot.to(device);
+  // Per depth d, constant over iterations: where the draws of expanded[d]'s nodes go (children[d]: the child
+  // nodes, drawn_at[d]: each one's entry m * n + rank in that level's [M, n] draws), and the next depth's
+  // drafter block: its nodes, their parents' entries and their ancestry within the block.
+  struct Level {
+    int64_t draws = 0;                  // n: draws per expanded node
+    torch::Tensor children, drawn_at;   // [c] each
+    torch::Tensor next_nodes, parent_slot, mask;  // [K], [K], [K, W]
+  };
+  std::vector<Level> levels(static_cast<size_t>(L));
+  for (int64_t d = 0; d < L; ++d) {
+    const auto& nodes = expanded[size_t(d)];
+    auto& lv = levels[size_t(d)];
+    for (int64_t i : nodes) lv.draws = std::max(lv.draws, tree_.draws[size_t(i)]);
+    std::vector<int64_t> kids, at;
+    for (size_t m = 0; m < nodes.size(); ++m)
+      for (int64_t child : children[size_t(nodes[m])]) {
+        kids.push_back(child);
+        at.push_back(int64_t(m) * lv.draws + tree_.rank[size_t(child)]);
+      }
+    lv.children = torch::tensor(kids, torch::kInt64).to(device);
+    lv.drawn_at = torch::tensor(at, torch::kInt64).to(device);
+    if (d + 1 >= L || expanded[size_t(d + 1)].empty()) continue;
+    const auto& next = expanded[size_t(d + 1)];
+    const int64_t K = int64_t(next.size()), W = entry[size_t(next[0])] + K;
+    auto parent_slot = torch::zeros({K}, torch::kInt64);
+    auto mask = torch::zeros({K, W}, torch::kBool);
+    auto ps = parent_slot.accessor<int64_t, 1>();
+    auto ma = mask.accessor<bool, 2>();
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t node = next[size_t(k)];
+      ps[k] = entry[size_t(tree_.parent[size_t(node)])] + 1;
+      for (int64_t a = node; a > 0; a = tree_.parent[size_t(a)]) ma[k][entry[size_t(a)]] = true;
+    }
+    lv.next_nodes = torch::tensor(next, torch::kInt64).to(device);
+    lv.parent_slot = parent_slot.to(device);
+    lv.mask = mask.to(device);
+  }
 
   // Guided drafter distribution: the processed one (raw CFG softmax at T = 0, whose top-n are the drafts).
   auto draft_probs = [&](const torch::Tensor& features) {  // [R, M, D] -> [B, M, V]
@@ -114,15 +154,12 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     IterationTimes times;
     t0 = IterationTimes::Clock::now();
     const auto catchup = pairs.catch_up(dcache, root_index);  // [R, D]
-    std::vector<DraftTree> trees(static_cast<size_t>(B));
-    for (auto& t : trees) {
-      t.token.assign(size_t(T), 0);
-      t.parent = tree_.parent;
-      t.depth = tree_.depth;
-      t.score.assign(size_t(T), 0.0);
-    }
-    for (int64_t b = 0; b < B; ++b) trees[size_t(b)].token[0] = roots[size_t(b)];
-    std::vector<double> draw_prob(static_cast<size_t>(B * T), 0.0);  // conditional draw probability of each node
+    // Every row's node tokens and conditional draw probabilities stay on the device while the tree is drafted
+    // (the next depth's inputs are gathered there) and come to the host once, after the last depth.
+    auto node_tok = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+    auto node_prob = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+    node_tok.select(1, 0).copy_(torch::tensor(roots, i64).to(device));
+    const auto root_cells = torch::tensor(root_index, i64).to(device).view({B, 1});
     std::vector<torch::Tensor> level_q;  // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
     torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
     int64_t draft_forwards = 1;
@@ -130,13 +167,12 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     for (int64_t d = 0; d < L; ++d) {
       const auto& nodes = expanded[size_t(d)];
       if (nodes.empty()) break;
-      const int64_t M = int64_t(nodes.size());
-      int64_t n = 0;
-      for (int64_t i : nodes) n = std::max(n, tree_.draws[size_t(i)]);
+      const auto& lv = levels[size_t(d)];
+      const int64_t M = int64_t(nodes.size()), n = lv.draws;
       torch::Tensor drawn, cond_prob;  // [B, M, n]
       if (params_.greedy()) {
-        drawn = std::get<1>(level_q[size_t(d)].topk(n, -1)).cpu();
-        cond_prob = torch::ones({B, M, n}, torch::kFloat64);
+        drawn = std::get<1>(level_q[size_t(d)].topk(n, -1));
+        cond_prob = torch::ones({B, M, n}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
       } else {
         auto u = torch::empty({B, M, n}, torch::kFloat64);
         auto ua = u.accessor<double, 3>();
@@ -147,35 +183,37 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
                                     Purpose::kDraft, uint32_t(nodes[size_t(m)] * 64 + j));
         std::tie(drawn, cond_prob) = draw_without_replacement(level_q[size_t(d)], u);
       }
-      auto da = drawn.accessor<int64_t, 3>();
-      auto pa = cond_prob.accessor<double, 3>();
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t child : children[size_t(nodes[size_t(m)])])
-          for (int64_t b = 0; b < B; ++b) {
-            trees[size_t(b)].token[size_t(child)] = da[b][m][tree_.rank[size_t(child)]];
-            draw_prob[size_t(b * T + child)] = pa[b][m][tree_.rank[size_t(child)]];
-          }
+      node_tok.index_copy_(1, lv.children, drawn.reshape({B, M * n}).index_select(1, lv.drawn_at));
+      node_prob.index_copy_(1, lv.children, cond_prob.reshape({B, M * n}).index_select(1, lv.drawn_at));
       // The drafter at the next depth's expanded nodes: input = (its parent's output, its token).
-      if (d + 1 >= L || expanded[size_t(d + 1)].empty()) break;
-      const auto& next = expanded[size_t(d + 1)];
-      const int64_t K = int64_t(next.size()), first = entry[size_t(next[0])], W = first + K;
-      auto tok = torch::zeros({B, K}, i64), parent_slot = torch::zeros({K}, i64);
-      auto mask = torch::zeros({K, W}, torch::kBool);
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t node = next[size_t(k)];
-        for (int64_t b = 0; b < B; ++b) tok[b][k] = trees[size_t(b)].token[size_t(node)];
-        parent_slot[k] = entry[size_t(tree_.parent[size_t(node)])] + 1;
-        for (int64_t a = node; a > 0; a = tree_.parent[size_t(a)]) mask[k][entry[size_t(a)]] = true;
-      }
+      if (!lv.next_nodes.defined()) break;
+      const int64_t K = lv.next_nodes.size(0), first = entry[size_t(expanded[size_t(d + 1)][0])];
       auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
       auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
-      auto cells = (torch::tensor(root_index, i64).view({B, 1}) + d + 1).clamp_max(N - 1).expand({B, K});
+      auto cells = (root_cells + d + 1).clamp_max(N - 1).expand({B, K});
       if (first > 0) dcache.extend_pending();
-      auto out = drafter_(source.index_select(1, parent_slot.to(device)), gpt->tok_embeddings(twice(tok).to(device)),
-                          twice(cells).to(device), mask.to(device), &dcache);
+      auto out = drafter_(source.index_select(1, lv.parent_slot),
+                          gpt->tok_embeddings(twice(node_tok.index_select(1, lv.next_nodes))), twice(cells), lv.mask,
+                          &dcache);
       drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
       level_q.push_back(draft_probs(out));
       ++draft_forwards;
+    }
+    // One read: every row's drafted tokens and their draw probabilities' bits.
+    const auto host = read_to_host(torch::stack({node_tok, node_prob.view(torch::kInt64)}));
+    const auto h = host.accessor<int64_t, 3>();
+    std::vector<DraftTree> trees(static_cast<size_t>(B));
+    std::vector<double> draw_prob(static_cast<size_t>(B * T), 0.0);  // conditional draw probability of each node
+    for (int64_t b = 0; b < B; ++b) {
+      auto& t = trees[size_t(b)];
+      t.parent = tree_.parent;
+      t.depth = tree_.depth;
+      t.score.assign(size_t(T), 0.0);
+      for (int64_t i = 0; i < T; ++i) {
+        t.token.push_back(h[0][b][i]);
+        const int64_t bits = h[1][b][i];
+        std::memcpy(&draw_prob[size_t(b * T + i)], &bits, sizeof(double));
+      }
     }
     times.draft_ms = IterationTimes::lap(t0);
 

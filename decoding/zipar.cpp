@@ -20,6 +20,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "decoding/decode_rows.h"
 #include "decoding/decoder_registry.h"
 
 namespace vispec {
@@ -55,7 +56,7 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   auto tokens = torch::zeros({B, N}, torch::kInt64);
   auto sample = [&](const torch::Tensor& logits, int64_t index) {  // logits [B, V] -> tokens[:, index]
     auto u = uniforms(request.seed, request.sample_ids, uint32_t(index), Purpose::kSample);
-    tokens.select(1, index).copy_(sample_from_probs(target_probs(logits, params_), u).to(torch::kCPU));
+    tokens.select(1, index).copy_(read_to_host(sample_from_probs(target_probs(logits, params_), u)));
   };
 
   auto out = target_.prefill(cache, request.conditions);
