@@ -53,16 +53,21 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   const int64_t s = std::clamp<int64_t>(window_, 1, W);
   const auto device = target_.gpt()->tok_embeddings->weight.device();
   auto cache = target_.make_cache(B, H + 1);  // room for the placeholders
-  auto tokens = torch::zeros({B, N}, torch::kInt64);
-  auto sample = [&](const torch::Tensor& logits, int64_t index) {  // logits [B, V] -> tokens[:, index]
-    auto u = uniforms(request.seed, request.sample_ids, uint32_t(index), Purpose::kSample);
-    tokens.select(1, index).copy_(read_to_host(sample_from_probs(target_probs(logits, params_), u)));
+  // Tokens and every cell's uniform live on the device: a step's inputs are gathered there and its samples
+  // written there, so the loop never waits for the host (the schedule does not depend on the tokens).
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  auto tokens = torch::zeros({B, N}, i64);
+  const auto u = uniform_table(request.seed, request.sample_ids, uint32_t(N), Purpose::kSample).to(device);
+  // logits [B, k, V] -> tokens at raster indices `cells` (k of them)
+  auto sample = [&](const torch::Tensor& logits, const std::vector<int64_t>& cells) {
+    const auto at = torch::tensor(cells, torch::kInt64).to(device);
+    tokens.index_copy_(1, at, sample_from_probs(target_probs(logits, params_), u.index_select(1, at)));
   };
 
   auto out = target_.prefill(cache, request.conditions);
   cache.keep_all();
   std::vector<CacheEntry> entries(size_t(out.hidden.size(1)), CacheEntry{-1, true});
-  sample(out.logits.select(1, out.logits.size(1) - 1), 0);
+  sample(out.logits.narrow(1, out.logits.size(1) - 1, 1), {0});
   std::vector<int64_t> count(size_t(H), 0);  // tokens sampled per row
   std::vector<char> started(size_t(H), 0);
   count[0] = 1;
@@ -105,21 +110,24 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
       source.push_back(feeds[size_t(i)].source);
       position.push_back(feeds[size_t(i)].position);
     }
-    auto tok = tokens.index_select(1, torch::tensor(source, torch::kInt64));
-    auto pos = torch::tensor(position, torch::kInt64).unsqueeze(0).expand({B, T}).contiguous();
+    auto tok = tokens.index_select(1, torch::tensor(source, torch::kInt64).to(device));
+    auto pos = torch::tensor(position, torch::kInt64).to(device).unsqueeze(0).expand({B, T});
     cache.restrict_committed(committed);
-    out = target_.decode_block(cache, tok.to(device), pos.to(device), block);
+    out = target_.decode_block(cache, tok, pos, block);
     cache.keep_all();
     ++forwards;
     for (const auto& f : feeds) entries.push_back({f.position, true});
 
+    std::vector<int64_t> outputs, cells;  // the feeds whose outputs give a row's next token, and its cell
     for (int64_t i = 0; i < T; ++i) {
       const int64_t r = feeds[size_t(i)].predicts_row;
       if (r < 0) continue;
-      sample(out.logits.select(1, i), r * W + count[size_t(r)]);
+      outputs.push_back(i);
+      cells.push_back(r * W + count[size_t(r)]);
       started[size_t(r)] = 1;
       if (++count[size_t(r)] == W && r + 1 < H) finished.push_back(r);
     }
+    sample(out.logits.index_select(1, torch::tensor(outputs, torch::kInt64).to(device)), cells);
     // Rows that may start now: row 1 once row 0 is complete, row r + 1 once row r has s tokens.
     for (int64_t r = 0; r + 1 < H; ++r)
       if (!started[size_t(r + 1)] && count[size_t(r)] >= (r == 0 ? W : s)) {
@@ -129,7 +137,7 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   }
   VISPEC_ASSERT(forwards == zipar_forwards(H, W, s), "ZipAR took ", forwards, " forwards, schedule says ",
                 zipar_forwards(H, W, s));
-  DecodeResult result{tokens, std::vector<SampleStats>(size_t(B))};
+  DecodeResult result{read_to_host(tokens), std::vector<SampleStats>(size_t(B))};
   for (auto& st : result.stats) {
     st.target_forwards = forwards;
     st.tokens = N;
