@@ -16,7 +16,7 @@
 //                  t0 straight from step 3 (its prefix is final), each later u after one forward of the final
 //                  tokens since the previous one
 // The target cache keeps the final prefix up to the first position that changed; the rest is fed again by the
-// next forward. Not lossless: drafts after t0 outside R_X keep a context that was resampled, and tau accepts
+// next forward. Tokens stay on the device; the host reads the verdicts once per span and schedules the rest. Not lossless: drafts after t0 outside R_X keep a context that was resampled, and tau accepts
 // tokens the target finds unlikely. tau > 1 rejects everything and the decoder is AR (the tests check both
 // ends: tau > 1 gives AR's tokens, tau = 0 keeps every draft).
 // Randomness per (seed, sample id, position): kDraft at low-res positions for the drafter; kSample, AR's key,
@@ -60,22 +60,39 @@ std::vector<int64_t> first_indices(int64_t count) {
 }
 
 // One forward of per-row blocks of different lengths: row b feeds tokens[b][from[b] .. from[b] + len[b]) at
-// those positions, padded at the end to the longest (a causal mask keeps the padding out of every real
-// query's view). Returns the guided logits [B, T, V]; the caller keeps what it needs of each row's block.
+// those positions, padded at the end to the longest with token 0 (a causal mask keeps the padding out of every
+// real query's view). tokens [B, N] on the model's device; the schedule (from, len) is the host's, so nothing
+// is read back. Returns the guided logits [B, T, V]; the caller keeps what it needs of each row's block.
 torch::Tensor ragged_forward(CfgModel& model, KvCache& cache, const torch::Tensor& tokens,
                              const std::vector<int64_t>& from, const std::vector<int64_t>& len, int64_t max_position) {
   const int64_t B = tokens.size(0), T = std::max<int64_t>(1, *std::max_element(len.begin(), len.end()));
-  auto block = torch::zeros({B, T}, torch::kInt64), pos = torch::empty({B, T}, torch::kInt64);
-  auto blk = block.accessor<int64_t, 2>(), ps = pos.accessor<int64_t, 2>();
-  const auto tok = tokens.accessor<int64_t, 2>();
+  auto host = torch::empty({2, B, T}, torch::kInt64);  // positions, and 1 where a row's block is real
+  auto h = host.accessor<int64_t, 3>();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < T; ++i) {
-      const int64_t at = std::min(max_position, from[size_t(b)] + i);
-      ps[b][i] = at;
-      if (i < len[size_t(b)]) blk[b][i] = tok[b][at];
+      h[0][b][i] = std::min(max_position, from[size_t(b)] + i);
+      h[1][b][i] = i < len[size_t(b)] ? 1 : 0;
     }
-  const auto device = model.gpt()->tok_embeddings->weight.device();
-  return model.decode_block(cache, block, pos, causal_mask(T, device)).logits;
+  const auto device = tokens.device();
+  const auto in = host.to(device);
+  const auto block = tokens.gather(1, in[0]) * in[1];
+  return model.decode_block(cache, block, in[0], causal_mask(T, device)).logits;
+}
+
+// Each row's vector at one block entry: x [B, T, V] at entry[b] -> [B, V].
+torch::Tensor row_entries(const torch::Tensor& x, const std::vector<int64_t>& entry) {
+  const auto at = torch::tensor(entry, torch::kInt64).to(x.device());
+  const int64_t B = x.size(0), V = x.size(2);
+  return x.gather(1, at.view({B, 1, 1}).expand({B, 1, V})).squeeze(1);
+}
+
+// tokens[b][cell[b]] = value[b] where write[b]; other rows keep theirs (one scatter, no read).
+void write_cells(torch::Tensor& tokens, const std::vector<int64_t>& cell, const std::vector<char>& write,
+                 const torch::Tensor& value) {
+  const auto device = tokens.device();
+  const auto at = torch::tensor(cell, torch::kInt64).to(device).view({-1, 1});
+  const auto mask = torch::tensor(std::vector<int64_t>(write.begin(), write.end()), torch::kInt64).to(device).view({-1, 1});
+  tokens.scatter_(1, at, torch::where(mask.ne(0), value.view({-1, 1}), tokens.gather(1, at)));
 }
 }  // namespace
 
@@ -97,9 +114,12 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   const int64_t B = request.batch(), W = target_.gpt()->config().grid_size, N = W * W;
   const int64_t Wl = drafter_.gpt()->config().grid_size, L = std::min(2 * mulo_.rows, W) * W;
   const auto device = target_.gpt()->tok_embeddings->weight.device();
-  auto tokens = torch::zeros({B, N}, torch::kInt64);    // final high-res tokens, then drafts of the span
-  auto low = torch::zeros({B, Wl * Wl}, torch::kInt64); // low-res grid: D_2 rows above the span, drafts in it
-  auto tok = tokens.accessor<int64_t, 2>();
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  // The tokens live on the device: final high-res tokens, then the span's drafts; the low-res grid, D_2's rows
+  // above the span and the drafts in it. The host holds the schedule (what each row has fed, which positions
+  // it resamples) and reads the verdicts once per span; the tokens come back once, at the end.
+  auto tokens = torch::zeros({B, N}, i64);
+  auto low = torch::zeros({B, Wl * Wl}, i64);
   std::vector<SampleStats> stats(static_cast<size_t>(B));
   std::vector<int64_t> fed(static_cast<size_t>(B), 0);  // final tokens in each row's target cache
   int64_t low_fed = 0;                                   // low-res tokens in the drafter's cache (every row)
@@ -125,12 +145,12 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
 
     // ---- 7 down-sample the rows the last iteration finished; 1 the drafter reads them, then drafts
     if (n > 0) {
-      auto high = vq_->code_vectors(tokens.narrow(1, 0, n).to(device), n / W, W);
-      auto down = read_to_host(vq_->nearest(resamplers_->down(high)).second);  // [B, low_begin]
-      low.narrow(1, low_fed, low_begin - low_fed).copy_(down.narrow(1, low_fed, low_begin - low_fed));
-      down_ms = IterationTimes::lap(t);
+      auto high = vq_->code_vectors(tokens.narrow(1, 0, n), n / W, W);
+      const auto down = vq_->nearest(resamplers_->down(high)).second;  // [B, low_begin]
       const int64_t T = low_begin - low_fed;
-      auto pos = torch::arange(low_fed, low_begin, torch::kInt64).expand({B, T});
+      low.narrow(1, low_fed, T).copy_(down.narrow(1, low_fed, T));
+      down_ms = IterationTimes::lap(t);
+      auto pos = torch::arange(low_fed, low_begin, i64).expand({B, T});
       q_logits = drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1);
       dcache.keep_all();
       low_fed = low_begin;
@@ -138,13 +158,16 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     }
     const int64_t drafter_committed = dcache.length(0);
     const auto one = torch::ones({1, 1}, torch::kBool);
+    std::vector<torch::Tensor> draft_u;  // every low-res position's uniforms, uploaded at once
+    for (int64_t j = 0; j < low_count; ++j)
+      draft_u.push_back(uniforms(request.seed, request.sample_ids, uint32_t(low_begin + j), Purpose::kDraft));
+    const auto du = torch::stack(draft_u, 1).to(device);  // [B, low_count]
     for (int64_t j = 0; j < low_count; ++j) {
       const int64_t at = low_begin + j;
-      auto u = uniforms(request.seed, request.sample_ids, uint32_t(at), Purpose::kDraft);
-      auto y = read_to_host(sample_from_probs(target_probs(q_logits, params_), u));
+      const auto y = sample_from_probs(target_probs(q_logits, params_), du.select(1, j));
       low.select(1, at).copy_(y);
       if (j + 1 == low_count) break;
-      auto pos = torch::full({B, 1}, at, torch::kInt64);
+      auto pos = torch::full({B, 1}, at, i64);
       q_logits = drafter_.decode_block(dcache, y.view({B, 1}), pos, one).logits.select(1, 0);
       dcache.keep_all();
     }
@@ -153,28 +176,28 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
 
     // ---- 2 up-sample: the low-res rows so far -> the span's high-res rows
     const int64_t low_rows = (low_begin + low_count) / Wl;
-    auto up = resamplers_->up(vq_->code_vectors(low.narrow(1, 0, low_rows * Wl).to(device), low_rows, Wl));
-    auto drafts = read_to_host(vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second);  // [B, span]
+    auto up = resamplers_->up(vq_->code_vectors(low.narrow(1, 0, low_rows * Wl), low_rows, Wl));
+    const auto drafts = vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second;  // [B, span]
     tokens.narrow(1, n, span).copy_(drafts);
     up_ms = IterationTimes::lap(t);
 
     // ---- 3 verify: one target forward; p_t at drafted position n + t is output n + t - 1 - fed (the
-    // prefill's for position 0)
-    std::vector<int64_t> len(static_cast<size_t>(B));
-    for (int64_t b = 0; b < B; ++b) len[size_t(b)] = end - 1 - fed[size_t(b)];
-    auto p = target_probs(ragged_forward(target_, tcache, tokens, fed, len, N - 1), params_);
-    std::vector<torch::Tensor> rows;
+    // prefill's for position 0, where every row has fed nothing)
+    std::vector<int64_t> len(static_cast<size_t>(B)), start(static_cast<size_t>(B));
     for (int64_t b = 0; b < B; ++b) {
-      const int64_t first = n - 1 - fed[size_t(b)];
-      rows.push_back(n == 0 ? torch::cat({p_first[b].unsqueeze(0), p[b].narrow(0, 0, span - 1)})
-                            : p[b].narrow(0, first, span));
+      len[size_t(b)] = end - 1 - fed[size_t(b)];
+      start[size_t(b)] = n == 0 ? 0 : n - 1 - fed[size_t(b)];
     }
-    const auto P = torch::stack(rows);  // [B, span, V], on the device
+    auto p = target_probs(ragged_forward(target_, tcache, tokens, fed, len, N - 1), params_);
+    if (n == 0) p = torch::cat({p_first.unsqueeze(1), p}, 1);
+    const auto first = torch::tensor(start, torch::kInt64).to(device).view({B, 1});
+    const auto P = p.gather(1, (first + torch::arange(span, i64).view({1, span})).unsqueeze(2)
+                                   .expand({B, span, p.size(2)}));  // [B, span, V]
     times.verify_ms = IterationTimes::lap(t);
 
     // ---- 4 accept by pooled mass (every row and position at once, one read of the verdicts), 5 expand the
     // rejections; the cache keeps the prefix before t0
-    const auto x = drafts.to(device).reshape(-1);
+    const auto x = drafts.reshape(-1);
     const auto pooled = relaxed_masses(P.reshape({B * span, -1}), x, neighbour_table_.index_select(0, x), mulo_.k,
                                        torch::full({B * span}, mulo_.delta, P.options().dtype(torch::kFloat64)))
                             .p_tilde;
@@ -198,24 +221,22 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     }
     accept_ms = IterationTimes::lap(t);
 
-    // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position
+    // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position, every row at once
     std::vector<size_t> next(static_cast<size_t>(B), 0);
     {
-      std::vector<int64_t> at(static_cast<size_t>(B), 0);
+      std::vector<int64_t> cell(static_cast<size_t>(B), n), entry(static_cast<size_t>(B), 0);
+      std::vector<char> write(static_cast<size_t>(B), 0);
       auto u = torch::zeros({B}, torch::kFloat64);
+      auto ua = u.accessor<double, 1>();  // (u[b] = ... would be two ATen ops per row)
       for (int64_t b = 0; b < B; ++b)
         if (!expanded[size_t(b)].empty()) {
-          at[size_t(b)] = expanded[size_t(b)][0] - n;
-          u[b] = uniform(key(b), uint32_t(expanded[size_t(b)][0]), Purpose::kSample);
-        }
-      const auto idx = torch::tensor(at, torch::kInt64).to(device).view({B, 1, 1}).expand({B, 1, P.size(-1)});
-      const auto t0_tokens = read_to_host(sample_from_probs(P.gather(1, idx).squeeze(1), u.to(device)));
-      const auto ta = t0_tokens.accessor<int64_t, 1>();
-      for (int64_t b = 0; b < B; ++b)
-        if (!expanded[size_t(b)].empty()) {
-          tok[b][expanded[size_t(b)][0]] = ta[b];
+          cell[size_t(b)] = expanded[size_t(b)][0];
+          entry[size_t(b)] = cell[size_t(b)] - n;
+          write[size_t(b)] = 1;
+          ua[b] = uniform(key(b), uint32_t(cell[size_t(b)]), Purpose::kSample);
           next[size_t(b)] = 1;
         }
+      write_cells(tokens, cell, write, sample_from_probs(row_entries(P, entry), u));
     }
     for (;;) {
       std::vector<int64_t> ahead(static_cast<size_t>(B), 0);  // tokens each row feeds before its next position
@@ -227,15 +248,22 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
         }
       if (!any) break;
       auto logits = ragged_forward(target_, tcache, tokens, fed, ahead, N - 1);
+      std::vector<int64_t> cell(static_cast<size_t>(B), 0), entry(static_cast<size_t>(B), 0);
+      std::vector<char> write(static_cast<size_t>(B), 0);
+      auto u = torch::zeros({B}, torch::kFloat64);
+      auto ua = u.accessor<double, 1>();  // (u[b] = ... would be two ATen ops per row)
       for (int64_t b = 0; b < B; ++b) {
         if (ahead[size_t(b)] == 0) continue;
-        const int64_t u = expanded[size_t(b)][next[size_t(b)]++];
+        const int64_t at = expanded[size_t(b)][next[size_t(b)]++];
         target_.keep(tcache, b, first_indices(ahead[size_t(b)]));
-        fed[size_t(b)] = u;
-        auto pu = target_probs(logits[b][ahead[size_t(b)] - 1], params_);
-        tok[b][u] = sample_token(pu, uniform(key(b), uint32_t(u), Purpose::kSample));
+        fed[size_t(b)] = at;
+        cell[size_t(b)] = at;
+        entry[size_t(b)] = ahead[size_t(b)] - 1;
+        write[size_t(b)] = 1;
+        ua[b] = uniform(key(b), uint32_t(at), Purpose::kSample);
         ++stats[size_t(b)].target_forwards;
       }
+      write_cells(tokens, cell, write, sample_from_probs(target_probs(row_entries(logits, entry), params_), u));
     }
     times.resample_ms = IterationTimes::lap(t);
 
@@ -250,7 +278,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     n = end;
   }
   for (auto& s : stats) s.tokens = N;
-  return {tokens, stats};
+  return {read_to_host(tokens), stats};
 }
 
 namespace {

@@ -2,8 +2,7 @@
 // operator calls and host reads per iteration at batch 1, 8 and 32. A decoder built on the batched floor
 // (decoding/verify, decoding/decode_rows) issues the same operators whatever the batch, so its count per
 // iteration does not grow with the batch, and it waits for the host a small, fixed number of times per
-// iteration. The counts are printed and held for each decoder (MuLo-SD, whose drafters need trained models, is
-// counted by the bench).
+// iteration. The counts are printed and held for each decoder.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,6 +63,7 @@ TEST(DecodeOpCounts, RebuiltDecodersIssueTheSameOpsAtEveryBatchSize) {
   SsdHeads heads(target->config(), 3, 2);
   heads->eval();
   auto eagle = test::tiny_eagle_drafter(target->config(), 4);
+  const test::TinyMulo tiny_mulo;
   for (double temperature : {0.0, 1.0}) {
     const auto p = test::guided_sampling(temperature);
     const std::string t = temperature > 0 ? " T=1" : " T=0";
@@ -84,6 +84,11 @@ TEST(DecodeOpCounts, RebuiltDecodersIssueTheSameOpsAtEveryBatchSize) {
     expect_flat_counts(eagle1, "eagle1" + t, 4.5);
     ZipArDecoder zipar(target, p, 2);  // its tokens stay on the device: one read, at the end
     expect_flat_counts(zipar, "zipar" + t, 0.1);
+    MuloParams mp;  // a tau that rejects some drafts, so the local resampling runs
+    mp.tau = 0.08;
+    mp.radius = 1;
+    auto mulo = tiny_mulo.decoder(p, mp);  // one read of the verdicts per span, one at the end
+    expect_flat_counts(mulo, "mulo_sd" + t, 1.5);
   }
 }
 

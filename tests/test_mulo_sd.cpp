@@ -16,39 +16,6 @@
 namespace vispec {
 
 namespace {
-// A tiny target (4x4 grid, vocab 64) and a MuLo drafter for it: the same GPT family on a 2x2 grid, a VQ
-// codebook of 64 codes and resamplers, all random.
-struct TinyMulo {
-  Gpt target = test::tiny_gpt(1);
-  Gpt drafter{nullptr};
-  VqModel vq{nullptr};
-  MuloResamplers resamplers{nullptr};
-  std::shared_ptr<const CodebookNeighbours> neighbours;
-  TinyMulo() {
-    auto dc = test::tiny_gpt_config();
-    dc.grid_size = 2;
-    torch::manual_seed(7);
-    drafter = Gpt(dc);
-    auto vc = test::tiny_vq_config();
-    vc.codebook_size = 64;
-    vq = VqModel(vc);
-    MuloResamplerConfig rc;
-    rc.embed_dim = vc.codebook_embed_dim;
-    rc.width = 16;
-    resamplers = MuloResamplers(rc);
-    torch::NoGradGuard no_grad;
-    for (auto& p : drafter->parameters()) p.normal_(0.0, 0.3);
-    for (auto& p : resamplers->parameters()) p.normal_(0.0, 0.3);
-    for (torch::nn::Module* m : {static_cast<torch::nn::Module*>(drafter.get()), static_cast<torch::nn::Module*>(vq.get()),
-                                 static_cast<torch::nn::Module*>(resamplers.get())})
-      m->eval();
-    neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::build(vq->quantize->embedding->weight, 63));
-  }
-  MuloSdDecoder decoder(double temperature, MuloParams p) const {
-    return MuloSdDecoder(target, drafter, resamplers, vq, test::guided_sampling(temperature), p, neighbours);
-  }
-};
-
 MuloParams mulo(double tau, int64_t radius = 1, int64_t rows = 1) {
   MuloParams p;
   p.tau = tau;
@@ -97,13 +64,13 @@ TEST(MuloSd, ResamplersRoundTripShapesAndAreRowCausal) {
 }
 
 TEST(MuloSd, TauAboveOneRejectsEveryDraftAndIsAr) {
-  TinyMulo m;
+  test::TinyMulo m;
   const auto r = test::requests(0, 6);
   const int64_t N = 16;
   for (double temperature : {0.0, 1.0}) {
     const auto ar = ArDecoder(m.target, test::guided_sampling(temperature)).decode(r);
     for (int64_t rows : {1, 2}) {
-      const auto out = m.decoder(temperature, mulo(1.5, 1, rows)).decode(r);
+      const auto out = m.decoder(test::guided_sampling(temperature), mulo(1.5, 1, rows)).decode(r);
       EXPECT_TRUE(torch::equal(out.tokens, ar.tokens)) << "T " << temperature << " rows " << rows;
       for (const auto& s : out.stats) {
         EXPECT_EQ(s.accepted, 0);
@@ -120,10 +87,10 @@ TEST(MuloSd, TauAboveOneRejectsEveryDraftAndIsAr) {
 }
 
 TEST(MuloSd, TauZeroKeepsEveryDraftWithOneTargetForwardPerSpan) {
-  TinyMulo m;
+  test::TinyMulo m;
   const auto r = test::requests(0, 4);
   for (int64_t rows : {1, 2}) {
-    const auto out = m.decoder(1.0, mulo(0.0, 3, rows)).decode(r);
+    const auto out = m.decoder(test::guided_sampling(1.0), mulo(0.0, 3, rows)).decode(r);
     const int64_t spans = 4 / (2 * rows);
     for (const auto& s : out.stats) {
       EXPECT_EQ(s.accepted, 16);
@@ -138,13 +105,13 @@ TEST(MuloSd, TauZeroKeepsEveryDraftWithOneTargetForwardPerSpan) {
 }
 
 TEST(MuloSd, ASampleDoesNotDependOnItsBatch) {
-  TinyMulo m;
+  test::TinyMulo m;
   const int64_t B = 6;
   // tau 0.08: on these random weights some pooled masses fall below it and most do not (checked at the end).
-  const auto together = m.decoder(1.0, mulo(0.08, 1)).decode(test::requests(0, B));
+  const auto together = m.decoder(test::guided_sampling(1.0), mulo(0.08, 1)).decode(test::requests(0, B));
   double rejected = 0, kept = 0;
   for (int64_t b = 0; b < B; ++b) {
-    const auto alone = m.decoder(1.0, mulo(0.08, 1)).decode(test::requests(b, 1));
+    const auto alone = m.decoder(test::guided_sampling(1.0), mulo(0.08, 1)).decode(test::requests(b, 1));
     EXPECT_TRUE(torch::equal(alone.tokens[0], together.tokens[b])) << "sample " << b;
     const auto &s = together.stats[size_t(b)], &a = alone.stats[0];
     EXPECT_EQ(s.target_forwards, a.target_forwards) << "sample " << b;

@@ -49,4 +49,25 @@ EagleDrafter tiny_eagle_drafter(const GptConfig& c, uint64_t seed) {
   return d;
 }
 
+TinyMulo::TinyMulo() {
+  auto dc = test::tiny_gpt_config();
+  dc.grid_size = 2;
+  torch::manual_seed(7);
+  drafter = Gpt(dc);
+  auto vc = test::tiny_vq_config();
+  vc.codebook_size = 64;
+  vq = VqModel(vc);
+  MuloResamplerConfig rc;
+  rc.embed_dim = vc.codebook_embed_dim;
+  rc.width = 16;
+  resamplers = MuloResamplers(rc);
+  torch::NoGradGuard no_grad;
+  for (auto& p : drafter->parameters()) p.normal_(0.0, 0.3);
+  for (auto& p : resamplers->parameters()) p.normal_(0.0, 0.3);
+  for (torch::nn::Module* m : {static_cast<torch::nn::Module*>(drafter.get()), static_cast<torch::nn::Module*>(vq.get()),
+                               static_cast<torch::nn::Module*>(resamplers.get())})
+    m->eval();
+  neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::build(vq->quantize->embedding->weight, 63));
+}
+
 }  // namespace vispec::test

@@ -1,6 +1,10 @@
 // Small random models for tests: real LibTorch modules, seconds to run.
 #pragma once
 
+#include <memory>
+
+#include "decoding/codebook_neighbours.h"
+#include "decoding/mulo_sd.h"
 #include "models/eagle_drafter.h"
 #include "models/gpt.h"
 #include "models/vq.h"
@@ -14,5 +18,18 @@ Gpt tiny_gpt(uint64_t seed = 1, int64_t vocab = 64);
 VqConfig tiny_vq_config();
 // An EAGLE drafter for a target of config c, weights ~ N(0, 0.3), in eval mode.
 EagleDrafter tiny_eagle_drafter(const GptConfig& c, uint64_t seed);
+// A tiny target (4x4 grid, vocab 64) and a MuLo drafter for it: the same GPT family on a 2x2 grid, a VQ
+// codebook of 64 codes and resamplers, all random.
+struct TinyMulo {
+  Gpt target = tiny_gpt(1);
+  Gpt drafter{nullptr};
+  VqModel vq{nullptr};
+  MuloResamplers resamplers{nullptr};
+  std::shared_ptr<const CodebookNeighbours> neighbours;
+  TinyMulo();
+  MuloSdDecoder decoder(const SamplingParams& sampling, MuloParams p) const {
+    return MuloSdDecoder(target, drafter, resamplers, vq, sampling, p, neighbours);
+  }
+};
 
 }  // namespace vispec::test
