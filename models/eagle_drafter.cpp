@@ -28,11 +28,11 @@ torch::Tensor EagleDrafterImpl::forward(const torch::Tensor& features, const tor
   auto x = fc(torch::cat({token_embeddings, features}, -1));
   if (rope_table.device() != x.device()) rope_table = rope_table.to(x.device());  // once, after a model move
   auto rope = rope_table.index_select(0, cells.reshape(-1)).view({B, T, -1, 2});
-  torch::Tensor mask;
+  AttentionMask mask = AttentionMask::causal_block();  // teacher forcing without a block mask
   if (cache) {
     mask = cache->begin_block(T, block_mask);
-  } else {
-    mask = block_mask.dim() == 2 ? block_mask.view({1, 1, T, T}) : block_mask.unsqueeze(1);
+  } else if (block_mask.defined()) {
+    mask.dense = block_mask.dim() == 2 ? block_mask.view({1, 1, T, T}) : block_mask.unsqueeze(1);
   }
   x = x + attention(x, rope, mask, cache, 0);
   return x + feed_forward(ffn_norm(x));

@@ -7,16 +7,6 @@ namespace vispec {
 
 namespace F = torch::nn::functional;
 
-namespace {
-
-// softmax(q k^T / sqrt(Dh) + mask) v by LibTorch's fused attention, which picks the kernel for the device,
-// dtype and mask. q [B,H,T,Dh], k/v [B,H,S,Dh], mask [B|1,1,T,S].
-torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                     const torch::Tensor& mask) {
-  return at::scaled_dot_product_attention(q, k, v, mask);
-}
-}  // namespace
-
 torch::Tensor causal_mask(int64_t T, torch::Device device) {
   return torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
 }
@@ -46,7 +36,7 @@ AttentionImpl::AttentionImpl(const GptConfig& c, const torch::TensorOptions& opt
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
-                                     const torch::Tensor& mask, KvCache* cache, int64_t layer) {
+                                     const AttentionMask& mask, KvCache* cache, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
   auto qkv = wqkv(x).split({n_head * head_dim, n_kv_head * head_dim, n_kv_head * head_dim}, -1);
   auto q = apply_rope(qkv[0].view({B, T, n_head, head_dim}), rope).transpose(1, 2);     // [B,H,T,Dh]
@@ -78,7 +68,7 @@ TransformerBlockImpl::TransformerBlockImpl(const GptConfig& c, const torch::Tens
 }
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
-                                            const torch::Tensor& mask, KvCache* cache, int64_t layer) {
+                                            const AttentionMask& mask, KvCache* cache, int64_t layer) {
   auto h = x + attention(attention_norm(x), rope, mask, cache, layer);
   return h + feed_forward(ffn_norm(h));
 }
@@ -164,7 +154,7 @@ torch::Tensor GptImpl::null_condition(int64_t batch) {
   return cls_embedding(ids);
 }
 
-GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& mask,
+GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, const AttentionMask& mask,
                        KvCache* cache) {
   if (rope_table.device() != x.device()) rope_table = rope_table.to(x.device());  // once, after a model move
   auto rope = rope_table.index_select(0, seq_positions.reshape(-1))
@@ -181,10 +171,11 @@ GptOutput GptImpl::forward_sequence(const torch::Tensor& cond, const torch::Tens
   auto x = torch::cat({cond, tok_embeddings(tokens)}, 1);
   auto pos = torch::arange(C + N, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
                  .unsqueeze(0).expand({B, C + N});
-  auto mask = causal_mask(C + N, x.device()).view({1, 1, C + N, C + N});
+  // Causal over the whole sequence (SDPA's causal mode, no mask tensor) unless caption padding is hidden.
+  auto mask = AttentionMask::causal_block();
   if (visible.defined()) {
-    auto rows = mask.squeeze(1).expand({B, C + N, C + N}).clone();
-    mask = apply_prefix_visibility(rows, visible.to(x.device()), pos).unsqueeze(1);
+    auto rows = causal_mask(C + N, x.device()).unsqueeze(0).expand({B, C + N, C + N}).clone();
+    mask.dense = apply_prefix_visibility(rows, visible.to(x.device()), pos).unsqueeze(1);
   }
   auto out = run(x, pos, mask, nullptr);
   return {out.logits.narrow(1, C - 1, N + 1), out.hidden.narrow(1, C - 1, N + 1)};
@@ -201,13 +192,12 @@ GptOutput GptImpl::prefill(KvCache& cache, const torch::Tensor& cond, const torc
   if (visible.defined()) cache.hide_prefix_keys(visible);
   auto pos = torch::arange(C, torch::TensorOptions().dtype(torch::kInt64).device(cond.device()))
                  .unsqueeze(0).expand({B, C});
-  auto mask = cache.begin_block(C, causal_mask(C, cond.device()));
-  return run(cond, pos, mask, &cache);
+  return run(cond, pos, cache.begin_block(C, torch::Tensor()), &cache);  // causal
 }
 
 GptOutput GptImpl::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                                 const torch::Tensor& block_mask) {
-  auto mask = cache.begin_block(tokens.size(1), block_mask);
+  const auto mask = cache.begin_block(tokens.size(1), block_mask);
   return run(tok_embeddings(tokens), positions + config_.cls_token_num, mask, &cache);
 }
 

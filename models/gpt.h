@@ -43,8 +43,8 @@ TORCH_MODULE(RMSNorm);
 
 struct AttentionImpl : torch::nn::Module {
   explicit AttentionImpl(const GptConfig& c, const torch::TensorOptions& options = {});
-  // x [B, T, D]; rope [B, T, Dh/2, 2]; mask [B or 1, 1, T, S] bool; cache null = attend within x only.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const torch::Tensor& mask,
+  // x [B, T, D]; rope [B, T, Dh/2, 2]; cache null = attend within x only.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const AttentionMask& mask,
                         KvCache* cache, int64_t layer);
   NoBiasLinear wqkv{nullptr}, wo{nullptr};
   int64_t n_head, n_kv_head, head_dim;
@@ -60,7 +60,7 @@ TORCH_MODULE(FeedForward);
 
 struct TransformerBlockImpl : torch::nn::Module {
   explicit TransformerBlockImpl(const GptConfig& c, const torch::TensorOptions& options = {});
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const torch::Tensor& mask,
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const AttentionMask& mask,
                         KvCache* cache, int64_t layer);
   Attention attention{nullptr};
   FeedForward feed_forward{nullptr};
@@ -148,7 +148,7 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor rope_table;
 
  private:
-  GptOutput run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& mask, KvCache* cache);
+  GptOutput run(torch::Tensor x, const torch::Tensor& seq_positions, const AttentionMask& mask, KvCache* cache);
   GptConfig config_;
 };
 TORCH_MODULE(Gpt);

@@ -6,6 +6,12 @@
 
 namespace vispec {
 
+namespace {
+torch::Tensor causal_mask_block(int64_t W, torch::Device device) {
+  return torch::ones({W, W}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
+}
+}  // namespace
+
 KvCache::KvCache(int64_t n_layer, int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
                  torch::Dtype dtype, torch::Device device)
     : length_(batch, 0), capacity_(capacity) {
@@ -22,19 +28,31 @@ bool KvCache::uniform_lengths() const {
 
 int64_t KvCache::max_length() const { return *std::max_element(length_.begin(), length_.end()); }
 
-torch::Tensor KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
+AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
   extend_ = false;
   const int64_t B = batch(), S = max_length() + W;
   VISPEC_ASSERT(S <= capacity_, "KV cache overflow: need ", S, " of ", capacity_, " slots");
   const auto device = k_[0].device();
-  auto bm = block_mask.to(device, torch::kBool);
-  if (bm.dim() == 2) bm = bm.unsqueeze(0).expand({B, T, W});
-  VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == W, "block mask shape");
   pending_ = W;
   written_from_ = P;
   auto restricted = std::move(committed_mask_);
   committed_mask_ = torch::Tensor();
+  const bool plain = uniform_lengths() && !restricted.defined() && !prefix_visible_.defined() && P == 0;
+  // A lone query sees every committed key and itself (a query always sees itself, whatever its [1, 1] block
+  // mask says); a causal block over an empty cache is SDPA's own causal mode.
+  if (plain && T == 1) {
+    slot_index_ = torch::Tensor();
+    return AttentionMask::every_key();
+  }
+  if (plain && !block_mask.defined() && length_[0] == 0) {
+    slot_index_ = torch::Tensor();
+    return AttentionMask::causal_block();
+  }
+  auto bm = block_mask.defined() ? block_mask.to(device, torch::kBool)
+                                  : causal_mask_block(W, device).narrow(0, P, T);
+  if (bm.dim() == 2) bm = bm.unsqueeze(0).expand({B, T, W});
+  VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == W, "block mask shape");
   if (uniform_lengths()) {
     slot_index_ = torch::Tensor();
     const int64_t L = length_[0];
@@ -49,7 +67,7 @@ torch::Tensor KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
       auto slots = torch::arange(L + P, L + W, torch::TensorOptions().dtype(torch::kInt64).device(device));
       mask = apply_prefix_visibility(mask, prefix_visible_, slots.unsqueeze(0).expand({B, T}));
     }
-    return mask.unsqueeze(1);
+    return {mask.unsqueeze(1)};
   }
   VISPEC_ASSERT(!restricted.defined(), "restrict_committed() needs rows of equal length");
   // Ragged rows (after per-row accepts): row b's block sits at slots [length_b, length_b + W).
@@ -62,7 +80,7 @@ torch::Tensor KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   mask.copy_((key.view({1, 1, S}) < lengths.view({B, 1, 1})).expand({B, T, S}));
   mask.scatter_(2, slots.unsqueeze(1).expand({B, T, W}), bm);
   if (prefix_visible_.defined()) mask = apply_prefix_visibility(mask, prefix_visible_, slots.narrow(1, P, T));
-  return mask.unsqueeze(1);
+  return {mask.unsqueeze(1)};
 }
 
 torch::Tensor apply_prefix_visibility(torch::Tensor mask, const torch::Tensor& visible, const torch::Tensor& query_slots) {

@@ -14,6 +14,8 @@
 
 #include <torch/torch.h>
 
+#include "models/attention_mask.h"
+
 #include <utility>
 #include <vector>
 
@@ -32,8 +34,10 @@ class KvCache {
   // --- used by the model, once per forward then once per layer ---
   // Opens a pending block of T entries per row, or adds T entries to it after extend_pending(). block_mask:
   // [T, W] or [B, T, W] bool with W the block's width after this call (T, or pending + T), true = may attend
-  // (query i to block key j). Returns the attention mask over all keys: [B, 1, T, S], S = max length + W.
-  torch::Tensor begin_block(int64_t T, const torch::Tensor& block_mask);
+  // (query i to block key j); undefined: causal within the block. Returns what the queries may attend to over
+  // all S = max length + W keys: no mask tensor where none is needed (rows of equal length, nothing hidden,
+  // and either one query per row or a causal block with nothing committed), else the dense [B, 1, T, S] mask.
+  AttentionMask begin_block(int64_t T, const torch::Tensor& block_mask);
   // Stores one layer's block keys/values k, v [B, Hkv, T, Dh]; returns that layer's keys/values to attend over,
   // [B, Hkv, S, Dh] each.
   std::pair<torch::Tensor, torch::Tensor> write(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
