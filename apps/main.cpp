@@ -33,11 +33,11 @@ int main(int argc, char** argv) {
   try {
     return action();
   } catch (const vispec::Error& e) {
-    std::cerr << "vispec: error: " << e.what() << std::endl;
+    std::cerr << ("vispec: error: " + std::string(e.what()) + "\n") << std::flush;  // one write (mpirun forwards each)
     return vispec::kExitUserError;
   } catch (const std::exception& e) {
     std::string what = e.what();
-    std::cerr << "vispec: internal error: " << what.substr(0, what.find('\n')) << std::endl;
+    std::cerr << ("vispec: internal error: " + what.substr(0, what.find('\n')) + "\n") << std::flush;
     return vispec::kExitInternalError;
   }
 }

@@ -106,8 +106,10 @@ void MpiSession::abort(int code) const {
 void fail_all_ranks(const MpiSession& session, const std::exception& e) {
   const bool bad_input = dynamic_cast<const Error*>(&e) != nullptr;
   const std::string what = e.what();
-  std::cerr << "vispec: error: " << (session.size() > 1 ? "rank " + std::to_string(session.rank()) + ": " : "")
-            << (bad_input ? "" : "internal error: ") << what.substr(0, what.find('\n')) << std::endl;
+  // One write: under mpirun each write is forwarded on its own, and mpirun's abort banner may land between two.
+  std::cerr << ("vispec: error: " + (session.size() > 1 ? "rank " + std::to_string(session.rank()) + ": " : "") +
+                (bad_input ? "" : "internal error: ") + what.substr(0, what.find('\n')) + "\n")
+            << std::flush;
   session.abort(bad_input ? kExitUserError : kExitInternalError);
 }
 

@@ -181,7 +181,8 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
                images_run, c.wall_seconds, summary["images_per_s"].get<double>(), out);
 }
 
-void print_error(const std::string& message) { std::cerr << "vispec: error: " << message << std::endl; }
+// One write: under mpirun each write is forwarded on its own, and another process's output may land between two.
+void print_error(const std::string& message) { std::cerr << ("vispec: error: " + message + "\n") << std::flush; }
 
 int run_ranks(MpiSession& session, const RunOptions& o);
 }  // namespace
