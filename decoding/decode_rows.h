@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/rng.h"
@@ -17,6 +18,13 @@ namespace vispec {
 // A device-to-host copy that a decoder waits for, recorded as "vispec::host_read" so profiles and the op-count
 // tests see every one (item() shows up as aten::_local_scalar_dense).
 torch::Tensor read_to_host(const torch::Tensor& t);
+// A float64 tensor can share one read with int64 ones as its bits (t.view(torch::kInt64)); this undoes that
+// for one element.
+inline double double_from_bits(int64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
 
 class DecodeRows {
  public:

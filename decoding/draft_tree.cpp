@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "core/check.h"
@@ -81,22 +80,17 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
                                            const std::vector<TreeShape>& shapes, const TreeExpand& expand) {
   const int64_t B = root_log_probs.size(0);
   int64_t K = 1, D = 0;
-  std::vector<int64_t> row_k, row_depth, row_nodes;
+  std::vector<int64_t> own_shape;  // per row: top_k, depth, nodes to choose
   for (const auto& s : shapes) {
     VISPEC_ASSERT(s.top_k >= 1 && s.depth >= 0 && s.total_tokens >= 1, "tree shape");
     K = std::max(K, s.top_k);
     D = std::max(D, s.depth);
-    row_k.push_back(s.top_k);
-    row_depth.push_back(s.depth);
-    row_nodes.push_back(s.total_tokens - 1);
+    own_shape.insert(own_shape.end(), {s.top_k, s.depth, s.total_tokens - 1});
   }
   const auto device = root_log_probs.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const double kNone = -std::numeric_limits<double>::infinity();
-  // Each row's shape: [B, 3] = top_k, depth, nodes to choose (one upload).
-  const auto shape_t = torch::tensor(row_k, torch::kInt64).view({B, 1});
-  const auto own = torch::cat({shape_t, torch::tensor(row_depth, torch::kInt64).view({B, 1}),
-                               torch::tensor(row_nodes, torch::kInt64).view({B, 1})}, 1).to(device);
+  const auto own = torch::tensor(own_shape, torch::kInt64).view({B, 3}).to(device);  // one upload
   const auto own_k = own.select(1, 0), own_depth = own.select(1, 1), own_nodes = own.select(1, 2);
   const auto j = torch::arange(K, i64);
   const auto beyond_k = j.view({1, K}).ge(own_k.view({B, 1}));  // [B, K]: slot j is past the row's top_k
@@ -170,10 +164,7 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
       t.token.push_back(h[0][b][c]);
       t.parent.push_back(parent < 0 ? 0 : node_of[size_t(parent)]);
       t.depth.push_back(c < K ? 1 : (c - K) / (K * K) + 2);
-      double sc;
-      const int64_t bits = h[3][b][c];
-      std::memcpy(&sc, &bits, sizeof sc);
-      t.score.push_back(sc);
+      t.score.push_back(double_from_bits(h[3][b][c]));
     }
   }
   return trees;

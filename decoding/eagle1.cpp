@@ -21,8 +21,6 @@
 // rank) for the tests, kSample/kResample for the next token.
 #include "decoding/eagle1.h"
 
-#include <cstring>
-
 #include "core/check.h"
 #include "core/rng.h"
 #include "decoding/decode_rows.h"
@@ -136,10 +134,10 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     return params_.greedy() ? torch::softmax(logits, -1) : target_probs(logits, params_);
   };
 
-  IterationTimes::Clock::time_point t0;
   auto tcache = target_.make_cache(B, T);
   auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
   EagleRows rows(target_, drafter_, params_, request, tcache);  // the prefill and every row's first token
+  auto& clock = rows.clock;
   auto& tokens = rows.tokens;
   auto& roots = rows.roots;
   auto& root_index = rows.root_index;
@@ -152,7 +150,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
 
     // ---- catch up, then draft the static tree level by level
     IterationTimes times;
-    t0 = IterationTimes::Clock::now();
+    clock.restart();
     const auto catchup = pairs.catch_up(dcache, root_index);  // [R, D]
     // Every row's node tokens and conditional draw probabilities stay on the device while the tree is drafted
     // (the next depth's inputs are gathered there) and come to the host once, after the last depth.
@@ -211,16 +209,15 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       t.score.assign(size_t(T), 0.0);
       for (int64_t i = 0; i < T; ++i) {
         t.token.push_back(h[0][b][i]);
-        const int64_t bits = h[1][b][i];
-        std::memcpy(&draw_prob[size_t(b * T + i)], &bits, sizeof(double));
+        draw_prob[size_t(b * T + i)] = double_from_bits(h[1][b][i]);
       }
     }
-    times.draft_ms = IterationTimes::lap(t0);
+    times.draft = clock.lap();
 
     // ---- verify: one target forward over every row's tree
     const auto in = tree_inputs(trees, root_index, N);
     auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
-    times.verify_ms = IterationTimes::lap(t0);
+    times.verify = clock.lap();
 
     // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read). A child slot
     // is the child's rank; a child the drafter could not draw (nothing left in q) is no child.
@@ -237,12 +234,12 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     const auto paths = rows.walk(active, trees, tables, vout.logits, params_, rule_, lengths, L,
                                  params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), q_slot.expand({B, T}));
     for (int64_t b : active) stats[size_t(b)].tree_depth += double(L);
-    times.resample_ms = IterationTimes::lap(t0);
+    times.resample = clock.lap();
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter
     rows.keep_paths(active, trees, paths, vout.hidden);
-    times.bookkeeping_ms = IterationTimes::lap(t0);
-    charge_iteration(stats, active, times, draft_forwards);
+    times.bookkeeping = clock.lap();
+    charge_iteration(clock, stats, active, times, draft_forwards);
   }
   return rows.result();
 }

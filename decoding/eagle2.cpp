@@ -49,7 +49,6 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
     return params_.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params_).log();
   };
-  IterationTimes::Clock::time_point t0;
   auto tcache = target_.make_cache(B, shape_.total_tokens);
   // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.
   TreeShape widest = shape_;
@@ -60,6 +59,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);
   std::vector<TreeShape> shapes(static_cast<size_t>(B), shape_);
   EagleRows rows(target_, drafter_, params_, request, tcache);  // the prefill and every row's first token
+  auto& clock = rows.clock;
   auto& tokens = rows.tokens;
   auto& roots = rows.roots;
   auto& root_index = rows.root_index;
@@ -72,7 +72,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
 
     // ---- catch up: the drafter reads every row's new (feature, token) pairs
     IterationTimes times;
-    t0 = IterationTimes::Clock::now();
+    clock.restart();
     const auto catchup = pairs.catch_up(dcache, root_index);  // [R, D]
 
     // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's pending
@@ -97,12 +97,12 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     if (adt_)
       for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);
     auto trees = build_dynamic_trees(draft_log_probs(catchup), roots, shapes, expand);
-    times.draft_ms = IterationTimes::lap(t0);
+    times.draft = clock.lap();
 
     // ---- verify: one target forward over every row's tree
     const auto in = tree_inputs(trees, root_index, N);
     auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
-    times.verify_ms = IterationTimes::lap(t0);
+    times.verify = clock.lap();
 
     // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read)
     const auto tables = tree_tables(trees, in.tokens.size(1), device);
@@ -118,14 +118,14 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       if (adt_) policies[size_t(b)].record(roots_before[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
       stats[size_t(b)].tree_depth += double(shapes[size_t(b)].depth);
     }
-    times.resample_ms = IterationTimes::lap(t0);
+    times.resample = clock.lap();
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter
     rows.keep_paths(active, trees, paths, vout.hidden);
-    times.bookkeeping_ms = IterationTimes::lap(t0);
+    times.bookkeeping = clock.lap();
     int64_t expansions = 0;
     for (int64_t b : active) expansions = std::max(expansions, shapes[size_t(b)].depth);
-    charge_iteration(stats, active, times, 1 + expansions);
+    charge_iteration(clock, stats, active, times, 1 + expansions);
   }
   return rows.result();
 }

@@ -69,11 +69,10 @@ void EaglePairs::queue(const torch::Tensor& hidden, const std::vector<std::vecto
 EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParams& params,
                      const DecodeRequest& request, KvCache& cache)
     : pairs(target.gpt(), std::move(drafter), request.batch(), target.rows(request.batch())),
-      target_(target), cache_(cache), seed_(request.seed) {
+      clock(target.gpt()->tok_embeddings->weight.device()), target_(target), cache_(cache), seed_(request.seed) {
   const int64_t B = request.batch(), N = target.gpt()->config().image_tokens();
   std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.end());
   sample_ids_ = torch::tensor(ids, torch::kInt64).to(target.gpt()->tok_embeddings->weight.device());
-  auto t0 = IterationTimes::Clock::now();
   tokens = torch::zeros({B, N}, torch::kInt64);
   roots.assign(size_t(B), 0);
   root_index.assign(size_t(B), 0);
@@ -92,10 +91,8 @@ EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParam
     ta[b][0] = roots[size_t(b)];
   }
   pairs.start(pre.hidden, roots);
-  for (auto& s : stats) {
-    s.target_forwards = 1;
-    s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
-  }
+  for (auto& s : stats) s.target_forwards = 1;
+  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 }
 
 std::vector<int64_t> EagleRows::active() const {
@@ -168,6 +165,7 @@ void EagleRows::keep_paths(const std::vector<int64_t>& active, const std::vector
 
 DecodeResult EagleRows::result() {
   for (auto& s : stats) s.tokens = tokens.size(1);
+  clock.settle(stats);
   return {tokens, stats};
 }
 

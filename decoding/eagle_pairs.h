@@ -15,6 +15,7 @@
 #include "decoding/cfg_model.h"
 #include "decoding/decoder.h"
 #include "decoding/draft_tree.h"
+#include "decoding/phase_clock.h"
 #include "decoding/verify.h"
 #include "models/eagle_drafter.h"
 #include "models/gpt.h"
@@ -77,6 +78,7 @@ class EagleRows {
   std::vector<int64_t> roots, root_index;  // per row: the newest token and its raster index
   std::vector<SampleStats> stats;
   EaglePairs pairs;
+  PhaseClock clock;                        // the decode's phases (started before the prefill)
 
  private:
   CfgModel& target_;

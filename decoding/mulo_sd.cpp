@@ -109,7 +109,6 @@ MuloSdDecoder::MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers,
 }
 
 DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
-  using Clock = IterationTimes::Clock;
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch(), W = target_.gpt()->config().grid_size, N = W * W;
   const int64_t Wl = drafter_.gpt()->config().grid_size, L = std::min(2 * mulo_.rows, W) * W;
@@ -125,22 +124,20 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   int64_t low_fed = 0;                                   // low-res tokens in the drafter's cache (every row)
   auto key = [&](int64_t b) { return RngKey{request.seed, request.sample_ids[size_t(b)]}; };
 
-  auto t = Clock::now();
+  PhaseClock clock(device);
   auto tcache = target_.make_cache(B, 2 * L), dcache = drafter_.make_cache(B);
   const auto p_first = target_probs(target_.prefill(tcache, request.conditions).logits.select(1, -1), params_);
   tcache.keep_all();
   auto q_logits = drafter_.prefill(dcache, request.conditions).logits.select(1, -1);
   dcache.keep_all();
-  for (auto& s : stats) {
-    s.target_forwards = s.draft_forwards = 1;
-    s.bookkeeping_ms += IterationTimes::lap(t) / double(B);
-  }
+  for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
+  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 
   for (int64_t n = 0; n < N;) {
     const int64_t end = std::min(n + L, N), span = end - n;
     const int64_t low_begin = n / (2 * W) * Wl, low_count = span / (2 * W) * Wl;
     IterationTimes times;
-    double down_ms = 0, up_ms = 0, accept_ms = 0;
+    Lap down_lap, up_lap, accept_lap;  // MuLo-SD's own phases, reported beside the four
     int64_t draft_forwards = low_count - 1;
 
     // ---- 7 down-sample the rows the last iteration finished; 1 the drafter reads them, then drafts
@@ -149,7 +146,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       const auto down = vq_->nearest(resamplers_->down(high)).second;  // [B, low_begin]
       const int64_t T = low_begin - low_fed;
       low.narrow(1, low_fed, T).copy_(down.narrow(1, low_fed, T));
-      down_ms = IterationTimes::lap(t);
+      down_lap = clock.lap();
       auto pos = torch::arange(low_fed, low_begin, i64).expand({B, T});
       q_logits = drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1);
       dcache.keep_all();
@@ -172,14 +169,14 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       dcache.keep_all();
     }
     for (int64_t b = 0; b < B; ++b) drafter_.truncate(dcache, b, drafter_committed);
-    times.draft_ms = IterationTimes::lap(t);
+    times.draft = clock.lap();
 
     // ---- 2 up-sample: the low-res rows so far -> the span's high-res rows
     const int64_t low_rows = (low_begin + low_count) / Wl;
     auto up = resamplers_->up(vq_->code_vectors(low.narrow(1, 0, low_rows * Wl), low_rows, Wl));
     const auto drafts = vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second;  // [B, span]
     tokens.narrow(1, n, span).copy_(drafts);
-    up_ms = IterationTimes::lap(t);
+    up_lap = clock.lap();
 
     // ---- 3 verify: one target forward; p_t at drafted position n + t is output n + t - 1 - fed (the
     // prefill's for position 0, where every row has fed nothing)
@@ -193,7 +190,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     const auto first = torch::tensor(start, torch::kInt64).to(device).view({B, 1});
     const auto P = p.gather(1, (first + torch::arange(span, i64).view({1, span})).unsqueeze(2)
                                    .expand({B, span, p.size(2)}));  // [B, span, V]
-    times.verify_ms = IterationTimes::lap(t);
+    times.verify = clock.lap();
 
     // ---- 4 accept by pooled mass (every row and position at once, one read of the verdicts), 5 expand the
     // rejections; the cache keeps the prefix before t0
@@ -219,7 +216,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       s.extra["rejected"] += double(rejected.size());
       s.extra["expanded"] += double(rx.size());
     }
-    accept_ms = IterationTimes::lap(t);
+    accept_lap = clock.lap();
 
     // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position, every row at once
     std::vector<size_t> next(static_cast<size_t>(B), 0);
@@ -265,20 +262,19 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       }
       write_cells(tokens, cell, write, sample_from_probs(target_probs(row_entries(logits, entry), params_), u));
     }
-    times.resample_ms = IterationTimes::lap(t);
+    times.resample = clock.lap();
 
-    std::vector<int64_t> all(static_cast<size_t>(B));
-    std::iota(all.begin(), all.end(), 0);
-    charge_iteration(stats, all, times, draft_forwards);
-    for (auto& s : stats) {
-      s.extra["upsample_ms"] += up_ms / double(B);
-      s.extra["accept_ms"] += accept_ms / double(B);
-      s.extra["downsample_ms"] += down_ms / double(B);
-    }
+    const auto all = all_rows(B);
+    charge_iteration(clock, stats, all, times, draft_forwards);
+    clock.charge(up_lap, all, "upsample_ms");
+    clock.charge(accept_lap, all, "accept_ms");
+    clock.charge(down_lap, all, "downsample_ms");  // none in the first span: charged 0
     n = end;
   }
   for (auto& s : stats) s.tokens = N;
-  return {read_to_host(tokens), stats};
+  auto host_tokens = read_to_host(tokens);
+  clock.settle(stats);
+  return {host_tokens, stats};
 }
 
 namespace {

@@ -37,7 +37,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   DecodeRows rows(request, N, G + 1, device);
   auto& stats = rows.stats;
 
-  auto t0 = IterationTimes::Clock::now();
+  PhaseClock clock(device);
   auto tcache = target_.make_cache(B, G + 1), dcache = drafter_.make_cache(B, G + 1);
   const auto first = target_.prefill(tcache, request.conditions).logits.select(1, -1);
   tcache.keep_all();
@@ -47,10 +47,8 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       next_tokens(first, params_, rows.uniforms(rows.positions(0, 1), Purpose::kSample).select(1, 0)));
   rows.set_committed(1);
   std::vector<int64_t> drafter_length(size_t(B), dcache.length(0));
-  for (auto& s : stats) {
-    s.target_forwards = s.draft_forwards = 1;
-    s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
-  }
+  for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
+  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
   const auto one = torch::ones({1, 1}, torch::TensorOptions().dtype(torch::kBool).device(device));
   const auto chain_mask = causal_mask(G + 1, device);
 
@@ -60,7 +58,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
 
     // ---- draft
     IterationTimes times;
-    t0 = IterationTimes::Clock::now();
+    clock.restart();
     const auto newest = rows.tokens_at(-1);
     const auto u_draft = params_.greedy() ? torch::Tensor() : rows.uniforms(rows.positions(0, G), Purpose::kDraft);
     auto q_logits = drafter_.decode_block(dcache, newest, rows.positions(-1, 1), one).logits.select(1, 0);
@@ -79,11 +77,11 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       dcache.keep_all();
     }
     const auto drafts = torch::stack(drafted, 1);  // [B, G]
-    times.draft_ms = IterationTimes::lap(t0);
+    times.draft = clock.lap();
 
     // ---- verify: one target forward, then the chain rule over every row
     const auto out = target_.decode_block(tcache, torch::cat({newest, drafts}, 1), rows.positions(-1, G + 1), chain_mask);
-    times.verify_ms = IterationTimes::lap(t0);
+    times.verify = clock.lap();
     const auto count = (N - rows.n).clamp(0, G);
     const auto u = chain_uniforms(rows, G, rule_, params_.greedy());
     const auto verdict = params_.greedy()
@@ -91,7 +89,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
                              : verify_chain(rule_, target_probs(out.logits, params_), torch::stack(q_steps, 1), drafts, count, u);
     commit_chain(rows.tokens, rows.n, N, drafts, verdict);
     const auto host = rows.advance(torch::stack({torch::minimum(verdict.accepted + 1, N - rows.n), verdict.accepted}, 1));
-    times.resample_ms = IterationTimes::lap(t0);
+    times.resample = clock.lap();
 
     // ---- keep [newest, accepted drafts] in both caches
     const auto h = host.accessor<int64_t, 2>();
@@ -107,10 +105,12 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       drafter_length[size_t(b)] += kept[size_t(b)];
       drafter_.truncate(dcache, b, drafter_length[size_t(b)]);
     }
-    times.bookkeeping_ms = IterationTimes::lap(t0);
-    charge_iteration(stats, active, times, G + 1);
+    times.bookkeeping = clock.lap();
+    charge_iteration(clock, stats, active, times, G + 1);
   }
-  return rows.result();
+  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
+  clock.settle(result.stats);
+  return result;
 }
 
 namespace {

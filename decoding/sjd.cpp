@@ -38,17 +38,15 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   DecodeRows rows(request, N, W + 1, device);
   auto& stats = rows.stats;
 
-  auto t0 = IterationTimes::Clock::now();
+  PhaseClock clock(device);
   auto cache = target_.make_cache(B, W + 1);
   const auto first = target_.prefill(cache, request.conditions).logits.select(1, -1);
   cache.keep_all();
   rows.tokens.select(1, 0).copy_(
       next_tokens(first, params_, rows.uniforms(rows.positions(0, 1), Purpose::kSample).select(1, 0)));
   rows.set_committed(1);
-  for (auto& s : stats) {
-    s.target_forwards = 1;
-    s.bookkeeping_ms = IterationTimes::lap(t0) / double(B);
-  }
+  for (auto& s : stats) s.target_forwards = 1;
+  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
   // The carried drafts of every row, [B, W], their q [B, W, V] (sampling only) and how many there are [B].
   auto carry = torch::zeros({B, W}, i64), carry_len = torch::zeros({B}, i64);
   torch::Tensor carry_q;
@@ -59,19 +57,19 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
     const auto active = rows.active();
     if (active.empty()) break;
     IterationTimes times;
-    t0 = IterationTimes::Clock::now();
+    clock.restart();
 
     // ---- the window of every row: newest, carried drafts, new uniform drafts
     const auto u_init = rows.uniforms(rows.positions(0, W), Purpose::kInit, iteration);
     const auto fresh = (u_init * double(V)).to(torch::kInt64).clamp_max(V - 1);
     const auto carried = column < carry_len.view({B, 1});
     const auto drafts = torch::where(carried, carry, fresh);
-    times.draft_ms = IterationTimes::lap(t0);
+    times.draft = clock.lap();
 
     // ---- one target forward over every window, then the chain rule
     const auto out = target_.decode_block(cache, torch::cat({rows.tokens_at(-1), drafts}, 1), rows.positions(-1, W + 1),
                                           window_mask);
-    times.verify_ms = IterationTimes::lap(t0);
+    times.verify = clock.lap();
     const auto count = (N - rows.n).clamp(0, W);
     const auto u = chain_uniforms(rows, W, rule_, params_.greedy());
     // The Jacobi update reads y_j, a sample of p_j at n + j (the argmax at temperature 0).
@@ -95,7 +93,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
     if (p.defined()) carry_q = p.gather(1, from.clamp_max(W).unsqueeze(2).expand({B, W, V}));
     carry_len = (torch::minimum(count, N - rows.n - 1) - verdict.accepted).clamp_min(0);
     const auto host = rows.advance(torch::stack({torch::minimum(verdict.accepted + 1, N - rows.n), verdict.accepted}, 1));
-    times.resample_ms = IterationTimes::lap(t0);
+    times.resample = clock.lap();
 
     const auto h = host.accessor<int64_t, 2>();
     std::vector<int64_t> kept(size_t(B), 0);
@@ -106,10 +104,12 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
       kept[size_t(b)] = 1 + h[b][1];  // newest + accepted drafts
     }
     target_.keep_prefixes(cache, kept);
-    times.bookkeeping_ms = IterationTimes::lap(t0);
-    charge_iteration(stats, active, times, 0);
+    times.bookkeeping = clock.lap();
+    charge_iteration(clock, stats, active, times, 0);
   }
-  return rows.result();
+  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
+  clock.settle(result.stats);
+  return result;
 }
 
 namespace {

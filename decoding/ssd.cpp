@@ -88,7 +88,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     return std::make_pair(q, x.view({B, M}));
   };
 
-  auto t0 = IterationTimes::Clock::now();
+  PhaseClock clock(device);
   auto cache = target_.make_cache(B, std::max(K + 1, ssd_.kv * W));
   const auto pre = target_.prefill(cache, request.conditions);
   cache.keep_all();
@@ -97,10 +97,8 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   rows.tokens.select(1, 0).copy_(next_tokens(pre.logits.select(1, -1), params_,
                                              rows.uniforms(rows.positions(0, 1), Purpose::kSample).select(1, 0)));
   rows.set_committed(1);
-  for (auto& s : stats) {
-    s.target_forwards = 1;
-    s.bookkeeping_ms += IterationTimes::lap(t0) / double(B);
-  }
+  for (auto& s : stats) s.target_forwards = 1;
+  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 
   // ---- first row: speculative decoding with the horizontal heads. rows.n[b]: tokens committed; the newest is
   // pending (not in the cache yet).
@@ -112,7 +110,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       if (rows.committed[size_t(b)] < W) active.push_back(b);
     if (active.empty()) break;
     IterationTimes times;
-    t0 = IterationTimes::Clock::now();
+    clock.restart();
     // Every stream of sample b drafts from the state and token of b's newest cell.
     const auto n_streams = rows.n.repeat({R / B}).view({R, 1});
     const auto src_states = states.gather(1, (n_streams - 1).unsqueeze(-1).expand({R, 1, D}));
@@ -124,12 +122,12 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       x_heads.push_back(x.select(1, 0));
     }
     const auto drafts = torch::stack(x_heads, 1);  // [B, K]
-    times.draft_ms = IterationTimes::lap(t0);
+    times.draft = clock.lap();
 
     // The pending token, then the drafts: p at cells n .. n + K.
     const auto out = target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), rows.positions(-1, K + 1),
                                           first_row_mask);
-    times.verify_ms = IterationTimes::lap(t0);
+    times.verify = clock.lap();
     const auto count = (W - rows.n).clamp(0, K);  // drafts past the row's end take no part
     const auto u = chain_uniforms(rows, K, first_row_rule_, greedy);
     const auto verdict =
@@ -144,7 +142,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     states.scatter_(1, cols, torch::where(fresh, out.hidden, states.gather(1, cols)));
     commit_chain(rows.tokens, rows.n, W, drafts, verdict);
     const auto host = rows.advance(torch::stack({advance, verdict.accepted, count}, 1));
-    times.resample_ms = IterationTimes::lap(t0);
+    times.resample = clock.lap();
 
     const auto h = host.accessor<int64_t, 2>();
     std::vector<int64_t> kept(size_t(B), 0);
@@ -154,8 +152,8 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       kept[size_t(b)] = h[b][0];
     }
     target_.keep_prefixes(cache, kept);
-    times.bookkeeping_ms = IterationTimes::lap(t0);
-    charge_iteration(stats, active, times, 1);
+    times.bookkeeping = clock.lap();
+    charge_iteration(clock, stats, active, times, 1);
   }
 
   // ---- commit a row (its cells not in the cache yet, from `first`): one forward, kept whole; returns the
@@ -169,12 +167,12 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   };
   std::vector<int64_t> all(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) all[size_t(b)] = b;
-  auto t1 = IterationTimes::Clock::now();
+  clock.restart();
   auto next_logits = commit(W - 1, 1);  // the first row's last token
   {
     IterationTimes times;
-    times.verify_ms = IterationTimes::lap(t1);
-    charge_iteration(stats, all, times, 0);
+    times.verify = clock.lap();
+    charge_iteration(clock, stats, all, times, 0);
   }
 
   // ---- later rows: vertical drafts, rounds of verify-and-correct, commits
@@ -182,7 +180,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   for (int64_t y = 1; y < H;) {
     const int64_t drafted_rows = std::min(ssd_.kv, H - y);
     IterationTimes times;
-    t0 = IterationTimes::Clock::now();
+    clock.restart();
     // Draft rows y .. y + drafted_rows - 1 from row y - 1: q [B, drafted_rows W, V].
     const auto src_tokens = rows.tokens.narrow(1, (y - 1) * W, W);
     const auto src_states = states.narrow(1, (y - 1) * W, W);
@@ -194,8 +192,8 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       if (q.defined()) qs.push_back(q);
     }
     auto q = greedy ? torch::Tensor() : torch::cat(qs, 1);
-    times.draft_ms = IterationTimes::lap(t0);
-    charge_iteration(stats, all, times, 1, 0);
+    times.draft = clock.lap();
+    charge_iteration(clock, stats, all, times, 1, 0);
 
     // `rounds` rounds of verify-and-correct on rows from .. y + drafted_rows - 1, q_rows [B, T, V].
     int64_t round_index = 0;
@@ -204,12 +202,12 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       const auto pos = torch::arange(first, first + T, i64).unsqueeze(0).expand({B, T}).contiguous();
       for (int64_t j = 0; j < rounds; ++j, ++round_index) {
         IterationTimes rt;
-        auto t = IterationTimes::Clock::now();
+        clock.restart();
         auto x = rows.tokens.narrow(1, first, T);
         const auto out = target_.decode_block(cache, x, pos, causal_mask(T, device));
         // The logits of cell first + m: next_logits for m = 0, else this forward's output at m - 1.
         const auto logits = torch::cat({next_logits.unsqueeze(1), out.logits.narrow(1, 0, T - 1)}, 1);
-        rt.verify_ms = IterationTimes::lap(t);
+        rt.verify = clock.lap();
         CellVerdict verdict;
         if (greedy) {  // one-hot p and q: every cell becomes the target's argmax, kept where it already was
           verdict.tokens = greedy_tokens(logits);
@@ -225,17 +223,17 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
           first_round_kept += verdict.kept.sum(1);
         }
         x.copy_(verdict.tokens);
-        rt.resample_ms = IterationTimes::lap(t);
-        charge_iteration(stats, all, rt, 0);
+        rt.resample = clock.lap();
+        charge_iteration(clock, stats, all, rt, 0);
       }
     };
     verify_rounds(y, drafted_rows == 1 && ssd_.kv == 1 ? ssd_.r : ssd_.b, q);
     for (int64_t k = 0; k < drafted_rows; ++k) {
       IterationTimes ct;
-      auto t = IterationTimes::Clock::now();
+      clock.restart();
       next_logits = commit((y + k) * W, W);
-      ct.verify_ms = IterationTimes::lap(t);
-      charge_iteration(stats, all, ct, 0);
+      ct.verify = clock.lap();
+      charge_iteration(clock, stats, all, ct, 0);
       if (k + 1 < drafted_rows) {
         auto rest = greedy ? torch::Tensor() : q.narrow(1, (k + 1) * W, (drafted_rows - k - 1) * W).contiguous();
         verify_rounds(y + k + 1, ssd_.i, rest);
@@ -247,7 +245,9 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   const auto kept = read_to_host(first_round_kept);
   const auto k = kept.accessor<int64_t, 1>();
   for (int64_t b = 0; b < B; ++b) stats[size_t(b)].accepted += k[b];
-  return rows.result();
+  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
+  clock.settle(result.stats);
+  return result;
 }
 
 namespace {
