@@ -85,6 +85,11 @@ std::string format_number(double v) {
 }
 }  // namespace
 
+void read_rule(DecoderFields& fields, DecoderConfig& config, const std::string& default_rule) {
+  config.accept = read_acceptance(fields, default_rule);
+  config.takes_rule = true;
+}
+
 DecoderRegistration::DecoderRegistration(DecoderEntry entry) {
   VISPEC_ASSERT(entry.read && entry.build, "decoder '", entry.name, "' registered without read or build");
   const auto name = entry.name;

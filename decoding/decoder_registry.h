@@ -8,7 +8,10 @@
 //     e.name = "sd";
 //     e.summary = "speculative decoding with a small draft GPT (Leviathan et al.)";
 //     e.drafters = {Drafter::kDraftGpt};
-//     e.read = [](DecoderFields& f, DecoderConfig& c) { ... c.method = SdSettings{f.whole("gamma", 4, 1, 64)}; };
+//     e.read = [](DecoderFields& f, DecoderConfig& c) {
+//       c.method = SdSettings{f.whole("gamma", 4, 1, 64)};
+//       read_rule(f, c, "exact");
+//     };
 //     e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> { ... };
 //     return e;
 //   }
@@ -54,12 +57,16 @@ struct DecoderEntry {
   std::string summary;              // one line: the method and where it comes from
   std::vector<Drafter> drafters;
   // Reads the decoder's own fields (the sampling fields are read for every decoder) into config.method;
-  // a decoder that verifies by a rule sets config.accept with read_acceptance() and takes_rule.
+  // a decoder that verifies by a rule also calls read_rule().
   std::function<void(DecoderFields&, DecoderConfig&)> read;
   // Optional: checks against the model config beyond the drafters (tree widths against the vocabulary).
   std::function<void(const DecoderConfig&, const ModelConfig&)> check_model;
   std::function<std::unique_ptr<Decoder>(const DecoderConfig&, const DecoderModels&)> build;
 };
+
+// For a decoder that verifies drafts by an acceptance rule: reads the rule's fields (read_acceptance) into
+// config.accept, `default_rule` when the job names none, and marks it as taking one.
+void read_rule(DecoderFields& fields, DecoderConfig& config, const std::string& default_rule);
 
 struct DecoderRegistration {
   explicit DecoderRegistration(DecoderEntry entry);

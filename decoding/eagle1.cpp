@@ -89,6 +89,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   for (int64_t d = 0, offset = 0; d < L; offset += int64_t(expanded[size_t(d)].size()), ++d)
     for (size_t m = 0; m < expanded[size_t(d)].size(); ++m) q_slot[0][expanded[size_t(d)][m]] = offset + int64_t(m);
   q_slot = q_slot.to(device);
+  const auto node_depth = torch::tensor(tree_.depth, torch::kInt64).to(device).view({1, T});
   // Per depth d, constant over iterations: where the draws of expanded[d]'s nodes go (children[d]: the child
   // nodes, drawn_at[d]: each one's entry m * n + rank in that level's [M, n] draws), and the next depth's
   // drafter block: its nodes, their parents' entries and their ancestry within the block.
@@ -219,17 +220,15 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
     times.verify = clock.lap();
 
-    // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read). A child slot
-    // is the child's rank; a child the drafter could not draw (nothing left in q) is no child.
-    auto tables = tree_tables(trees, T, device);
-    {
-      auto kids = torch::full({B, T, C}, -1, torch::kInt64);
-      auto ka = kids.accessor<int64_t, 3>();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 1; i < T; ++i)
-          if (draw_prob[size_t(b * T + i)] > 0) ka[b][tree_.parent[size_t(i)]][tree_.rank[size_t(i)]] = i;
-      tables.children = kids.to(device);
-    }
+    // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read). The node
+    // tokens are already on the device and the depths are the static tree's; a child slot is the child's rank,
+    // and a child the drafter could not draw (nothing left in q) is no child.
+    auto kids = torch::full({B, T, C}, -1, torch::kInt64);
+    auto ka = kids.accessor<int64_t, 3>();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 1; i < T; ++i)
+        if (draw_prob[size_t(b * T + i)] > 0) ka[b][tree_.parent[size_t(i)]][tree_.rank[size_t(i)]] = i;
+    const TreeTables tables{node_tok, node_depth.expand({B, T}), kids.to(device)};
     const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
     const auto paths = rows.walk(active, trees, tables, vout.logits, params_, rule_, lengths, L,
                                  params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), q_slot.expand({B, T}));
@@ -254,8 +253,7 @@ DecoderEntry eagle1_family_entry(const std::string& name, const std::string& sum
   e.read = [default_rule](DecoderFields& f, DecoderConfig& c) {
     // LANTERN++'s LlamaGen default tree.
     c.method = f.word<StaticTree>("tree", "naive_extend_57", named_static_tree);
-    c.accept = read_acceptance(f, default_rule);
-    c.takes_rule = true;
+    read_rule(f, c, default_rule);
   };
   e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
     return std::make_unique<Eagle1Decoder>(c.name, m.target, m.eagle, c.sampling, c.settings<StaticTree>(), c.accept,

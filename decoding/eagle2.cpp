@@ -141,8 +141,7 @@ DecoderEntry eagle2_family_entry(const std::string& name, const std::string& sum
     s.top_k = f.whole("tree_k", s.top_k, 1, 64);
     s.total_tokens = f.whole("total_tokens", s.total_tokens, 2, 1 + s.top_k + s.depth * s.top_k * s.top_k);
     c.method = Eagle2Settings{s, std::nullopt};
-    c.accept = read_acceptance(f, default_rule);
-    c.takes_rule = true;
+    read_rule(f, c, default_rule);
   };
   e.check_model = [](const DecoderConfig& c, const ModelConfig& model) {
     VISPEC_CHECK(c.settings<Eagle2Settings>().shape.top_k <= model.gpt.vocab_size, c.spec.where_of("tree_k"),

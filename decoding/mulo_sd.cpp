@@ -24,7 +24,6 @@
 #include "decoding/mulo_sd.h"
 
 #include <algorithm>
-#include <numeric>
 #include <set>
 
 #include "core/check.h"
@@ -53,11 +52,6 @@ std::vector<int64_t> local_expansion(const std::vector<int64_t>& rejected, int64
 }
 
 namespace {
-std::vector<int64_t> first_indices(int64_t count) {
-  std::vector<int64_t> idx(static_cast<size_t>(count));
-  std::iota(idx.begin(), idx.end(), 0);
-  return idx;
-}
 
 // One forward of per-row blocks of different lengths: row b feeds tokens[b][from[b] .. from[b] + len[b]) at
 // those positions, padded at the end to the longest with token 0 (a causal mask keeps the padding out of every
@@ -201,6 +195,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     const auto kept = read_to_host(pooled.ge(mulo_.tau).view({B, span}));
     const auto ka = kept.accessor<bool, 2>();
     std::vector<std::vector<int64_t>> expanded(static_cast<size_t>(B));
+    std::vector<int64_t> kept_now(static_cast<size_t>(B));  // block entries each row keeps: its final prefix
     for (int64_t b = 0; b < B; ++b) {
       std::vector<int64_t> rejected;
       for (int64_t i = 0; i < span; ++i)
@@ -208,7 +203,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       auto& rx = expanded[size_t(b)];
       rx = local_expansion(rejected, W, mulo_.radius, n, end);
       const int64_t valid = rx.empty() ? end - 1 : rx.front();
-      target_.keep(tcache, b, first_indices(valid - fed[size_t(b)]));
+      kept_now[size_t(b)] = valid - fed[size_t(b)];
       fed[size_t(b)] = valid;
       auto& s = stats[size_t(b)];
       s.drafted += span;
@@ -216,6 +211,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       s.extra["rejected"] += double(rejected.size());
       s.extra["expanded"] += double(rx.size());
     }
+    target_.keep_prefixes(tcache, kept_now);  // lengths only: the entries are already in place
     accept_lap = clock.lap();
 
     // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position, every row at once
@@ -252,7 +248,6 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       for (int64_t b = 0; b < B; ++b) {
         if (ahead[size_t(b)] == 0) continue;
         const int64_t at = expanded[size_t(b)][next[size_t(b)]++];
-        target_.keep(tcache, b, first_indices(ahead[size_t(b)]));
         fed[size_t(b)] = at;
         cell[size_t(b)] = at;
         entry[size_t(b)] = ahead[size_t(b)] - 1;
@@ -260,6 +255,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
         ua[b] = uniform(key(b), uint32_t(at), Purpose::kSample);
         ++stats[size_t(b)].target_forwards;
       }
+      target_.keep_prefixes(tcache, ahead);  // each row keeps what it fed before its position
       write_cells(tokens, cell, write, sample_from_probs(target_probs(row_entries(logits, entry), params_), u));
     }
     times.resample = clock.lap();

@@ -125,8 +125,7 @@ DecoderEntry sd_entry() {
   e.drafters = {Drafter::kDraftGpt};
   e.read = [](DecoderFields& f, DecoderConfig& c) {
     c.method = SdSettings{f.whole("gamma", SdSettings{}.gamma, 1, 64)};
-    c.accept = read_acceptance(f, "exact");
-    c.takes_rule = true;
+    read_rule(f, c, "exact");
   };
   e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
     return std::make_unique<SdDecoder>(m.target, m.draft_gpt, c.sampling, c.settings<SdSettings>().gamma, c.accept,

@@ -123,8 +123,7 @@ DecoderEntry sjd_entry() {
   e.summary = "speculative Jacobi decoding: the target drafts its own window and verifies it, no drafter";
   e.read = [](DecoderFields& f, DecoderConfig& c) {
     c.method = SjdSettings{f.whole("window", SjdSettings{}.window, 1, 64)};
-    c.accept = read_acceptance(f, "exact");
-    c.takes_rule = true;
+    read_rule(f, c, "exact");
   };
   e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
     return std::make_unique<SjdDecoder>(m.target, c.sampling, c.settings<SjdSettings>().window, c.accept,

@@ -165,8 +165,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     states.narrow(1, first + 1, count).copy_(out.hidden);
     return out.logits.select(1, count - 1);  // [B, V]
   };
-  std::vector<int64_t> all(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) all[size_t(b)] = b;
+  const auto all = all_rows(B);
   clock.restart();
   auto next_logits = commit(W - 1, 1);  // the first row's last token
   {
@@ -264,8 +263,7 @@ DecoderEntry ssd_entry() {
     p.b = f.whole("b", p.b, 0, 1024);
     p.i = f.whole("i", p.i, 0, 1024);
     c.method = p;
-    c.accept = read_acceptance(f, "exact");
-    c.takes_rule = true;
+    read_rule(f, c, "exact");
   };
   e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
     const auto& p = c.settings<SsdParams>();
