@@ -63,7 +63,7 @@ nlohmann::json measure(const Case& c, int64_t batch, const StepCostOptions& o) {
   DecodeRequest request;
   request.conditions.class_ids = torch::arange(batch, torch::kInt64) % cfg.num_classes;
   for (int64_t b = 0; b < batch; ++b) request.sample_ids.push_back(uint64_t(b));
-  const auto device = c.gpt->tok_embeddings->weight.device();
+  const auto device = c.gpt->device();
   decoder.decode(request);  // warm-up: allocator, kernels' first launches
   synchronize(device);
   const auto t0 = Clock::now();

@@ -11,7 +11,7 @@ namespace vispec {
 DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens();
-  const auto device = target_.gpt()->tok_embeddings->weight.device();
+  const auto device = target_.gpt()->device();
   const auto on_device = torch::TensorOptions().device(device);
   // Everything a step reads is on the device before the loop, and the tokens come back once after it: no step
   // waits for the host (on a GPU the host only queues kernels).

@@ -7,21 +7,23 @@ CfgOutput CfgModel::combine(const GptOutput& out) const {
 }
 
 torch::Tensor CfgModel::output_logits(const torch::Tensor& features) {
-  auto logits = gpt_->output(features).to(torch::kFloat32);
+  auto logits = gpt_->image_logits(features).to(torch::kFloat32);
   return guided() ? cfg_combine(logits, scale_) : logits;
 }
 
 CfgOutput CfgModel::prefill(KvCache& cache, const Conditions& conditions) {
-  auto cond = gpt_->embed(conditions);
-  if (guided()) cond = torch::cat({cond, gpt_->null_condition(conditions.size())});
-  auto visible = gpt_->condition_visibility(conditions);
-  if (visible.defined()) visible = twice(visible);
-  return combine(gpt_->prefill(cache, cond, visible));
+  auto prefix = gpt_->prefix(conditions);
+  if (guided()) {
+    const auto null = gpt_->prefix(conditions, /*unconditional=*/true);
+    prefix.embeddings = torch::cat({prefix.embeddings, null.embeddings});
+    if (prefix.visible.defined()) prefix.visible = torch::cat({prefix.visible, null.visible});
+  }
+  return combine(gpt_->prefill(cache, prefix.embeddings, prefix.visible));
 }
 
 CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                                  const torch::Tensor& block_mask) {
-  const auto device = gpt_->tok_embeddings->weight.device();
+  const auto device = gpt_->device();
   auto mask = block_mask.dim() == 3 ? twice(block_mask) : block_mask;
   return combine(gpt_->decode_block(cache, twice(tokens.to(device)), twice(positions.to(device)), mask));
 }

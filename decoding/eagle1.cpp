@@ -52,7 +52,7 @@ Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter,
                              StaticTree tree, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours)
     : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
       params_(params), tree_(std::move(tree)),
-      rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->tok_embeddings->weight.device())) {
+      rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())) {
   VISPEC_ASSERT(tree_.size() > 1, "a static tree needs at least one draft");
 }
 
@@ -61,7 +61,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
   const int64_t B = request.batch(), N = gpt->config().image_tokens();
   const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
-  const auto device = gpt->tok_embeddings->weight.device();
+  const auto device = gpt->device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
 
   // The tree's nodes with children, by depth, and each one's entry in the drafter's block (the root's output
@@ -130,7 +130,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
 
   // Guided drafter distribution: the processed one (raw CFG softmax at T = 0, whose top-n are the drafts).
   auto draft_probs = [&](const torch::Tensor& features) {  // [R, M, D] -> [B, M, V]
-    auto logits = gpt->output(features).to(torch::kFloat32);
+    auto logits = gpt->image_logits(features).to(torch::kFloat32);
     if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
     return params_.greedy() ? torch::softmax(logits, -1) : target_probs(logits, params_);
   };
@@ -192,7 +192,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       auto cells = (root_cells + d + 1).clamp_max(N - 1).expand({B, K});
       if (first > 0) dcache.extend_pending();
       auto out = drafter_(source.index_select(1, lv.parent_slot),
-                          gpt->tok_embeddings(twice(node_tok.index_select(1, lv.next_nodes))), twice(cells), lv.mask,
+                          gpt->embed_image(twice(node_tok.index_select(1, lv.next_nodes))), twice(cells), lv.mask,
                           &dcache);
       drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
       level_q.push_back(draft_probs(out));

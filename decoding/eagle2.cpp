@@ -32,20 +32,20 @@ Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter,
                              std::optional<AdtParams> adt)
     : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
       params_(params), shape_(shape),
-      rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->tok_embeddings->weight.device())), adt_(adt) {}
+      rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())), adt_(adt) {}
 
 DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
   const int64_t B = request.batch(), N = gpt->config().image_tokens();
   const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
-  const auto device = gpt->tok_embeddings->weight.device();
+  const auto device = gpt->device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
 
   // Guided drafter log-probs for tree building: the processed distribution's log (raw CFG logits at T = 0,
   // where the processed distribution is one-hot and would leave only one candidate).
   auto draft_log_probs = [&](const torch::Tensor& features) {  // [R, ..., D] -> [B, ..., V]
-    auto logits = gpt->output(features).to(torch::kFloat32);
+    auto logits = gpt->image_logits(features).to(torch::kFloat32);
     if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
     return params_.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params_).log();
   };
@@ -89,7 +89,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
       auto node_cells = (root_cells + 1 + level).clamp_max(N - 1).expand({B, K});
       if (level > 0) dcache.extend_pending();
-      auto out = drafter_(source.gather(1, slot), gpt->tok_embeddings(twice(newest(tok)).to(device)),
+      auto out = drafter_(source.gather(1, slot), gpt->embed_image(twice(newest(tok)).to(device)),
                           twice(node_cells).to(device), twice(newest(mask)).to(device), &dcache);
       drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
       return draft_log_probs(out);

@@ -19,7 +19,7 @@ void EaglePairs::start(const torch::Tensor& prefill_hidden, const std::vector<in
 }
 
 torch::Tensor EaglePairs::catch_up(KvCache& cache, const std::vector<int64_t>& root_index) {
-  const auto device = target_->tok_embeddings->weight.device();
+  const auto device = target_->device();
   const int64_t N = target_->config().image_tokens();
   // Rows padded at the end to the longest; padding entries are not kept. Tokens and raster cells of every
   // drafter row, built here and uploaded as one [2, R, P] block.
@@ -40,7 +40,7 @@ torch::Tensor EaglePairs::catch_up(KvCache& cache, const std::vector<int64_t>& r
     }
   }
   const auto in = host.to(device);
-  auto out = drafter_(features_, target_->tok_embeddings(in[0]), in[1], causal_mask(P, device), &cache);
+  auto out = drafter_(features_, target_->embed_image(in[0]), in[1], causal_mask(P, device), &cache);
   for (int64_t b = 0; b < B_; ++b)  // the pairs stay where they were written: bookkeeping, no data moves
     for (int64_t s = 0; s < R_ / B_; ++s) cache.keep_prefix(b + s * B_, int64_t(tokens_[size_t(b)].size()));
   return out.reshape({R_ * P, -1}).index_select(0, torch::tensor(newest, torch::kInt64).to(device));
@@ -69,10 +69,10 @@ void EaglePairs::queue(const torch::Tensor& hidden, const std::vector<std::vecto
 EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParams& params,
                      const DecodeRequest& request, KvCache& cache)
     : pairs(target.gpt(), std::move(drafter), request.batch(), target.rows(request.batch())),
-      clock(target.gpt()->tok_embeddings->weight.device()), target_(target), cache_(cache), seed_(request.seed) {
+      clock(target.gpt()->device()), target_(target), cache_(cache), seed_(request.seed) {
   const int64_t B = request.batch(), N = target.gpt()->config().image_tokens();
   std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.end());
-  sample_ids_ = torch::tensor(ids, torch::kInt64).to(target.gpt()->tok_embeddings->weight.device());
+  sample_ids_ = torch::tensor(ids, torch::kInt64).to(target.gpt()->device());
   tokens = torch::zeros({B, N}, torch::kInt64);
   roots.assign(size_t(B), 0);
   root_index.assign(size_t(B), 0);

@@ -99,14 +99,14 @@ MuloSdDecoder::MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers,
   VISPEC_ASSERT(2 * drafter_.gpt()->config().grid_size == target_.gpt()->config().grid_size,
                 "MuLo-SD's drafter works on half the target's grid");
   mulo_.k = std::min(mulo_.k, neighbours_->columns());
-  neighbour_table_ = neighbours_->tensor(target_.gpt()->tok_embeddings->weight.device());
+  neighbour_table_ = neighbours_->tensor(target_.gpt()->device());
 }
 
 DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch(), W = target_.gpt()->config().grid_size, N = W * W;
   const int64_t Wl = drafter_.gpt()->config().grid_size, L = std::min(2 * mulo_.rows, W) * W;
-  const auto device = target_.gpt()->tok_embeddings->weight.device();
+  const auto device = target_.gpt()->device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   // The tokens live on the device: final high-res tokens, then the span's drafts; the low-res grid, D_2's rows
   // above the span and the drafts in it. The host holds the schedule (what each row has fed, which positions

@@ -28,12 +28,12 @@ SdDecoder::SdDecoder(Gpt target, Gpt drafter, SamplingParams params, int64_t gam
                      std::shared_ptr<const CodebookNeighbours> neighbours)
     : target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter), params.cfg_scale), params_(params),
       gamma_(gamma),
-      rule_(chain_rule(accept, neighbours.get(), gamma, target_.gpt()->tok_embeddings->weight.device())) {}
+      rule_(chain_rule(accept, neighbours.get(), gamma, target_.gpt()->device())) {}
 
 DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens(), G = gamma_;
-  const auto device = target_.gpt()->tok_embeddings->weight.device();
+  const auto device = target_.gpt()->device();
   DecodeRows rows(request, N, G + 1, device);
   auto& stats = rows.stats;
 

@@ -27,13 +27,13 @@ namespace vispec {
 SjdDecoder::SjdDecoder(Gpt target, SamplingParams params, int64_t window, AcceptanceParams accept,
                        std::shared_ptr<const CodebookNeighbours> neighbours)
     : target_(std::move(target), params.cfg_scale), params_(params), window_(window),
-      rule_(chain_rule(accept, neighbours.get(), window, target_.gpt()->tok_embeddings->weight.device())) {}
+      rule_(chain_rule(accept, neighbours.get(), window, target_.gpt()->device())) {}
 
 DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens();
   const int64_t V = target_.gpt()->config().vocab_size, W = window_;
-  const auto device = target_.gpt()->tok_embeddings->weight.device();
+  const auto device = target_.gpt()->device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   DecodeRows rows(request, N, W + 1, device);
   auto& stats = rows.stats;

@@ -54,8 +54,8 @@ int64_t ssd_forwards_after_first_row(int64_t height, const SsdParams& p) {
 SsdDecoder::SsdDecoder(Gpt target, SsdHeads heads, SamplingParams params, SsdParams ssd, AcceptanceParams accept,
                        std::shared_ptr<const CodebookNeighbours> neighbours)
     : target_(std::move(target), params.cfg_scale), heads_(std::move(heads)), params_(params), ssd_(ssd),
-      first_row_rule_(chain_rule(accept, neighbours.get(), ssd.kh, target_.gpt()->tok_embeddings->weight.device())),
-      cell_rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->tok_embeddings->weight.device())) {
+      first_row_rule_(chain_rule(accept, neighbours.get(), ssd.kh, target_.gpt()->device())),
+      cell_rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())) {
   VISPEC_ASSERT(ssd_.kh >= 1 && ssd_.kh <= heads_->horizontal_count(), "kh ", ssd_.kh, " but the heads have ",
                 heads_->horizontal_count(), " horizontal heads");
   VISPEC_ASSERT(ssd_.kv >= 1 && ssd_.kv <= heads_->vertical_count(), "kv ", ssd_.kv, " but the heads have ",
@@ -68,7 +68,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   const auto& config = gpt->config();
   const int64_t B = request.batch(), W = config.grid_size, H = config.grid_size, N = W * H;
   const int64_t R = target_.rows(B), V = config.vocab_size, D = config.dim, K = ssd_.kh;
-  const auto device = gpt->tok_embeddings->weight.device();
+  const auto device = gpt->device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const bool greedy = params_.greedy();
   DecodeRows rows(request, N, K + 1, device);
@@ -79,7 +79,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   // processed q [B, M, V] (undefined at T = 0) and the drafted tokens [B, M] (the argmax at T = 0).
   auto draft = [&](int64_t head, const torch::Tensor& src_states, const torch::Tensor& src_tokens,
                    const torch::Tensor& cells) {
-    const auto h = heads_->head(head)(src_states, gpt->tok_embeddings(target_.both_streams(src_tokens)));
+    const auto h = heads_->head(head)(src_states, gpt->embed_image(target_.both_streams(src_tokens)));
     const auto logits = target_.output_logits(gpt->norm(h));
     if (greedy) return std::make_pair(torch::Tensor(), greedy_tokens(logits));
     const int64_t M = src_tokens.size(1);

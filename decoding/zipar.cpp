@@ -51,7 +51,7 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   const auto& config = target_.gpt()->config();
   const int64_t B = request.batch(), W = config.grid_size, H = config.grid_size, N = H * W;
   const int64_t s = std::clamp<int64_t>(window_, 1, W);
-  const auto device = target_.gpt()->tok_embeddings->weight.device();
+  const auto device = target_.gpt()->device();
   auto cache = target_.make_cache(B, H + 1);  // room for the placeholders
   // Tokens and every cell's uniform live on the device: a step's inputs are gathered there and its samples
   // written there, so the loop never waits for the host (the schedule does not depend on the tokens).

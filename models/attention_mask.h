@@ -18,11 +18,13 @@ struct AttentionMask {
   static AttentionMask causal_block() { return {torch::Tensor(), true}; }
 };
 
-// softmax(q k^T / sqrt(Dh) + mask) v by LibTorch's fused attention. q [B, H, T, Dh], k/v [B, H, S, Dh].
+// softmax(q k^T / sqrt(Dh) + mask) v by LibTorch's fused attention. q [B, H, T, Dh], k/v [B, Hkv, S, Dh]: with
+// fewer K/V heads (grouped-query attention) each serves H / Hkv query heads, read in place, never copied.
 inline torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                             const AttentionMask& mask) {
-  if (mask.dense.defined()) return at::scaled_dot_product_attention(q, k, v, mask.dense);
-  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, mask.causal);
+  const bool grouped = k.size(1) != q.size(1);
+  if (mask.dense.defined()) return at::scaled_dot_product_attention(q, k, v, mask.dense, 0.0, false, {}, grouped);
+  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, mask.causal, {}, grouped);
 }
 
 }  // namespace vispec

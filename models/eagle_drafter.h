@@ -5,7 +5,7 @@
 //   x          = fc([embed(token_t); feature_t])          embedding first, then feature; fc has a bias
 //   x          = x + attention(x)                          no input norm on this layer (EAGLE's layer 0)
 //   x          = x + feed_forward(ffn_norm(x))
-//   prediction = x                                         no final norm: target->output(prediction) = logits
+//   prediction = x                                         no final norm: target->image_logits(prediction) = logits
 // Pair t is (feature_t, token_t), where token_t is the token sampled from feature_t's logits; its
 // prediction is feature_{t+1}. The frozen parts (token embedding, final norm, output head) stay in the
 // target and are passed in, so a head file holds only what EAGLE trains.

@@ -1,6 +1,7 @@
 #include "models/gpt.h"
 
 #include "core/check.h"
+#include "models/rope_1d.h"
 #include "models/rope_2d.h"
 
 namespace vispec {
@@ -11,43 +12,41 @@ torch::Tensor causal_mask(int64_t T, torch::Device device) {
   return torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
 }
 
-NoBiasLinearImpl::NoBiasLinearImpl(int64_t in, int64_t out, const torch::TensorOptions& options) {
-  weight = register_parameter("weight", torch::empty({out, in}, options));
-}
-
-EmbeddingTableImpl::EmbeddingTableImpl(int64_t count, int64_t dim, const torch::TensorOptions& options) {
-  weight = register_parameter("weight", torch::empty({count, dim}, options));
-}
-
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps_, const torch::TensorOptions& options) : eps(eps_) {
-  weight = register_parameter("weight", torch::ones({dim}, options));
-}
-
-torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  auto xf = x.to(torch::kFloat32);
-  auto y = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-  return y.to(x.scalar_type()) * weight;
-}
-
 AttentionImpl::AttentionImpl(const GptConfig& c, const torch::TensorOptions& options)
-    : n_head(c.n_head), n_kv_head(c.kv_heads()), head_dim(c.head_dim()) {
-  wqkv = register_module("wqkv", NoBiasLinear(c.dim, (n_head + 2 * n_kv_head) * head_dim, options));
+    : n_head(c.n_head), n_kv_head(c.kv_heads()), head_dim(c.head_dim()), rope_kind(c.rope) {
+  if (c.fused_qkv) {
+    wqkv = register_module("wqkv", NoBiasLinear(c.dim, (n_head + 2 * n_kv_head) * head_dim, options));
+  } else {
+    wq = register_module("wq", NoBiasLinear(c.dim, n_head * head_dim, options));
+    wk = register_module("wk", NoBiasLinear(c.dim, n_kv_head * head_dim, options));
+    wv = register_module("wv", NoBiasLinear(c.dim, n_kv_head * head_dim, options));
+  }
   wo = register_module("wo", NoBiasLinear(n_head * head_dim, c.dim, options));
+  if (c.qk_norm) {
+    q_norm = register_module("q_norm", HeadLayerNorm(n_head, head_dim, options));
+    k_norm = register_module("k_norm", HeadLayerNorm(n_kv_head, head_dim, options));
+  }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
                                      const AttentionMask& mask, KvCache* cache, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto qkv = wqkv(x).split({n_head * head_dim, n_kv_head * head_dim, n_kv_head * head_dim}, -1);
-  auto q = apply_rope(qkv[0].view({B, T, n_head, head_dim}), rope).transpose(1, 2);     // [B,H,T,Dh]
-  auto k = apply_rope(qkv[1].view({B, T, n_kv_head, head_dim}), rope).transpose(1, 2);  // [B,Hkv,T,Dh]
-  auto v = qkv[2].view({B, T, n_kv_head, head_dim}).transpose(1, 2);
-  if (cache) std::tie(k, v) = cache->write(layer, k, v);  // now [B,Hkv,S,Dh]
-  if (n_kv_head != n_head) {
-    k = k.repeat_interleave(n_head / n_kv_head, 1);
-    v = v.repeat_interleave(n_head / n_kv_head, 1);
+  torch::Tensor q, k, v;
+  if (wqkv) {
+    auto qkv = wqkv(x).split({n_head * head_dim, n_kv_head * head_dim, n_kv_head * head_dim}, -1);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    q = wq(x), k = wk(x), v = wv(x);
   }
-  auto y = attend(q, k, v, mask);  // [B,H,T,Dh]
+  q = q.view({B, T, n_head, head_dim});
+  k = k.view({B, T, n_kv_head, head_dim});
+  if (q_norm) q = q_norm(q), k = k_norm(k);  // before RoPE (Chameleon)
+  const auto rotate = rope_kind == RopeKind::grid_2d ? apply_rope : apply_rope_half_split;
+  q = rotate(q, rope).transpose(1, 2);  // [B,H,T,Dh]
+  k = rotate(k, rope).transpose(1, 2);  // [B,Hkv,T,Dh]
+  v = v.view({B, T, n_kv_head, head_dim}).transpose(1, 2);
+  if (cache) std::tie(k, v) = cache->write(layer, k, v);  // now [B,Hkv,S,Dh]
+  auto y = attend(q, k, v, mask);  // [B,H,T,Dh]; grouped-query attention reads each K/V head for its group
   return wo(y.transpose(1, 2).reshape({B, T, n_head * head_dim}));
 }
 
@@ -101,25 +100,36 @@ torch::Tensor CaptionEmbedderImpl::forward(const torch::Tensor& captions) { retu
 
 GptImpl::GptImpl(const GptConfig& c, const torch::TensorOptions& options, bool random_init) : config_(c) {
   VISPEC_ASSERT(c.dim % c.n_head == 0 && c.n_head % c.kv_heads() == 0, "inconsistent head counts");
-  tok_embeddings = register_module("tok_embeddings", EmbeddingTable(c.vocab_size, c.dim, options));
+  VISPEC_ASSERT(!c.prompted() || c.image_token_offset + c.vocab_size <= c.text_vocab_size,
+                "image tokens beyond the text vocabulary");
+  tok_embeddings = register_module("tok_embeddings", EmbeddingTable(c.token_table_size(), c.dim, options));
   if (c.text_conditional())
     caption_embedding = register_module("cls_embedding", CaptionEmbedder(c.caption_dim, c.dim, c.cls_token_num, options));
-  else
+  else if (!c.prompted())
     cls_embedding = register_module("cls_embedding", LabelEmbedder(c.num_classes, c.dim, options));
+  if (c.image_input == ImageInput::aligner_mlp)
+    image_aligner = register_module("image_aligner", GenerationAligner(c.vocab_size, c.image_embed_dim, c.dim, options));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.n_layer; ++i) layers->push_back(TransformerBlock(c, options));
   norm = register_module("norm", RMSNorm(c.dim, c.norm_eps, options));
-  output = register_module("output", NoBiasLinear(c.dim, c.vocab_size, options));
-  rope_table = rope_2d_table(c.grid_size, c.head_dim(), c.rope_base, c.cls_token_num).to(options.device());
-  // LlamaGen's init: normal(0, 0.02) for linears and embeddings.
+  if (c.image_output == ImageOutput::linear)
+    output = register_module("output", NoBiasLinear(c.dim, c.vocab_size, options));
+  else
+    image_head = register_module("image_head", GenerationHead(c.dim, c.image_mlp_dim, c.vocab_size, options));
+  rope_table = (c.rope == RopeKind::grid_2d ? rope_2d_table(c.grid_size, c.head_dim(), c.rope_base, c.cls_token_num)
+                                            : rope_1d_table(c.max_seq_len(), c.head_dim(), c.rope_base))
+                   .to(options.device());
+  // LlamaGen's init: normal(0, 0.02) for linears and embeddings (norms stay ones, biases zeros).
   if (!random_init) return;
   for (auto& p : named_parameters()) {
-    if (p.key().find("norm") == std::string::npos) torch::nn::init::normal_(p.value(), 0.0, 0.02);
+    const auto& name = p.key();
+    const bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (name.find("norm") == std::string::npos && !is_bias) torch::nn::init::normal_(p.value(), 0.0, 0.02);
   }
 }
 
 torch::Tensor GptImpl::embed_classes(const torch::Tensor& class_ids) {
-  VISPEC_ASSERT(!config_.text_conditional(), "embed_classes on a text-conditional model");
+  VISPEC_ASSERT(cls_embedding, "embed_classes on a model that is not class-conditional");
   return cls_embedding(class_ids);
 }
 
@@ -128,56 +138,90 @@ torch::Tensor GptImpl::embed_captions(const torch::Tensor& captions) {
   return caption_embedding(captions);
 }
 
-torch::Tensor GptImpl::embed(const Conditions& conditions) {
-  const auto device = tok_embeddings->weight.device();
-  VISPEC_ASSERT(conditions.text() == config_.text_conditional(),
-                conditions.text() ? "captions for a class-conditional model" : "class ids for a text-conditional model");
-  if (!conditions.text()) return embed_classes(conditions.class_ids.to(device));
-  VISPEC_ASSERT(conditions.captions.size(1) == config_.cls_token_num && conditions.captions.size(2) == config_.caption_dim,
-                "captions of shape ", conditions.captions.sizes(), " for ", config_.cls_token_num, " x ",
-                config_.caption_dim);
-  return embed_captions(conditions.captions.to(device, tok_embeddings->weight.scalar_type()));
-}
-
-torch::Tensor GptImpl::condition_visibility(const Conditions& conditions) const {
-  if (!conditions.text()) return {};
-  return conditions.caption_mask.to(tok_embeddings->weight.device(), torch::kBool);
-}
-
 torch::Tensor GptImpl::null_condition(int64_t batch) {
+  VISPEC_ASSERT(!config_.prompted(), "a prompted model's unconditional stream is a prompt of its own");
   if (config_.text_conditional()) {
     auto u = caption_embedding->uncond_embedding.unsqueeze(0).expand({batch, -1, -1});
     return caption_embedding(u);
   }
-  auto ids = torch::full({batch}, config_.num_classes,
-                         torch::TensorOptions().dtype(torch::kInt64).device(tok_embeddings->weight.device()));
+  auto ids = torch::full({batch}, config_.num_classes, torch::TensorOptions().dtype(torch::kInt64).device(device()));
   return cls_embedding(ids);
 }
 
-GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, const AttentionMask& mask,
-                       KvCache* cache) {
+Prefix GptImpl::prefix(const Conditions& conditions, bool unconditional) {
+  const auto dev = device();
+  const char* expected = config_.prompted() ? "prompt tokens" : config_.text_conditional() ? "captions" : "class ids";
+  VISPEC_ASSERT(conditions.kind() == (config_.prompted()           ? ConditionKind::prompt
+                                      : config_.text_conditional() ? ConditionKind::caption
+                                                                   : ConditionKind::class_id),
+                "conditions of the wrong kind for this model (it takes ", expected, ")");
+  const int64_t B = conditions.size(), C = config_.cls_token_num;
+  switch (conditions.kind()) {
+    case ConditionKind::class_id:
+      return {unconditional ? null_condition(B) : embed_classes(conditions.class_ids.to(dev)), {}};
+    case ConditionKind::caption: {
+      VISPEC_ASSERT(conditions.captions.size(1) == C && conditions.captions.size(2) == config_.caption_dim,
+                    "captions of shape ", conditions.captions.sizes(), " for ", C, " x ", config_.caption_dim);
+      auto embeddings = unconditional ? null_condition(B)
+                                      : embed_captions(conditions.captions.to(dev, tok_embeddings->weight.scalar_type()));
+      return {embeddings, conditions.caption_mask.to(dev, torch::kBool)};
+    }
+    case ConditionKind::prompt: {
+      const auto& ids = unconditional ? conditions.null_prompt_ids : conditions.prompt_ids;
+      const auto& mask = unconditional ? conditions.null_prompt_mask : conditions.prompt_mask;
+      VISPEC_ASSERT(ids.defined() && ids.size(1) == C, "prompts over ", ids.defined() ? ids.size(1) : 0,
+                    " positions for a model of ", C);
+      return {tok_embeddings(ids.to(dev)), mask.to(dev, torch::kBool)};
+    }
+  }
+  VISPEC_FAIL("unreachable");
+}
+
+torch::Tensor GptImpl::embed_image(const torch::Tensor& codes) {
+  if (image_aligner) return image_aligner(codes);
+  return tok_embeddings(config_.image_token_offset ? codes + config_.image_token_offset : codes);
+}
+
+torch::Tensor GptImpl::image_logits(const torch::Tensor& features) {
+  return image_head ? image_head(features) : output(features);
+}
+
+namespace {
+// A row's hidden prefix slots (the left padding of a prompt): its 1D positions count from its first real token.
+torch::Tensor hidden_prefix_slots(const torch::Tensor& visible) {
+  return visible.size(1) - visible.sum(1, /*keepdim=*/false, torch::kInt64);
+}
+}  // namespace
+
+GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& shift,
+                       const AttentionMask& mask, KvCache* cache) {
   if (rope_table.device() != x.device()) rope_table = rope_table.to(x.device());  // once, after a model move
-  auto rope = rope_table.index_select(0, seq_positions.reshape(-1))
-                  .view({seq_positions.size(0), seq_positions.size(1), -1, 2});
+  auto index = seq_positions;
+  if (config_.rope == RopeKind::sequence_1d && shift.defined())
+    index = (seq_positions - shift.unsqueeze(1)).clamp_min(0);  // hidden padding: position 0, never seen
+  auto rope = rope_table.index_select(0, index.reshape(-1)).view({index.size(0), index.size(1), -1, 2});
   for (size_t i = 0; i < layers->size(); ++i)
     x = layers[i]->as<TransformerBlock>()->forward(x, rope, mask, cache, int64_t(i));
-  return {output(norm(x)).to(torch::kFloat32), x};
+  return {image_logits(norm(x)).to(torch::kFloat32), x};
 }
 
 GptOutput GptImpl::forward_sequence(const torch::Tensor& cond, const torch::Tensor& tokens,
                                     const torch::Tensor& visible) {
   const int64_t B = cond.size(0), C = cond.size(1), N = tokens.size(1);
   VISPEC_ASSERT(C == config_.cls_token_num && N < config_.image_tokens(), "sequence too long");
-  auto x = torch::cat({cond, tok_embeddings(tokens)}, 1);
+  auto x = torch::cat({cond, embed_image(tokens)}, 1);
   auto pos = torch::arange(C + N, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
                  .unsqueeze(0).expand({B, C + N});
-  // Causal over the whole sequence (SDPA's causal mode, no mask tensor) unless caption padding is hidden.
+  // Causal over the whole sequence (SDPA's causal mode, no mask tensor) unless prefix positions are hidden.
   auto mask = AttentionMask::causal_block();
+  torch::Tensor shift;
   if (visible.defined()) {
+    const auto vis = visible.to(x.device());
     auto rows = causal_mask(C + N, x.device()).unsqueeze(0).expand({B, C + N, C + N}).clone();
-    mask.dense = apply_prefix_visibility(rows, visible.to(x.device()), pos).unsqueeze(1);
+    mask.dense = apply_prefix_visibility(rows, vis, pos).unsqueeze(1);
+    shift = hidden_prefix_slots(vis);
   }
-  auto out = run(x, pos, mask, nullptr);
+  auto out = run(x, pos, shift, mask, nullptr);
   return {out.logits.narrow(1, C - 1, N + 1), out.hidden.narrow(1, C - 1, N + 1)};
 }
 
@@ -192,13 +236,18 @@ GptOutput GptImpl::prefill(KvCache& cache, const torch::Tensor& cond, const torc
   if (visible.defined()) cache.hide_prefix_keys(visible);
   auto pos = torch::arange(C, torch::TensorOptions().dtype(torch::kInt64).device(cond.device()))
                  .unsqueeze(0).expand({B, C});
-  return run(cond, pos, cache.begin_block(C, torch::Tensor()), &cache);  // causal
+  return run(cond, pos, prefix_shift(cache), cache.begin_block(C, torch::Tensor()), &cache);  // causal
 }
 
 GptOutput GptImpl::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                                 const torch::Tensor& block_mask) {
   const auto mask = cache.begin_block(tokens.size(1), block_mask);
-  return run(tok_embeddings(tokens), positions + config_.cls_token_num, mask, &cache);
+  return run(embed_image(tokens), positions + config_.cls_token_num, prefix_shift(cache), mask, &cache);
+}
+
+torch::Tensor GptImpl::prefix_shift(const KvCache& cache) const {
+  if (config_.rope != RopeKind::sequence_1d || !cache.prefix_visible().defined()) return {};
+  return hidden_prefix_slots(cache.prefix_visible());
 }
 
 }  // namespace vispec

@@ -1,53 +1,37 @@
 // The Llama-family image decoder, following LlamaGen's GPT exactly (docs/algorithms.md "The model"):
-// pre-norm blocks of RMSNorm (fp32 statistics) -> fused wqkv attention with 2D RoPE -> SwiGLU FFN, no biases,
-// class embedding with a null class (or a caption MLP), untied output head. Parameter names match LlamaGen's
-// state dicts, so its checkpoints load unchanged.
+// pre-norm blocks of RMSNorm (fp32 statistics) -> attention with RoPE -> SwiGLU FFN, no biases, class
+// embedding with a null class (or a caption MLP), untied output head. Parameter names match LlamaGen's state
+// dicts, so its checkpoints load unchanged. The options of GptConfig make the same model Chameleon's, Janus-Pro's
+// or Emu3's (a text prompt through the token table, 1D RoPE, qk-norm, separate projections, grouped-query
+// attention, their image-token input and output); their checkpoints' names map onto these
+// (models/weight_keys.h).
 //
-// Sequence layout: [cls_token_num condition positions][image tokens 0 .. N-1]. The output at sequence
-// position cls_token_num - 1 + j predicts image token j. Every forward returns the logits (float32) and the
-// last layer's hidden states *before* the final norm (what EAGLE and SSD heads read).
+// Sequence layout: [cls_token_num prefix positions][image tokens 0 .. N-1]. The output at sequence
+// position cls_token_num - 1 + j predicts image token j. Every forward returns the logits (float32) over the
+// image codes and the last layer's hidden states *before* the final norm (what EAGLE and SSD heads read).
 #pragma once
 
 #include <torch/torch.h>
 
 #include "models/conditions.h"
+#include "models/generation_mlps.h"
 #include "models/gpt_config.h"
 #include "models/kv_cache.h"
+#include "models/layers.h"
 
 namespace vispec {
-
-// The GPT's parameters are created directly with the options (device, dtype) the model runs in, so loading a
-// 7B checkpoint never holds a float32 copy of it in host memory. Hence LlamaGen's bias-free linear layer and
-// embedding table are written here rather than taken from torch::nn (which allocate float32 on the CPU).
-struct NoBiasLinearImpl : torch::nn::Module {
-  NoBiasLinearImpl(int64_t in, int64_t out, const torch::TensorOptions& options);
-  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight); }
-  torch::Tensor weight;  // [out, in]
-};
-TORCH_MODULE(NoBiasLinear);
-
-struct EmbeddingTableImpl : torch::nn::Module {
-  EmbeddingTableImpl(int64_t count, int64_t dim, const torch::TensorOptions& options);
-  torch::Tensor forward(const torch::Tensor& ids) { return torch::embedding(weight, ids); }
-  torch::Tensor weight;  // [count, dim]
-};
-TORCH_MODULE(EmbeddingTable);
-
-struct RMSNormImpl : torch::nn::Module {
-  RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options = {});
-  torch::Tensor forward(const torch::Tensor& x);
-  torch::Tensor weight;
-  double eps;
-};
-TORCH_MODULE(RMSNorm);
 
 struct AttentionImpl : torch::nn::Module {
   explicit AttentionImpl(const GptConfig& c, const torch::TensorOptions& options = {});
   // x [B, T, D]; rope [B, T, Dh/2, 2]; cache null = attend within x only.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const AttentionMask& mask,
                         KvCache* cache, int64_t layer);
-  NoBiasLinear wqkv{nullptr}, wo{nullptr};
+  NoBiasLinear wqkv{nullptr};               // fused_qkv: [q; k; v] rows
+  NoBiasLinear wq{nullptr}, wk{nullptr}, wv{nullptr};  // otherwise
+  NoBiasLinear wo{nullptr};
+  HeadLayerNorm q_norm{nullptr}, k_norm{nullptr};     // qk_norm only
   int64_t n_head, n_kv_head, head_dim;
+  RopeKind rope_kind;
 };
 TORCH_MODULE(Attention);
 
@@ -93,6 +77,12 @@ struct CaptionEmbedderImpl : torch::nn::Module {
 };
 TORCH_MODULE(CaptionEmbedder);
 
+// What a stream's prefix is: its embeddings and which of its positions later queries may see.
+struct Prefix {
+  torch::Tensor embeddings;  // [B, C, D]
+  torch::Tensor visible;     // [B, C] bool; undefined: every position
+};
+
 struct GptOutput {
   torch::Tensor logits;  // [B, T, V] float32
   torch::Tensor hidden;  // [B, T, D] last layer, before the final norm
@@ -106,18 +96,24 @@ class GptImpl : public torch::nn::Module {
   explicit GptImpl(const GptConfig& config, const torch::TensorOptions& options = {}, bool random_init = true);
   const GptConfig& config() const { return config_; }
 
+  torch::Device device() const { return tok_embeddings->weight.device(); }
+
   // Condition embeddings [B, cls_token_num, D]. For class models: ids [B] int64, num_classes = null.
   torch::Tensor embed_classes(const torch::Tensor& class_ids);
   // For text models: captions [B, cls_token_num, caption_dim].
   torch::Tensor embed_captions(const torch::Tensor& captions);
-  // Either of the two, as the model's conditioning asks (on the model's device).
-  torch::Tensor embed(const Conditions& conditions);
-  // The unconditional stream's embeddings: the null class, or uncond_embedding through the caption MLP.
+  // The unconditional stream's embeddings of a class or caption model: the null class, or uncond_embedding
+  // through the caption MLP.
   torch::Tensor null_condition(int64_t batch);
-  // Which condition positions later positions may attend to: the caption mask for text models (the
-  // unconditional stream takes its conditional row's mask, as LlamaGen's generate does), undefined for
-  // class models (every position).
-  torch::Tensor condition_visibility(const Conditions& conditions) const;
+  // One stream's prefix, on the model's device, as the model's conditioning asks: the class (or null class);
+  // the caption (or uncond_embedding) with the caption mask (the unconditional stream takes its conditional
+  // row's mask, as LlamaGen's generate does); the prompt's tokens (or the unconditional prompt's) with its mask.
+  Prefix prefix(const Conditions& conditions, bool unconditional = false);
+
+  // Image codes [...] -> their input embeddings [..., D]; final-normed features [..., D] -> logits over the
+  // image codes [..., V] in the model's dtype. What drafters reading the target's states use.
+  torch::Tensor embed_image(const torch::Tensor& codes);
+  torch::Tensor image_logits(const torch::Tensor& features);
 
   // Teacher forcing / training: cond [B, C, D], tokens [B, N] (N < image tokens). No cache, causal, with
   // the condition positions that `visible` [B, C] hides taken out (if defined).
@@ -136,19 +132,27 @@ class GptImpl : public torch::nn::Module {
   GptOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                          const torch::Tensor& block_mask);
 
+  // [token_table_size, D]: image codes (LlamaGen), or the text vocabulary with the image tokens at
+  // image_token_offset (the LLM families).
   EmbeddingTable tok_embeddings{nullptr};
   // Registered as "cls_embedding" (LlamaGen's name), whichever of the two the config asks for.
   LabelEmbedder cls_embedding{nullptr};
   CaptionEmbedder caption_embedding{nullptr};
+  GenerationAligner image_aligner{nullptr};  // image_input aligner_mlp (Janus-Pro)
   torch::nn::ModuleList layers{nullptr};
   RMSNorm norm{nullptr};
-  NoBiasLinear output{nullptr};
-  // [cls + grid^2, Dh/2, 2] float32 whatever the model's dtype (LlamaGen keeps it fp32). Not a parameter or
-  // buffer (checkpoints do not hold it): made on the parameters' device, and moved once if the model moves.
+  NoBiasLinear output{nullptr};              // image_output linear: [V, D]
+  GenerationHead image_head{nullptr};        // image_output head_mlp (Janus-Pro)
+  // [positions, Dh/2, 2] float32 whatever the model's dtype (LlamaGen keeps it fp32): indexed by sequence slot
+  // (2D: cls_token_num zero rows, then the grid) or by position in the row's sequence (1D). Not a parameter
+  // or buffer (checkpoints do not hold it): made on the parameters' device, and moved once if the model moves.
   torch::Tensor rope_table;
 
  private:
-  GptOutput run(torch::Tensor x, const torch::Tensor& seq_positions, const AttentionMask& mask, KvCache* cache);
+  // shift [B] int64 (1D RoPE; undefined: none): a row's position is its slot less its hidden prefix slots.
+  GptOutput run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& shift,
+                const AttentionMask& mask, KvCache* cache);
+  torch::Tensor prefix_shift(const KvCache& cache) const;
   GptConfig config_;
 };
 TORCH_MODULE(Gpt);

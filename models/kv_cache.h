@@ -51,6 +51,7 @@ class KvCache {
   // the query at that same entry (LlamaGen's emb_mask keeps the diagonal, so a padded position still attends
   // to itself). Call before the block that writes those entries.
   void hide_prefix_keys(const torch::Tensor& visible) { prefix_visible_ = visible.to(k_[0].device(), torch::kBool); }
+  const torch::Tensor& prefix_visible() const { return prefix_visible_; }  // undefined: nothing hidden
   void keep_all();
   // Commits block entries `block_indices` (ascending, each < pending) of one row, compacted to follow its
   // committed entries in the given order.

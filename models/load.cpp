@@ -107,21 +107,36 @@ void for_each_weight_file(const std::string& path, const std::function<void(cons
   }
 }
 
-// for_each_weight_file with the file's names mapped to the module's (keys); two file tensors that map to one
-// name are an error naming both.
+// The rows `ids` of file tensor t (module tensor `name`), or their shape alone on the meta device.
+torch::Tensor take_rows(const torch::Tensor& t, const std::vector<int64_t>& ids, const std::string& source,
+                        const std::string& name, bool shapes_only) {
+  const int64_t last = ids.empty() ? -1 : *std::max_element(ids.begin(), ids.end());
+  VISPEC_CHECK(t.dim() >= 1 && last < t.size(0), source, ": tensor '", name, "' has ", t.dim() ? t.size(0) : 0,
+               " rows, the model takes its row ", last);
+  auto sizes = t.sizes().vec();
+  sizes[0] = int64_t(ids.size());
+  if (shapes_only) return torch::empty(sizes, torch::TensorOptions().device(torch::kMeta).dtype(t.dtype()));
+  return t.index_select(0, torch::tensor(ids, torch::kInt64));
+}
+
+// for_each_weight_file with the file's names mapped to the module's (keys): ignored tensors dropped, renamed,
+// and the rows a module tensor takes taken (shapes_only: as meta tensors of their shape, no data read). Two
+// file tensors that map to one name are an error naming both.
 void for_each_mapped_weight_file(const std::string& path, const WeightKeys& keys,
                                  const std::function<void(const TensorMap&, const std::string&)>& f,
-                                 bool check_data = true) {
+                                 bool check_data = true, bool shapes_only = false) {
   std::map<std::string, std::string> mapped_from;  // across shards: module name -> file name
   for_each_weight_file(path, [&](const TensorMap& views, const std::string& source) {
-    if (!keys.renaming()) return f(views, source);
+    if (!keys.renaming() && keys.ignore.empty() && keys.take_rows.empty()) return f(views, source);
     TensorMap mapped;
     for (const auto& [name, t] : views) {
+      if (keys.ignored(name)) continue;
       const auto to = keys.map(name);
       const auto [it, fresh] = mapped_from.emplace(to, name);
       VISPEC_CHECK(fresh, source, ": tensors '", it->second, "' and '", name, "' both become '", to,
-                   "' under the model config's strip_prefix/rename");
-      mapped[to] = t;
+                   "' under the model config's weight names");
+      const auto rows = keys.take_rows.find(to);
+      mapped[to] = rows == keys.take_rows.end() ? t : take_rows(t, rows->second, source, name, shapes_only);
     }
     f(mapped, source);
   }, keys.state_dict_key, check_data);
@@ -133,7 +148,7 @@ TensorMap weight_shapes(const std::string& path, const WeightKeys& keys, bool ch
   for_each_mapped_weight_file(path, keys, [&](const TensorMap& views, const std::string&) {
     for (const auto& [name, t] : views)
       shapes[name] = torch::empty(t.sizes(), torch::TensorOptions().device(torch::kMeta).dtype(t.dtype()));
-  }, check_data);
+  }, check_data, /*shapes_only=*/true);
   return shapes;
 }
 }  // namespace
@@ -151,7 +166,7 @@ TensorMap read_weights(const std::string& path) {
 }
 
 void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
-                      const std::vector<std::string>& ignore_prefixes) {
+                      const std::vector<std::string>& ignore_prefixes, const WeightKeys& keys) {
   const auto own = state_dict(module);
   for (const auto& [name, t] : tensors) {
     if (own.count(name)) continue;
@@ -163,14 +178,17 @@ void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors,
     auto it = tensors.find(name);
     VISPEC_CHECK(it != tensors.end(), source, ": tensor '", name, "' is missing (model expects shape ",
                  shape_str(dst.sizes()), ")");
-    VISPEC_CHECK(it->second.sizes() == dst.sizes(), source, ": tensor '", name, "' has shape ",
+    const auto& got = it->second.sizes();
+    const bool one_row = keys.may_be_one_row(name) && got.size() == dst.sizes().size() && !got.empty() &&
+                         got[0] == 1 && got.slice(1) == dst.sizes().slice(1);
+    VISPEC_CHECK(got == dst.sizes() || one_row, source, ": tensor '", name, "' has shape ",
                  shape_str(it->second.sizes()), ", model expects ", shape_str(dst.sizes()));
   }
 }
 
 void check_weights_file(const torch::nn::Module& module, const std::string& path,
                         const std::vector<std::string>& ignore_prefixes, const WeightKeys& keys) {
-  check_state_dict(module, weight_shapes(path, keys), path, ignore_prefixes);
+  check_state_dict(module, weight_shapes(path, keys), path, ignore_prefixes, keys);
 }
 
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
@@ -210,14 +228,14 @@ void load_weights(torch::nn::Module& module, const std::string& path, const std:
   // bytes into the parameters, converted to their device and dtype on the way: no host copy of the weights.
   // The check reads names and shapes only; the copy pass below checks the data's CRC-32s (a torch.save file)
   // before it copies anything, so a large checkpoint is read twice here, not three times.
-  check_state_dict(module, weight_shapes(path, keys, /*check_data=*/false), path, ignore_prefixes);
+  check_state_dict(module, weight_shapes(path, keys, /*check_data=*/false), path, ignore_prefixes, keys);
   auto own = state_dict(module);
   torch::NoGradGuard no_grad;
   int64_t read = 0;
   for_each_mapped_weight_file(path, keys, [&](const TensorMap& views, const std::string&) {
     for (const auto& [name, t] : views)
       if (const auto it = own.find(name); it != own.end()) {
-        it->second.copy_(t);
+        it->second.copy_(t);  // broadcasts a tensor stored as one row for all (checked above)
         read += int64_t(t.nbytes());
       }
   });

@@ -26,9 +26,10 @@ std::vector<std::string> weight_files(const std::string& path);
 // ignore_prefixes: file tensors starting with one of these are skipped without complaint.
 void load_state_dict(torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
                      const std::vector<std::string>& ignore_prefixes = {});
-// Checks, without copying, that `tensors` fit the module (the errors load_state_dict would give).
+// Checks, without copying, that `tensors` fit the module (the errors load_state_dict would give); keys: which
+// module tensors may come as one row for all.
 void check_state_dict(const torch::nn::Module& module, const TensorMap& tensors, const std::string& source,
-                      const std::vector<std::string>& ignore_prefixes = {});
+                      const std::vector<std::string>& ignore_prefixes = {}, const WeightKeys& keys = {});
 // Checks that weights fit the module, from names and shapes only (safetensors headers; torch.save indexes).
 // Used before a job writes anything, with modules built on the meta device. keys: which dict of a torch.save
 // file, and how file names map onto the module's (models/weight_keys.h); ignore_prefixes apply to mapped names.

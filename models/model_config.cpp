@@ -19,8 +19,10 @@ std::string lower(std::string s) {
 // base: the defaults (a drafter starts from its target: same vocabulary, grid and conditioning).
 GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   v.reject_unknown_keys({"weights", "preset", "vocab_size", "dim", "n_layer", "n_head", "n_kv_head", "multiple_of",
-                         "ffn_dim_multiplier", "rope_base", "norm_eps", "grid_size", "num_classes", "cls_token_num",
-                         "caption_dim", "state_dict_key", "strip_prefix", "rename"});
+                         "ffn_dim_multiplier", "ffn_hidden_size", "rope", "rope_base", "norm_eps", "grid_size",
+                         "num_classes", "cls_token_num", "caption_dim", "qkv", "qk_norm", "text_vocab_size",
+                         "image_token_offset", "image_input", "image_output", "image_embed_dim", "image_mlp_dim",
+                         "names", "state_dict_key", "strip_prefix", "rename"});
   GptConfig c = base;
   if (v.has("preset")) {
     const auto preset = gpt_preset(v.need<std::string>("preset"));
@@ -41,17 +43,55 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   c.num_classes = v.get<int64_t>("num_classes", c.num_classes);
   c.cls_token_num = v.get<int64_t>("cls_token_num", c.cls_token_num);
   c.caption_dim = v.get<int64_t>("caption_dim", c.caption_dim);
+  c.ffn_hidden_size = v.get<int64_t>("ffn_hidden_size", c.ffn_hidden_size);
+  c.text_vocab_size = v.get<int64_t>("text_vocab_size", c.text_vocab_size);
+  c.image_token_offset = v.get<int64_t>("image_token_offset", c.image_token_offset);
+  c.image_embed_dim = v.get<int64_t>("image_embed_dim", c.image_embed_dim);
+  c.image_mlp_dim = v.get<int64_t>("image_mlp_dim", c.image_mlp_dim);
+  c.qk_norm = v.get<bool>("qk_norm", c.qk_norm);
+  // word(key, {(name, value), ...}): a key naming one of a few choices.
+  auto word = [&](const char* key, auto current, std::initializer_list<std::pair<const char*, decltype(current)>> choices) {
+    if (!v.has(key)) return current;
+    const auto got = v.need<std::string>(key);
+    std::string names;
+    for (const auto& [name, value] : choices) {
+      if (got == name) return value;
+      names += (names.empty() ? "" : " | ") + std::string(name);
+    }
+    v.at(key).fail("expected " + names + ", got '" + got + "'");
+  };
+  c.rope = word("rope", c.rope, {{"2d", RopeKind::grid_2d}, {"1d", RopeKind::sequence_1d}});
+  c.fused_qkv = word("qkv", c.fused_qkv, {{"fused", true}, {"separate", false}});
+  c.image_input = word("image_input", c.image_input,
+                       {{"token_table", ImageInput::token_table}, {"aligner_mlp", ImageInput::aligner_mlp}});
+  c.image_output = word("image_output", c.image_output,
+                        {{"linear", ImageOutput::linear}, {"head_mlp", ImageOutput::head_mlp}});
   // Sizes: positive (a zero would divide by zero or build an empty model), counts of options: not negative.
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"vocab_size", c.vocab_size}, {"dim", c.dim},
                                    {"n_layer", c.n_layer}, {"n_head", c.n_head}, {"multiple_of", c.multiple_of},
                                    {"grid_size", c.grid_size}, {"cls_token_num", c.cls_token_num}})
     if (value < 1) (v.has(key) ? v.at(key) : v).fail(std::string(key) + " must be at least 1");
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"n_kv_head", c.n_kv_head},
-                                   {"num_classes", c.num_classes}, {"caption_dim", c.caption_dim}})
+                                   {"num_classes", c.num_classes}, {"caption_dim", c.caption_dim},
+                                   {"ffn_hidden_size", c.ffn_hidden_size}, {"text_vocab_size", c.text_vocab_size},
+                                   {"image_token_offset", c.image_token_offset}})
     if (value < 0) v.at(key).fail(std::string(key) + " must not be negative");
   if (c.n_kv_head > 0 && c.n_head % c.n_kv_head != 0) v.at("n_kv_head").fail("must divide n_head");
   if (c.dim % c.n_head != 0) v.fail("dim must be a multiple of n_head");
-  if (c.head_dim() % 4 != 0) v.fail("head_dim (dim / n_head) must be a multiple of 4 for 2D RoPE");
+  if (c.rope == RopeKind::grid_2d && c.head_dim() % 4 != 0)
+    v.fail("head_dim (dim / n_head) must be a multiple of 4 for 2D RoPE");
+  if (c.head_dim() % 2 != 0) v.fail("head_dim (dim / n_head) must be even for RoPE");
+  if (c.prompted() && c.caption_dim > 0) v.at("caption_dim").fail("a prompted model (text_vocab_size) takes no captions");
+  if (c.prompted() && c.image_token_offset + c.vocab_size > c.text_vocab_size)
+    (v.has("image_token_offset") ? v.at("image_token_offset") : v.at("text_vocab_size"))
+        .fail("image tokens " + std::to_string(c.image_token_offset) + " .. " +
+              std::to_string(c.image_token_offset + c.vocab_size - 1) + " do not fit a text vocabulary of " +
+              std::to_string(c.text_vocab_size));
+  if (!c.prompted() && v.has("image_token_offset")) v.at("image_token_offset").fail("needs text_vocab_size");
+  if (c.image_input == ImageInput::aligner_mlp && c.image_embed_dim < 1)
+    v.fail("image_input aligner_mlp needs image_embed_dim (the generation embedding's width)");
+  if (c.image_output == ImageOutput::head_mlp && c.image_mlp_dim < 1)
+    v.fail("image_output head_mlp needs image_mlp_dim (the generation head's hidden width)");
   return c;
 }
 
@@ -80,28 +120,32 @@ VqConfig parse_vq(const YamlView& v) {
     if (m < 1) v.at("ch_mult").fail("every multiplier must be at least 1");
   return c;
 }
-// state_dict_key, strip_prefix, rename: {from: to, ...} of a gpt or vq section.
+// names (a family's preset), state_dict_key, strip_prefix, rename: {from: to, ...} of a gpt or vq section.
 WeightKeys parse_weight_keys(const YamlView& v) {
   WeightKeys k;
+  if (v.has("names") && !weight_names_preset(v.need<std::string>("names"), k))
+    v.at("names").fail("expected llamagen, hf_llama, hf_janus or janus, got '" + v.need<std::string>("names") + "'");
   k.state_dict_key = v.get<std::string>("state_dict_key", "");
   k.strip_prefix = v.get<std::string>("strip_prefix", "");
   if (v.has("rename")) {
     const auto r = v.at("rename");
+    size_t own = 0;
     for (const auto& key : r.keys()) {
       const auto to = r.need<std::string>(key);
       if (key.empty()) r.at(key).fail("an empty prefix would rename every tensor");
-      k.renames.emplace_back(key, to);
+      k.renames.insert(k.renames.begin() + ptrdiff_t(own++), {key, to});  // before a preset's, in their order
     }
   }
   return k;
 }
 void reject_weight_keys(const YamlView& drafter) {
-  for (const char* key : {"state_dict_key", "strip_prefix", "rename"})
+  for (const char* key : {"names", "state_dict_key", "strip_prefix", "rename"})
     if (drafter.has(key)) drafter.at(key).fail("only the target's gpt and vq map their checkpoint's names");
 }
 
 void reject_shared_keys(const YamlView& gpt, const std::string& why) {
-  for (const char* key : {"vocab_size", "grid_size", "num_classes", "cls_token_num", "caption_dim"})
+  for (const char* key : {"vocab_size", "grid_size", "num_classes", "cls_token_num", "caption_dim", "text_vocab_size",
+                          "image_token_offset"})
     if (gpt.has(key)) gpt.at(key).fail(why);
 }
 
@@ -169,6 +213,11 @@ ModelConfig load_model_config(const std::string& path) {
   m.gpt_weights = gpt.need_path("weights");
   m.vq_weights = vq.need_path("weights");
   m.gpt_keys = parse_weight_keys(gpt);
+  if (m.gpt.prompted() && m.gpt.image_output == ImageOutput::linear) {
+    // The LM head covers the whole text vocabulary; the model keeps the image tokens' rows, taken at load.
+    auto& rows = m.gpt_keys.take_rows["output.weight"];
+    for (int64_t c = 0; c < m.gpt.vocab_size; ++c) rows.push_back(m.gpt.image_token_offset + c);
+  }
   m.vq_keys = parse_weight_keys(vq);
   if (root.has("classes")) {
     m.classes = root.need<std::vector<std::string>>("classes");

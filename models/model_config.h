@@ -5,7 +5,9 @@
 //   dtype: fp32                                 # fp32 | bf16 | fp16: the GPTs, drafters and heads at inference
 //   classes: [t-shirt/top, trouser, ...]
 //   gpt: {weights: fmnist/gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, n_head: 4, ...}
-//        (and how the file's names map onto the model's: state_dict_key, strip_prefix, rename; models/weight_keys.h)
+//        (and how the file's names map onto the model's: names, state_dict_key, strip_prefix, rename;
+//        models/weight_keys.h; the LLM families' options: rope, qkv, qk_norm, text_vocab_size,
+//        image_token_offset, image_input, image_output, ...: docs/model_families.md)
 //   vq:  {weights: fmnist/vq.safetensors, codebook_size: 512, ch: 64, ch_mult: [1, 2], ...}
 //   text_encoder: {dir: flan-t5-xl, max_length: 120, dtype: bf16}   # text-conditional models: captions in
 //        (Hugging Face's T5 layout: config.json, spiece.model and model.safetensors[.index.json] or

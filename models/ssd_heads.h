@@ -6,7 +6,7 @@
 //   f(z)         = W0 z + SwiGLU(RMSNorm(W0 z))      W0: 2d -> d; SwiGLU(u) = W2 (silu(W1 u) * W3 u), no biases
 //   h^(y, x + k) = f_horizontal[k-1](z)    k = 1 .. kh   (same row only)
 //   h^(y + k, x) = f_vertical[k-1](z)      k = 1 .. kv   (offset k * W in raster order)
-//   draft token  = argmax target->output(target->norm(h^))
+//   draft token  = argmax target->image_logits(target->norm(h^))
 // SwiGLU width m = 2d: the paper gives 134M parameters per head at d = 4096, which is 2d^2 (W0) + 3 d m
 // with m = 2d (our inference; the paper does not name m).
 #pragma once

@@ -2,11 +2,96 @@
 
 namespace vispec {
 
+namespace {
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Replaces each occurrence of the dotted parts `from` that starts and ends on a part boundary.
+std::string replace_parts(const std::string& name, const std::string& from, const std::string& to) {
+  std::string out;
+  size_t at = 0;
+  while (true) {
+    const size_t hit = name.find(from, at);
+    if (hit == std::string::npos) break;
+    const size_t end = hit + from.size();
+    const bool bounded = (hit == 0 || name[hit - 1] == '.') && (end == name.size() || name[end] == '.');
+    out += name.substr(at, hit - at) + (bounded ? to : from);
+    at = end;
+  }
+  return out + name.substr(at);
+}
+}  // namespace
+
+bool WeightKeys::ignored(const std::string& file_name) const {
+  for (const auto& p : ignore)
+    if (starts_with(file_name, p)) return true;
+  return false;
+}
+
 std::string WeightKeys::map(const std::string& name) const {
-  std::string n = !strip_prefix.empty() && name.rfind(strip_prefix, 0) == 0 ? name.substr(strip_prefix.size()) : name;
+  std::string n = !strip_prefix.empty() && starts_with(name, strip_prefix) ? name.substr(strip_prefix.size()) : name;
   for (const auto& [from, to] : renames)
-    if (n.rfind(from, 0) == 0) return to + n.substr(from.size());
+    if (starts_with(n, from)) {
+      n = to + n.substr(from.size());
+      break;
+    }
+  for (const auto& [from, to] : part_renames) n = replace_parts(n, from, to);
   return n;
+}
+
+bool WeightKeys::may_be_one_row(const std::string& module_name) const {
+  for (const auto& s : one_row_for_all)
+    if (ends_with(module_name, s)) return true;
+  return false;
+}
+
+bool weight_names_preset(const std::string& name, WeightKeys& keys) {
+  // Inside every layer, Llama's names for the parts of LlamaGen's block.
+  const std::vector<std::pair<std::string, std::string>> llama_layer = {
+      {"self_attn.q_proj", "attention.wq"},   {"self_attn.k_proj", "attention.wk"},
+      {"self_attn.v_proj", "attention.wv"},   {"self_attn.o_proj", "attention.wo"},
+      {"self_attn.q_norm", "attention.q_norm"}, {"self_attn.k_norm", "attention.k_norm"},
+      {"mlp.gate_proj", "feed_forward.w1"},   {"mlp.up_proj", "feed_forward.w3"},
+      {"mlp.down_proj", "feed_forward.w2"},   {"input_layernorm", "attention_norm"},
+      {"post_attention_layernorm", "ffn_norm"}};
+  if (name == "llamagen") return true;
+  if (name == "hf_llama") {
+    // Chameleon (Lumina-mGPT, Anole): model.*, lm_head; Emu3: text_model.model.*, text_model.lm_head (what
+    // transformers saves; model.text_model.* as it names them in memory; model.*, lm_head in BAAI's own
+    // files). Lumina-mGPT keeps its qk-norm as one row for every head.
+    keys.ignore = {"model.vqmodel.", "vqmodel."};
+    keys.renames = {{"text_model.model.embed_tokens.", "tok_embeddings."}, {"text_model.model.", ""},
+                    {"text_model.lm_head.", "output."}, {"model.text_model.embed_tokens.", "tok_embeddings."},
+                    {"model.text_model.", ""}, {"model.embed_tokens.", "tok_embeddings."}, {"model.", ""},
+                    {"lm_head.", "output."}};
+    keys.part_renames = llama_layer;
+    keys.one_row_for_all = {"attention.q_norm.weight", "attention.q_norm.bias", "attention.k_norm.weight",
+                            "attention.k_norm.bias"};
+    return true;
+  }
+  if (name == "hf_janus") {
+    keys.ignore = {"model.vision_model.", "model.aligner.", "model.vqmodel.", "lm_head."};
+    keys.renames = {{"model.language_model.embed_tokens.", "tok_embeddings."}, {"model.language_model.", ""},
+                    {"model.generation_embeddings.", "image_aligner.embeddings."},
+                    {"model.generation_aligner.fc1.", "image_aligner.fc1."},
+                    {"model.generation_aligner.hidden_layers.0.", "image_aligner.fc2."},
+                    {"model.generation_head.", "image_head."}};
+    keys.part_renames = llama_layer;
+    return true;
+  }
+  if (name == "janus") {  // DeepSeek's release: language_model.model.*, gen_embed, gen_aligner.layers.{0,2}, gen_head
+    keys.ignore = {"vision_model.", "aligner.", "gen_vision_model.", "language_model.lm_head."};
+    keys.renames = {{"language_model.model.embed_tokens.", "tok_embeddings."}, {"language_model.model.", ""},
+                    {"gen_embed.", "image_aligner.embeddings."}, {"gen_aligner.layers.0.", "image_aligner.fc1."},
+                    {"gen_aligner.layers.2.", "image_aligner.fc2."},
+                    {"gen_head.output_mlp_projector.", "image_head.proj_out."},
+                    {"gen_head.vision_head.", "image_head.vision_head."}};
+    keys.part_renames = llama_layer;
+    return true;
+  }
+  return false;
 }
 
 }  // namespace vispec

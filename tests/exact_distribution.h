@@ -47,7 +47,7 @@ inline DecodeRequest requests(int64_t first, int64_t count, int64_t cls = -1) {
 inline torch::Tensor exact_next(Gpt& gpt, int64_t cls, const torch::Tensor& prefix, const SamplingParams& params) {
   torch::NoGradGuard no_grad;
   const int64_t M = prefix.size(0);
-  const auto device = gpt->tok_embeddings->weight.device();
+  const auto device = gpt->device();
   auto ids = torch::cat({torch::full({M}, cls, torch::kInt64), torch::full({M}, gpt->config().num_classes, torch::kInt64)});
   auto out = gpt->forward_sequence(gpt->embed_classes(ids.to(device)), torch::cat({prefix, prefix}).to(device));
   return target_probs(cfg_combine(out.logits.select(1, -1), params.cfg_scale), params).to(torch::kCPU, torch::kFloat64);

@@ -110,10 +110,11 @@ TEST_F(LlamaGenParity, TextToImageGreedyTokensUnderLeftPaddingAndEmbMask) {
   EXPECT_TRUE(torch::equal(ZipArDecoder(m.gpt, greedy(7.5), 8).decode(req).tokens, expected));
 
   // Teacher forcing under the same mask (distillation's forward) picks the same tokens at every position.
-  const auto visible = m.gpt->condition_visibility(ours);
   const auto inputs = expected.narrow(1, 0, expected.size(1) - 1);
-  const auto cond = m.gpt->forward_sequence(m.gpt->embed(ours), inputs, visible).logits;
-  const auto null = m.gpt->forward_sequence(m.gpt->null_condition(2), inputs, visible).logits;
+  const auto c = m.gpt->prefix(ours), u = m.gpt->prefix(ours, /*unconditional=*/true);
+  EXPECT_TRUE(torch::equal(c.visible, u.visible));  // the unconditional stream under the caption's mask
+  const auto cond = m.gpt->forward_sequence(c.embeddings, inputs, c.visible).logits;
+  const auto null = m.gpt->forward_sequence(u.embeddings, inputs, u.visible).logits;
   EXPECT_TRUE(torch::equal(cfg_combine(torch::cat({cond, null}), 7.5).argmax(-1), expected));
 
   // The mask matters: without it (every caption position visible) the tokens differ.

@@ -30,9 +30,9 @@ EagleForward eagle_forward(EagleDrafter& drafter, Gpt& target, const torch::Tens
   {
     torch::NoGradGuard no_grad;
     features = target->norm(hidden);
-    embeddings = target->tok_embeddings(tokens.narrow(1, 0, T));
+    embeddings = target->embed_image(tokens.narrow(1, 0, T));
     next = features.narrow(1, 1, T);
-    target_logits = target->output(next).reshape({B * T, -1});
+    target_logits = target->image_logits(next).reshape({B * T, -1});
   }
   auto input = features.narrow(1, 0, T);
   if (noise > 0) {
@@ -44,7 +44,7 @@ EagleForward eagle_forward(EagleDrafter& drafter, Gpt& target, const torch::Tens
   const auto opts = torch::TensorOptions().dtype(torch::kInt64).device(hidden.device());
   const auto cells = torch::arange(T, opts).unsqueeze(0).expand({B, T});
   auto prediction = drafter(input, embeddings, cells, causal_mask(T, hidden.device()));
-  auto draft_logits = target->output(prediction).reshape({B * T, -1});
+  auto draft_logits = target->image_logits(prediction).reshape({B * T, -1});
   auto vloss = torch::smooth_l1_loss(prediction, next);
   auto ploss = -(torch::softmax(target_logits, -1) * torch::log_softmax(draft_logits, -1)).sum(-1).mean();
   return {vloss, ploss, draft_logits, target_logits};

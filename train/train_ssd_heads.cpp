@@ -54,7 +54,7 @@ void train_ssd_heads(const HeadTrainOptions& o) {
     torch::Tensor embeddings;
     {
       torch::NoGradGuard no_grad;
-      embeddings = t.target->tok_embeddings(tokens);
+      embeddings = t.target->embed_image(tokens);
     }
     std::vector<HeadForward> out;
     for (int64_t i = 0; i < heads->count(); ++i) {
@@ -85,8 +85,8 @@ void train_ssd_heads(const HeadTrainOptions& o) {
       const auto out = forward(b.hidden, b.tokens);
       for (size_t i = 0; i < out.size(); ++i) {
         const int64_t D = out[i].target.size(-1);
-        auto draft = t.target->output(t.target->norm(out[i].prediction)).reshape({-1, t.target_config.gpt.vocab_size});
-        auto target = t.target->output(t.target->norm(out[i].target)).reshape({-1, t.target_config.gpt.vocab_size});
+        auto draft = t.target->image_logits(t.target->norm(out[i].prediction)).reshape({-1, t.target_config.gpt.vocab_size});
+        auto target = t.target->image_logits(t.target->norm(out[i].target)).reshape({-1, t.target_config.gpt.vocab_size});
         loss[i] += torch::smooth_l1_loss(out[i].prediction, out[i].target).item<double>() *
                    double(out[i].target.numel() / D);
         // SSD drafts the argmax; speculative sampling at T = 1 (no CFG) accepts it with probability p(draft).

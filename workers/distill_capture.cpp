@@ -7,17 +7,18 @@ namespace vispec {
 torch::Tensor teacher_forced_hidden(Gpt& gpt, const Conditions& conditions, const torch::Tensor& tokens,
                                     int streams) {
   torch::NoGradGuard no_grad;
-  const auto device = gpt->output->weight.device();
-  const int64_t B = tokens.size(0), T = tokens.size(1);
+  const auto device = gpt->device();
+  const int64_t T = tokens.size(1);
   const auto inputs = tokens.narrow(1, 0, T - 1).to(device);
   // One forward per stream rather than one of 2B rows: with both streams the job took 2.74x the time of no
   // distillation as one 2B-row forward and 1.59x as two B-row forwards (bench/distill_overhead.sh, this CPU;
   // the [rows, heads, T, T] attention scores of the double batch fall out of cache).
-  // The unconditional stream sees the conditional one's caption mask, as when decoding (decoding/cfg_model.h).
-  const auto visible = gpt->condition_visibility(conditions);
+  // Each stream's prefix as when decoding (decoding/cfg_model.h).
   std::vector<torch::Tensor> per_stream;
-  per_stream.push_back(gpt->forward_sequence(gpt->embed(conditions), inputs, visible).hidden);
-  if (streams == 2) per_stream.push_back(gpt->forward_sequence(gpt->null_condition(B), inputs, visible).hidden);
+  for (int s = 0; s < streams; ++s) {
+    const auto prefix = gpt->prefix(conditions, /*unconditional=*/s == 1);
+    per_stream.push_back(gpt->forward_sequence(prefix.embeddings, inputs, prefix.visible).hidden);
+  }
   return torch::stack(per_stream, 1).to(torch::kFloat32).contiguous();  // [B, S, T, D]
 }
 

@@ -1,0 +1,193 @@
+// The one configurable GPT computes what Hugging Face's Chameleon (Lumina-mGPT, Anole), Janus-Pro and Emu3
+// compute: tiny random models of each are made at test time by tests/tiny_families.py (save_pretrained, sharded
+// safetensors), loaded through a model config naming their options and their checkpoint's names, and fed two
+// prompts of different lengths (left-padded into one batch) followed by image tokens. Hidden states and the
+// logits over the image codes must be within 1e-4 of transformers' in fp32, teacher-forced and through the KV
+// cache (one token per step, and a causal block after the prompt).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "error_of.h"
+#include "io/atomic_file.h"
+#include "io/npy_tensor.h"
+#include "models/gpt.h"
+#include "models/load.h"
+#include "models/model_config.h"
+
+namespace vispec {
+
+namespace fs = std::filesystem;
+
+namespace {
+// Each family's options, as its tiny model's config.json gives them (tests/tiny_families.py).
+const char* const kFamilyOptions[][2] = {
+    {"chameleon", "names: hf_llama, rope: 1d, qkv: separate, qk_norm: true, n_kv_head: 2, norm_eps: 1.0e-5, "
+                  "text_vocab_size: 600, image_token_offset: 4"},
+    {"janus", "names: hf_janus, rope: 1d, qkv: separate, norm_eps: 1.0e-6, text_vocab_size: 600, "
+              "image_input: aligner_mlp, image_embed_dim: 8, image_output: head_mlp, image_mlp_dim: 64"},
+    {"emu3", "names: hf_llama, rope: 1d, rope_base: 1.0e6, qkv: separate, n_kv_head: 2, norm_eps: 1.0e-5, "
+             "text_vocab_size: 600, image_token_offset: 4"},
+};
+
+class FamilyParity : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string probe = std::string(VISPEC_TORCH_PYTHON) + " -c 'import transformers' > /dev/null 2>&1";
+    if (std::system(probe.c_str()) != 0) {
+      missing = std::string(VISPEC_TORCH_PYTHON) + " lacks transformers (scripts/setup.sh)";
+      return;
+    }
+    dir = fs::temp_directory_path() / ("vispec_families_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string cmd = "cd " + dir.string() + " && " + VISPEC_TORCH_PYTHON + " " + VISPEC_SOURCE_DIR +
+                            "/tests/tiny_families.py > make.log 2>&1";
+    made = std::system(cmd.c_str()) == 0;
+  }
+  static void TearDownTestSuite() {
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+  void SetUp() override {
+    if (!missing.empty()) GTEST_SKIP() << missing;
+    ASSERT_TRUE(made) << read_file((dir / "make.log").string());
+  }
+
+  // The model config of family `fam` (cls_token_num 12 prefix positions, a 4 x 4 grid); `options` replaces
+  // the family's own. The VQ is the embedded model's (the families' VQs are tested on their own).
+  static std::string config(const std::string& fam, std::string options = "") {
+    for (const auto& [name, own] : kFamilyOptions)
+      if (fam == name && options.empty()) options = own;
+    const auto path = dir / (fam + ".yaml");
+    const std::string src = VISPEC_SOURCE_DIR;
+    std::ofstream(path) << "name: tiny-" << fam << "\ngpt: {weights: " << (dir / fam / "model.safetensors.index.json").string()
+                        << ", vocab_size: 512, dim: 64, n_layer: 2, n_head: 4, ffn_hidden_size: 96, grid_size: 4, "
+                           "cls_token_num: 12, "
+                        << options << "}\nvq: {weights: " << src << "/configs/fmnist/vq.safetensors, "
+                        << "codebook_size: 512, codebook_embed_dim: 8, in_channels: 1, z_channels: 32, ch: 32, "
+                           "ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 8}\n";
+    return path.string();
+  }
+  static Gpt load(const std::string& fam) {
+    const auto m = load_model_config(config(fam));
+    Gpt gpt(m.gpt, torch::TensorOptions(), /*random_init=*/false);
+    load_weights(*gpt, m.gpt_weights, {}, m.gpt_keys);
+    gpt->eval();
+    return gpt;
+  }
+  static torch::Tensor ref(const std::string& fam, const std::string& name) {
+    return read_npy_tensor((dir / (fam + "_ref") / (name + ".npy")).string());
+  }
+  // The two reference prompts, left-padded into the model's 12 positions (the unconditional stream unused).
+  static Conditions prompts(const std::string& fam) {
+    const auto ids = ref(fam, "prompts"), lens = ref(fam, "lens");
+    std::vector<std::vector<int64_t>> rows;
+    for (int64_t r = 0; r < 2; ++r) {
+      const auto row = ids[r].narrow(0, 0, lens[r].item<int64_t>()).contiguous();
+      rows.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+    }
+    return prompt_conditions(rows, rows, 12);
+  }
+  // Row r's reference outputs from its last prompt position on (the N + 1 outputs that predict image tokens).
+  static torch::Tensor from_last_prompt(const std::string& fam, const std::string& name, int64_t r) {
+    const auto t = ref(fam, name + "_" + std::to_string(r));
+    const int64_t L = ref(fam, "lens")[r].item<int64_t>();
+    return t.narrow(0, L - 1, t.size(0) - L + 1);
+  }
+
+  static inline fs::path dir;
+  static inline bool made = false;
+  static inline std::string missing;
+};
+}  // namespace
+
+TEST_F(FamilyParity, TeacherForcedHiddenStatesAndImageLogitsEqualTransformers) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [fam, options] : kFamilyOptions) {
+    auto gpt = load(fam);
+    const auto codes = ref(fam, "codes");
+    const auto prefix = gpt->prefix(prompts(fam));
+    const auto out = gpt->forward_sequence(prefix.embeddings, codes, prefix.visible);
+    double worst_hidden = 0, worst_logits = 0;
+    for (int64_t r = 0; r < 2; ++r) {
+      worst_hidden = std::max(worst_hidden, (gpt->norm(out.hidden[r]) - from_last_prompt(fam, "hidden", r)).abs().max().item<double>());
+      worst_logits = std::max(worst_logits, (out.logits[r] - from_last_prompt(fam, "logits", r)).abs().max().item<double>());
+    }
+    std::cout << fam << ": largest |difference| hidden " << worst_hidden << ", logits " << worst_logits << "\n";
+    EXPECT_LT(worst_hidden, 1e-4) << fam;
+    EXPECT_LT(worst_logits, 1e-4) << fam;
+  }
+}
+
+// Through the KV cache: the prompt prefilled (its padding hidden, positions counted from its first token), then
+// the image tokens one per step, and again as one causal block after the prompt.
+TEST_F(FamilyParity, CachedStepsAndBlocksEqualTransformers) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [fam, options] : kFamilyOptions) {
+    auto gpt = load(fam);
+    const auto codes = ref(fam, "codes");
+    const int64_t N = codes.size(1);
+    const auto prefix = gpt->prefix(prompts(fam));
+    const auto positions = torch::arange(N, torch::kInt64).unsqueeze(0).expand({2, N});
+    std::vector<torch::Tensor> expected;
+    for (int64_t r = 0; r < 2; ++r) expected.push_back(from_last_prompt(fam, "logits", r));
+    const auto expected_batch = torch::stack(expected);  // [2, N + 1, V]
+
+    auto cache = gpt->make_cache(2);
+    auto first = gpt->prefill(cache, prefix.embeddings, prefix.visible).logits.select(1, -1);
+    cache.keep_all();
+    std::vector<torch::Tensor> steps = {first};
+    for (int64_t t = 0; t < N; ++t) {
+      steps.push_back(gpt->decode_block(cache, codes.narrow(1, t, 1), positions.narrow(1, t, 1),
+                                        torch::ones({1, 1}, torch::kBool)).logits.select(1, 0));
+      cache.keep_all();
+    }
+    const double step_error = (torch::stack(steps, 1) - expected_batch).abs().max().item<double>();
+
+    cache.reset();
+    gpt->prefill(cache, prefix.embeddings, prefix.visible);
+    cache.keep_all();
+    const auto block = gpt->decode_block(cache, codes, positions, causal_mask(N)).logits;
+    const double block_error = (block - expected_batch.narrow(1, 1, N)).abs().max().item<double>();
+    std::cout << fam << ": largest |difference| one per step " << step_error << ", as a block " << block_error << "\n";
+    EXPECT_LT(step_error, 1e-4) << fam;
+    EXPECT_LT(block_error, 1e-4) << fam;
+  }
+}
+
+// A config that does not fit its checkpoint, or whose image tokens do not fit its vocabulary: one line naming
+// the file and the tensor or field.
+TEST_F(FamilyParity, MismatchedConfigsAreOneLineErrors) {
+  const auto load_as = [](const std::string& fam, const std::string& options) {
+    return test::error_of([&] {
+      const auto m = load_model_config(config(fam, options));
+      load_weights(*Gpt(m.gpt, torch::TensorOptions(), false), m.gpt_weights, {}, m.gpt_keys);
+    });
+  };
+  // Janus's checkpoint read as Chameleon's: the names of another family.
+  auto err = load_as("janus", kFamilyOptions[0][1]);
+  EXPECT_NE(err.find("janus/model.safetensors.index.json: tensor 'aligner.fc1.bias' does not belong to the model"),
+            std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  // Chameleon's without its qk-norm, Emu3's without grouped-query attention.
+  err = load_as("chameleon", "names: hf_llama, rope: 1d, qkv: separate, n_kv_head: 2, text_vocab_size: 600, "
+                             "image_token_offset: 4");
+  EXPECT_NE(err.find("tensor 'layers.0.attention.k_norm.bias' does not belong to the model"), std::string::npos) << err;
+  err = load_as("emu3", "names: hf_llama, rope: 1d, qkv: separate, text_vocab_size: 600, image_token_offset: 4");
+  EXPECT_NE(err.find("tensor 'layers.0.attention.wk.weight' has shape [32, 64], model expects [64, 64]"),
+            std::string::npos) << err;
+  // Image tokens past the end of the text vocabulary.
+  err = load_as("chameleon", "names: hf_llama, rope: 1d, qkv: separate, qk_norm: true, n_kv_head: 2, "
+                             "text_vocab_size: 600, image_token_offset: 100");
+  EXPECT_NE(err.find("chameleon.yaml"), std::string::npos) << err;
+  EXPECT_NE(err.find("image_token_offset"), std::string::npos) << err;
+  EXPECT_NE(err.find("do not fit a text vocabulary of 600"), std::string::npos) << err;
+  // An unknown family of names.
+  err = load_as("emu3", "names: hf_emu4, text_vocab_size: 600");
+  EXPECT_NE(err.find("names"), std::string::npos) << err;
+  EXPECT_NE(err.find("hf_emu4"), std::string::npos) << err;
+}
+
+}  // namespace vispec

@@ -1,0 +1,119 @@
+"""Tiny random Chameleon, Janus-Pro and Emu3 models and Hugging Face's outputs on them: the reference for
+tests/test_family_parity.cpp (run there at test time, in a fresh directory; nothing is downloaded).
+
+For each family FAM it writes FAM/ (save_pretrained, sharded safetensors with an index) and FAM_ref/NAME.npy:
+  prompts   [2, Lmax] int64, row r's prompt in its first lens[r] entries (different lengths on purpose)
+  lens      [2]
+  codes     [2, N] int64 image codes (0 .. V-1)
+  hidden_r  [lens[r] + N, D] the final-normed hidden states of row r's whole sequence (prompt, then images)
+  logits_r  [lens[r] + N, V] the logits over the image codes at every position of row r
+Weights are drawn wider than the initialisation's (std 0.3, norms around 1) so every part of the model shows.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+from transformers import (ChameleonConfig, ChameleonForConditionalGeneration, Emu3Config,
+                          Emu3ForConditionalGeneration, JanusConfig, JanusForConditionalGeneration)
+
+TEXT_VOCAB, OFFSET, CODES, DIM, HEADS, KV_HEADS, LAYERS, FFN, N = 600, 4, 512, 64, 4, 2, 2, 96, 10
+
+
+def widen(model):
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name and name.endswith("weight"):
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            else:
+                p.copy_(0.3 * torch.randn_like(p))
+
+
+def sequences(rng):
+    lens = np.array([5, 9])
+    prompts = np.zeros((2, lens.max()), np.int64)
+    for r, n in enumerate(lens):  # text tokens only: ids after the image tokens
+        prompts[r, :n] = rng.integers(OFFSET + CODES, TEXT_VOCAB, n)
+    codes = rng.integers(0, CODES, (2, N))
+    return prompts, lens, codes
+
+
+def chameleon():
+    vocab_map = {"<image>": TEXT_VOCAB - 1}
+    vq = dict(embed_dim=8, num_embeddings=CODES, latent_channels=32, base_channels=32, channel_multiplier=[1, 1],
+              resolution=32, attn_resolutions=[], num_res_blocks=1)
+    config = ChameleonConfig(vocab_size=TEXT_VOCAB, hidden_size=DIM, intermediate_size=FFN, num_hidden_layers=LAYERS,
+                             num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=256,
+                             rms_norm_eps=1e-5, rope_theta=10000.0, vocabulary_map=vocab_map, vq_config=vq)
+    model = ChameleonForConditionalGeneration(config).eval()
+    widen(model)
+
+    def run(ids):
+        h = model.model(input_ids=ids).last_hidden_state
+        return h, model.lm_head(h)[..., OFFSET:OFFSET + CODES]
+    return model, run, lambda codes: codes + OFFSET
+
+
+def janus():
+    text = dict(model_type="llama", vocab_size=TEXT_VOCAB, hidden_size=DIM, intermediate_size=FFN,
+                num_hidden_layers=LAYERS, num_attention_heads=HEADS, num_key_value_heads=HEADS,
+                max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=10000.0)
+    vision = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2, image_size=32,
+                  patch_size=16)
+    vq = dict(embed_dim=8, num_embeddings=CODES, latent_channels=32, base_channels=32, channel_multiplier=[1, 1],
+              num_res_blocks=1, projection_dim=DIM, image_token_embed_dim=DIM, num_patches=2)
+    config = JanusConfig(text_config=text, vision_config=vision, vq_config=vq, image_token_id=TEXT_VOCAB - 1)
+    model = JanusForConditionalGeneration(config).eval()
+    widen(model)
+
+    def run(ids, codes):
+        text_embeds = model.model.language_model.get_input_embeddings()(ids)
+        image_embeds = model.prepare_embeddings_for_image_generation(codes)
+        h = model.model.language_model(inputs_embeds=torch.cat([text_embeds, image_embeds], 1)).last_hidden_state
+        return h, model.model.generation_head(h)
+    return model, run, None
+
+
+def emu3():
+    text = dict(vocab_size=TEXT_VOCAB, hidden_size=DIM, intermediate_size=FFN, num_hidden_layers=LAYERS,
+                num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=256,
+                rms_norm_eps=1e-5, rope_theta=1e6, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    vq = dict(embed_dim=4, codebook_size=CODES, base_channels=32, channel_multiplier=[1, 1], num_res_blocks=1,
+              attn_resolutions=[], latent_channels=4, in_channels=3, out_channels=3, temporal_downsample_factor=4,
+              double_latent=False)
+    config = Emu3Config(text_config=text, vq_config=vq, vocabulary_map={"<image>": TEXT_VOCAB - 1})
+    model = Emu3ForConditionalGeneration(config).eval()
+    widen(model)
+
+    def run(ids):
+        h = model.model.text_model(input_ids=ids).last_hidden_state
+        return h, model.lm_head(h)[..., OFFSET:OFFSET + CODES]
+    return model, run, lambda codes: codes + OFFSET
+
+
+def main(families):
+    rng = np.random.default_rng(0)
+    for fam in families:
+        model, run, image_ids = {"chameleon": chameleon, "janus": janus, "emu3": emu3}[fam]()
+        model.save_pretrained(fam, max_shard_size="300KB")
+        prompts, lens, codes = sequences(rng)
+        out = {"prompts": prompts, "lens": lens, "codes": codes}
+        with torch.no_grad():
+            for r in range(2):
+                ids = torch.from_numpy(prompts[r:r + 1, :lens[r]])
+                c = torch.from_numpy(codes[r:r + 1])
+                if image_ids is None:
+                    h, logits = run(ids, c)
+                else:
+                    h, logits = run(torch.cat([ids, image_ids(c)], 1))
+                out["hidden_%d" % r] = h[0].numpy()
+                out["logits_%d" % r] = logits[0].float().numpy()
+        os.makedirs(fam + "_ref", exist_ok=True)
+        for name, value in out.items():
+            np.save(os.path.join(fam + "_ref", name + ".npy"), value)
+        print(fam, "ok")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["chameleon", "janus", "emu3"])
