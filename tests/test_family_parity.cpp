@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "decoding/ar.h"
+#include "decoding/sjd.h"
+#include "decoding/zipar.h"
 #include "error_of.h"
 #include "io/atomic_file.h"
 #include "io/npy_tensor.h"
@@ -154,6 +157,32 @@ TEST_F(FamilyParity, CachedStepsAndBlocksEqualTransformers) {
     std::cout << fam << ": largest |difference| one per step " << step_error << ", as a block " << block_error << "\n";
     EXPECT_LT(step_error, 1e-4) << fam;
     EXPECT_LT(block_error, 1e-4) << fam;
+  }
+}
+
+// The greedy tokens of each family's official generation loop under classifier-free guidance (Anole's and
+// Janus-Pro's: a plain raster, each stream its own prompt; tests/tiny_families.py) from vispec's AR decoder,
+// and from decoders that append other blocks (SJD's Jacobi windows, ZipAR's rows), which run unchanged.
+TEST_F(FamilyParity, GreedyTokensUnderGuidanceEqualTheFamiliesGenerationLoops) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [fam, scale] : {std::pair<std::string, double>{"chameleon", 3.0}, {"janus", 5.0}}) {
+    auto gpt = load(fam);
+    std::vector<std::vector<int64_t>> cond, null;
+    for (int r = 0; r < 2; ++r)
+      for (auto [name, into] : {std::pair<const char*, std::vector<std::vector<int64_t>>*>{"cond_", &cond}, {"null_", &null}}) {
+        const auto ids = ref(fam, name + std::to_string(r));
+        into->emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+      }
+    DecodeRequest req;
+    req.conditions = prompt_conditions(cond, null, 12);
+    req.sample_ids = {0, 1};
+    SamplingParams greedy;
+    greedy.cfg_scale = scale;
+    greedy.temperature = 0;
+    const auto expected = ref(fam, "greedy_cfg");
+    EXPECT_TRUE(torch::equal(ArDecoder(gpt, greedy).decode(req).tokens, expected)) << fam;
+    EXPECT_TRUE(torch::equal(SjdDecoder(gpt, greedy, 3).decode(req).tokens, expected)) << fam;
+    EXPECT_TRUE(torch::equal(ZipArDecoder(gpt, greedy, 4).decode(req).tokens, expected)) << fam;
   }
 }
 

@@ -7,6 +7,12 @@ For each family FAM it writes FAM/ (save_pretrained, sharded safetensors with an
   codes     [2, N] int64 image codes (0 .. V-1)
   hidden_r  [lens[r] + N, D] the final-normed hidden states of row r's whole sequence (prompt, then images)
   logits_r  [lens[r] + N, V] the logits over the image codes at every position of row r
+  and, for the families whose image is a plain raster of GRID x GRID tokens (Anole's layout, Janus-Pro):
+  cond_r, null_r  row r's prompt and its unconditional prompt (the family's rule: Janus-Pro's BOS, pads,
+                  begin-of-image; Anole's BOS and begin-of-image alone)
+  greedy_cfg      [2, GRID^2] the tokens of a greedy loop under classifier-free guidance (scale CFG[fam]) that
+                  follows the family's official generation code: both streams' logits at every step from the
+                  whole sequence so far, u + s (c - u), argmax, the token appended to both streams
 Weights are drawn wider than the initialisation's (std 0.3, norms around 1) so every part of the model shows.
 """
 import os
@@ -18,6 +24,8 @@ from transformers import (ChameleonConfig, ChameleonForConditionalGeneration, Em
                           Emu3ForConditionalGeneration, JanusConfig, JanusForConditionalGeneration)
 
 TEXT_VOCAB, OFFSET, CODES, DIM, HEADS, KV_HEADS, LAYERS, FFN, N = 600, 4, 512, 64, 4, 2, 2, 96, 10
+GRID, CFG = 4, {"chameleon": 3.0, "janus": 5.0}
+BOS, PAD, BOI = 1, 0, TEXT_VOCAB - 2  # ids of the tiny vocabularies' special tokens
 
 
 def widen(model):
@@ -49,10 +57,10 @@ def chameleon():
     model = ChameleonForConditionalGeneration(config).eval()
     widen(model)
 
-    def run(ids):
-        h = model.model(input_ids=ids).last_hidden_state
+    def run(ids, codes):
+        h = model.model(input_ids=torch.cat([ids, codes + OFFSET], 1)).last_hidden_state
         return h, model.lm_head(h)[..., OFFSET:OFFSET + CODES]
-    return model, run, lambda codes: codes + OFFSET
+    return model, run
 
 
 def janus():
@@ -72,7 +80,7 @@ def janus():
         image_embeds = model.prepare_embeddings_for_image_generation(codes)
         h = model.model.language_model(inputs_embeds=torch.cat([text_embeds, image_embeds], 1)).last_hidden_state
         return h, model.model.generation_head(h)
-    return model, run, None
+    return model, run
 
 
 def emu3():
@@ -86,29 +94,48 @@ def emu3():
     model = Emu3ForConditionalGeneration(config).eval()
     widen(model)
 
-    def run(ids):
-        h = model.model.text_model(input_ids=ids).last_hidden_state
+    def run(ids, codes):
+        h = model.model.text_model(input_ids=torch.cat([ids, codes + OFFSET], 1)).last_hidden_state
         return h, model.lm_head(h)[..., OFFSET:OFFSET + CODES]
-    return model, run, lambda codes: codes + OFFSET
+    return model, run
+
+
+def cfg_prompts(fam, text):
+    """The family's conditional and unconditional prompts around a text."""
+    cond = [BOS] + list(text) + [BOI]
+    if fam == "janus":  # generation_inference.py: everything between BOS and begin-of-image becomes a pad
+        return cond, [BOS] + [PAD] * len(text) + [BOI]
+    return cond, [BOS, BOI]  # Anole: the unconditional stream sees the image's own tokens only
+
+
+def greedy_cfg(run, cond, null, scale):
+    codes = torch.zeros((1, 0), dtype=torch.int64)
+    for _ in range(GRID * GRID):
+        c = run(torch.tensor([cond]), codes)[1][0, -1]
+        u = run(torch.tensor([null]), codes)[1][0, -1]
+        codes = torch.cat([codes, (u + scale * (c - u)).argmax().view(1, 1)], 1)
+    return codes[0]
 
 
 def main(families):
     rng = np.random.default_rng(0)
     for fam in families:
-        model, run, image_ids = {"chameleon": chameleon, "janus": janus, "emu3": emu3}[fam]()
+        model, run = {"chameleon": chameleon, "janus": janus, "emu3": emu3}[fam]()
         model.save_pretrained(fam, max_shard_size="300KB")
         prompts, lens, codes = sequences(rng)
         out = {"prompts": prompts, "lens": lens, "codes": codes}
         with torch.no_grad():
             for r in range(2):
-                ids = torch.from_numpy(prompts[r:r + 1, :lens[r]])
-                c = torch.from_numpy(codes[r:r + 1])
-                if image_ids is None:
-                    h, logits = run(ids, c)
-                else:
-                    h, logits = run(torch.cat([ids, image_ids(c)], 1))
+                h, logits = run(torch.from_numpy(prompts[r:r + 1, :lens[r]]), torch.from_numpy(codes[r:r + 1]))
                 out["hidden_%d" % r] = h[0].numpy()
                 out["logits_%d" % r] = logits[0].float().numpy()
+            if fam in CFG:
+                greedy = []
+                for r in range(2):
+                    cond, null = cfg_prompts(fam, prompts[r, :lens[r]])
+                    out["cond_%d" % r], out["null_%d" % r] = np.array(cond), np.array(null)
+                    greedy.append(greedy_cfg(run, cond, null, CFG[fam]).numpy())
+                out["greedy_cfg"] = np.stack(greedy)
         os.makedirs(fam + "_ref", exist_ok=True)
         for name, value in out.items():
             np.save(os.path.join(fam + "_ref", name + ".npy"), value)
