@@ -98,7 +98,7 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
 VqConfig parse_vq(const YamlView& v) {
   v.reject_unknown_keys({"weights", "codebook_size", "codebook_embed_dim", "codebook_l2_norm", "commit_beta",
                          "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups",
-                         "state_dict_key", "strip_prefix", "rename"});
+                         "names", "state_dict_key", "strip_prefix", "rename"});
   VqConfig c;
   c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);
   c.codebook_embed_dim = v.get<int64_t>("codebook_embed_dim", c.codebook_embed_dim);
@@ -121,10 +121,11 @@ VqConfig parse_vq(const YamlView& v) {
   return c;
 }
 // names (a family's preset), state_dict_key, strip_prefix, rename: {from: to, ...} of a gpt or vq section.
-WeightKeys parse_weight_keys(const YamlView& v) {
+WeightKeys parse_weight_keys(const YamlView& v, bool vq) {
   WeightKeys k;
-  if (v.has("names") && !weight_names_preset(v.need<std::string>("names"), k))
-    v.at("names").fail("expected llamagen, hf_llama, hf_janus or janus, got '" + v.need<std::string>("names") + "'");
+  if (v.has("names") && !(vq ? vq_weight_names_preset : weight_names_preset)(v.need<std::string>("names"), k))
+    v.at("names").fail(std::string("expected ") + (vq ? "llamagen, hf_janus or janus" : "llamagen, hf_llama, hf_janus or janus") +
+                       ", got '" + v.need<std::string>("names") + "'");
   k.state_dict_key = v.get<std::string>("state_dict_key", "");
   k.strip_prefix = v.get<std::string>("strip_prefix", "");
   if (v.has("rename")) {
@@ -212,13 +213,13 @@ ModelConfig load_model_config(const std::string& path) {
   m.vq = parse_vq(vq);
   m.gpt_weights = gpt.need_path("weights");
   m.vq_weights = vq.need_path("weights");
-  m.gpt_keys = parse_weight_keys(gpt);
+  m.gpt_keys = parse_weight_keys(gpt, /*vq=*/false);
   if (m.gpt.prompted() && m.gpt.image_output == ImageOutput::linear) {
     // The LM head covers the whole text vocabulary; the model keeps the image tokens' rows, taken at load.
     auto& rows = m.gpt_keys.take_rows["output.weight"];
     for (int64_t c = 0; c < m.gpt.vocab_size; ++c) rows.push_back(m.gpt.image_token_offset + c);
   }
-  m.vq_keys = parse_weight_keys(vq);
+  m.vq_keys = parse_weight_keys(vq, /*vq=*/true);
   if (root.has("classes")) {
     m.classes = root.need<std::vector<std::string>>("classes");
     if (int64_t(m.classes.size()) != m.gpt.num_classes)

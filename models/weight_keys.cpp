@@ -25,13 +25,15 @@ std::string replace_parts(const std::string& name, const std::string& from, cons
 }  // namespace
 
 bool WeightKeys::ignored(const std::string& file_name) const {
+  if (!within.empty() && !starts_with(file_name, within)) return true;
   for (const auto& p : ignore)
     if (starts_with(file_name, p)) return true;
   return false;
 }
 
 std::string WeightKeys::map(const std::string& name) const {
-  std::string n = !strip_prefix.empty() && starts_with(name, strip_prefix) ? name.substr(strip_prefix.size()) : name;
+  std::string n = !within.empty() && starts_with(name, within) ? name.substr(within.size()) : name;
+  if (!strip_prefix.empty() && starts_with(n, strip_prefix)) n = n.substr(strip_prefix.size());
   for (const auto& [from, to] : renames)
     if (starts_with(n, from)) {
       n = to + n.substr(from.size());
@@ -89,6 +91,21 @@ bool weight_names_preset(const std::string& name, WeightKeys& keys) {
                     {"gen_head.output_mlp_projector.", "image_head.proj_out."},
                     {"gen_head.vision_head.", "image_head.vision_head."}};
     keys.part_renames = llama_layer;
+    return true;
+  }
+  return false;
+}
+
+bool vq_weight_names_preset(const std::string& name, WeightKeys& keys) {
+  if (name == "llamagen") return true;
+  if (name == "hf_janus") {  // LlamaGen's VQ-16 under taming's names; up.0 is the lowest resolution, as ours
+    keys.within = "model.vqmodel.";
+    keys.part_renames = {{"mid.block_1", "mid.0"}, {"mid.attn_1", "mid.1"}, {"mid.block_2", "mid.2"},
+                         {"up", "conv_blocks"},    {"down", "conv_blocks"},  {"block", "res"}};
+    return true;
+  }
+  if (name == "janus") {
+    keys.within = "gen_vision_model.";
     return true;
   }
   return false;

@@ -19,6 +19,8 @@ namespace vispec {
 
 struct WeightKeys {
   std::string state_dict_key;  // torch.save files: the dotted key of the state dict ("ema", "model.sd")
+  std::string within;          // non-empty: the module's tensors are the file's under this prefix (removed), the
+                               // rest another model's (a VQ inside a whole Janus-Pro checkpoint)
   std::string strip_prefix;    // removed from every file name that starts with it
   std::vector<std::pair<std::string, std::string>> renames;  // then: the first `from` prefix that matches -> `to`
   // then: every dotted run of parts `from` (bounded by dots or the name's ends) -> `to`, in order
@@ -30,7 +32,9 @@ struct WeightKeys {
   // Module tensors ending with one of these may come as a single row that every row takes.
   std::vector<std::string> one_row_for_all;
 
-  bool renaming() const { return !strip_prefix.empty() || !renames.empty() || !part_renames.empty(); }
+  bool renaming() const {
+    return !within.empty() || !strip_prefix.empty() || !renames.empty() || !part_renames.empty();
+  }
   bool ignored(const std::string& file_name) const;
   // The module name of file tensor `name`.
   std::string map(const std::string& name) const;
@@ -39,7 +43,10 @@ struct WeightKeys {
 
 // The names of a family's checkpoints: "llamagen" (none to map), "hf_llama" (Hugging Face's Chameleon and
 // Emu3: model.layers.N.self_attn.q_proj ...), "hf_janus" (Hugging Face's Janus-Pro) or "janus" (DeepSeek's
-// own Janus-Pro files); empty if the name is none of these.
+// own Janus-Pro files); false if the name is none of these.
 bool weight_names_preset(const std::string& name, WeightKeys& keys);
+// The same for a VQ tokenizer: "llamagen", "hf_janus" (the VQ inside Hugging Face's Janus-Pro checkpoint, with
+// taming's names: decoder.up.N.block.M, mid.block_1, ...) or "janus" (inside DeepSeek's, LlamaGen's names).
+bool vq_weight_names_preset(const std::string& name, WeightKeys& keys);
 
 }  // namespace vispec

@@ -19,6 +19,7 @@
 #include "models/gpt.h"
 #include "models/load.h"
 #include "models/model_config.h"
+#include "models/vq.h"
 
 namespace vispec {
 
@@ -60,7 +61,8 @@ class FamilyParity : public ::testing::Test {
 
   // The model config of family `fam` (cls_token_num 12 prefix positions, a 4 x 4 grid); `options` replaces
   // the family's own. The VQ is the embedded model's (the families' VQs are tested on their own).
-  static std::string config(const std::string& fam, std::string options = "") {
+  // vq: the section's own text instead.
+  static std::string config(const std::string& fam, std::string options = "", std::string vq = "") {
     for (const auto& [name, own] : kFamilyOptions)
       if (fam == name && options.empty()) options = own;
     const auto path = dir / (fam + ".yaml");
@@ -68,9 +70,12 @@ class FamilyParity : public ::testing::Test {
     std::ofstream(path) << "name: tiny-" << fam << "\ngpt: {weights: " << (dir / fam / "model.safetensors.index.json").string()
                         << ", vocab_size: 512, dim: 64, n_layer: 2, n_head: 4, ffn_hidden_size: 96, grid_size: 4, "
                            "cls_token_num: 12, "
-                        << options << "}\nvq: {weights: " << src << "/configs/fmnist/vq.safetensors, "
-                        << "codebook_size: 512, codebook_embed_dim: 8, in_channels: 1, z_channels: 32, ch: 32, "
-                           "ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 8}\n";
+                        << options << "}\nvq: {"
+                        << (vq.empty() ? "weights: " + src + "/configs/fmnist/vq.safetensors, codebook_size: 512, "
+                                         "codebook_embed_dim: 8, in_channels: 1, z_channels: 32, ch: 32, ch_mult: [1, 2], "
+                                         "num_res_blocks: 1, norm_groups: 8"
+                                       : vq)
+                        << "}\n";
     return path.string();
   }
   static Gpt load(const std::string& fam) {
@@ -184,6 +189,22 @@ TEST_F(FamilyParity, GreedyTokensUnderGuidanceEqualTheFamiliesGenerationLoops) {
     EXPECT_TRUE(torch::equal(SjdDecoder(gpt, greedy, 3).decode(req).tokens, expected)) << fam;
     EXPECT_TRUE(torch::equal(ZipArDecoder(gpt, greedy, 4).decode(req).tokens, expected)) << fam;
   }
+}
+
+// Janus-Pro's VQ is LlamaGen's VQ-16 under taming's names, inside the whole checkpoint: read from it with
+// `names: hf_janus`, it decodes codes to transformers' pixels.
+TEST_F(FamilyParity, JanusVqInsideTheCheckpointDecodesToTransformersPixels) {
+  torch::NoGradGuard no_grad;
+  const auto m = load_model_config(config(
+      "janus", "", "weights: " + (dir / "janus/model.safetensors.index.json").string() +
+                       ", names: hf_janus, codebook_size: 512, codebook_embed_dim: 8, in_channels: 3, z_channels: 32, "
+                       "ch: 32, ch_mult: [1, 1], num_res_blocks: 1, norm_groups: 32"));
+  VqModel vq(m.vq);
+  load_weights(*vq, m.vq_weights, {}, m.vq_keys);
+  const auto pixels = vq->decode_codes(ref("janus", "vq_codes"), 4, 4);
+  const double error = (pixels - ref("janus", "vq_pixels")).abs().max().item<double>();
+  std::cout << "janus VQ: largest |difference| " << error << "\n";
+  EXPECT_LT(error, 1e-4);
 }
 
 // A config that does not fit its checkpoint, or whose image tokens do not fit its vocabulary: one line naming

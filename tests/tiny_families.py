@@ -10,6 +10,7 @@ For each family FAM it writes FAM/ (save_pretrained, sharded safetensors with an
   and, for the families whose image is a plain raster of GRID x GRID tokens (Anole's layout, Janus-Pro):
   cond_r, null_r  row r's prompt and its unconditional prompt (the family's rule: Janus-Pro's BOS, pads,
                   begin-of-image; Anole's BOS and begin-of-image alone)
+  vq_codes, vq_pixels  (Janus-Pro) [2, GRID^2] codes and the pixels its VQ decodes them to
   greedy_cfg      [2, GRID^2] the tokens of a greedy loop under classifier-free guidance (scale CFG[fam]) that
                   follows the family's official generation code: both streams' logits at every step from the
                   whole sequence so far, u + s (c - u), argmax, the token appended to both streams
@@ -67,10 +68,10 @@ def janus():
     text = dict(model_type="llama", vocab_size=TEXT_VOCAB, hidden_size=DIM, intermediate_size=FFN,
                 num_hidden_layers=LAYERS, num_attention_heads=HEADS, num_key_value_heads=HEADS,
                 max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=10000.0)
-    vision = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2, image_size=32,
+    vision = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2, image_size=16 * GRID,
                   patch_size=16)
     vq = dict(embed_dim=8, num_embeddings=CODES, latent_channels=32, base_channels=32, channel_multiplier=[1, 1],
-              num_res_blocks=1, projection_dim=DIM, image_token_embed_dim=DIM, num_patches=2)
+              num_res_blocks=1, projection_dim=DIM, image_token_embed_dim=DIM, num_patches=GRID)
     config = JanusConfig(text_config=text, vision_config=vision, vq_config=vq, image_token_id=TEXT_VOCAB - 1)
     model = JanusForConditionalGeneration(config).eval()
     widen(model)
@@ -136,6 +137,9 @@ def main(families):
                     out["cond_%d" % r], out["null_%d" % r] = np.array(cond), np.array(null)
                     greedy.append(greedy_cfg(run, cond, null, CFG[fam]).numpy())
                 out["greedy_cfg"] = np.stack(greedy)
+            if fam == "janus":  # its VQ (LlamaGen's VQ-16 under taming's names) decodes codes to pixels
+                out["vq_codes"] = rng.integers(0, CODES, (2, GRID * GRID))
+                out["vq_pixels"] = model.model.vqmodel.decode(torch.from_numpy(out["vq_codes"])).numpy()
         os.makedirs(fam + "_ref", exist_ok=True)
         for name, value in out.items():
             np.save(os.path.join(fam + "_ref", name + ".npy"), value)
