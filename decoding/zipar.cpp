@@ -22,6 +22,7 @@
 #include "core/rng.h"
 #include "decoding/decode_rows.h"
 #include "decoding/decoder_registry.h"
+#include "models/sequence_layout.h"
 
 namespace vispec {
 
@@ -52,6 +53,7 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   const int64_t B = request.batch(), W = config.grid_size, H = config.grid_size, N = H * W;
   const int64_t s = std::clamp<int64_t>(window_, 1, W);
   const auto device = target_.gpt()->device();
+  const bool row_ends = target_.gpt()->config().row_ends();
   auto cache = target_.make_cache(B, H + 1);  // room for the placeholders
   // Tokens and every cell's uniform live on the device: a step's inputs are gathered there and its samples
   // written there, so the loop never waits for the host (the schedule does not depend on the tokens).
@@ -116,7 +118,12 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
     out = target_.decode_block(cache, tok, pos, block);
     cache.keep_all();
     ++forwards;
-    for (const auto& f : feeds) entries.push_back({f.position, true});
+    // A fed token that ends a row brought its end-of-line entry into the cache right after it (models/
+    // sequence_layout.h): the same cell for every rule above, so it lives and dies with its token.
+    for (const auto& f : feeds) {
+      entries.push_back({f.position, true});
+      if (row_ends && ends_row(f.position, W, N)) entries.push_back({f.position, true});
+    }
 
     std::vector<int64_t> outputs, cells;  // the feeds whose outputs give a row's next token, and its cell
     for (int64_t i = 0; i < T; ++i) {

@@ -3,6 +3,7 @@
 #include "core/check.h"
 #include "models/rope_1d.h"
 #include "models/rope_2d.h"
+#include "models/sequence_layout.h"
 
 namespace vispec {
 
@@ -209,24 +210,50 @@ GptOutput GptImpl::forward_sequence(const torch::Tensor& cond, const torch::Tens
                                     const torch::Tensor& visible) {
   const int64_t B = cond.size(0), C = cond.size(1), N = tokens.size(1);
   VISPEC_ASSERT(C == config_.cls_token_num && N < config_.image_tokens(), "sequence too long");
-  auto x = torch::cat({cond, embed_image(tokens)}, 1);
-  auto pos = torch::arange(C + N, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
-                 .unsqueeze(0).expand({B, C + N});
+  // With end-of-line tokens, the tokens laid out with theirs: every row's layout is the same, and the whole
+  // sequence is still causal.
+  torch::Tensor images = embed_image(tokens), outputs;  // outputs: the entries whose outputs are the tokens'
+  if (config_.row_ends() && N > 0) {
+    const auto layout = eol_block(torch::arange(N, torch::kInt64).unsqueeze(0), config_.grid_size,
+                                  config_.image_tokens(), images.device());
+    images = with_row_ends(images, layout.source.expand({B, -1}), layout.is_eol.expand({B, -1}));
+    outputs = layout.output_entry.squeeze(0) + C;
+  }
+  const int64_t S = C + images.size(1);
+  auto x = torch::cat({cond, images}, 1);
+  auto pos = torch::arange(S, torch::TensorOptions().dtype(torch::kInt64).device(x.device())).unsqueeze(0).expand({B, S});
   // Causal over the whole sequence (SDPA's causal mode, no mask tensor) unless prefix positions are hidden.
   auto mask = AttentionMask::causal_block();
   torch::Tensor shift;
   if (visible.defined()) {
     const auto vis = visible.to(x.device());
-    auto rows = causal_mask(C + N, x.device()).unsqueeze(0).expand({B, C + N, C + N}).clone();
+    auto rows = causal_mask(S, x.device()).unsqueeze(0).expand({B, S, S}).clone();
     mask.dense = apply_prefix_visibility(rows, vis, pos).unsqueeze(1);
     shift = hidden_prefix_slots(vis);
   }
   auto out = run(x, pos, shift, mask, nullptr);
-  return {out.logits.narrow(1, C - 1, N + 1), out.hidden.narrow(1, C - 1, N + 1)};
+  if (!outputs.defined()) return {out.logits.narrow(1, C - 1, N + 1), out.hidden.narrow(1, C - 1, N + 1)};
+  const auto at = torch::cat({torch::full({1}, C - 1, outputs.options()), outputs});
+  return {out.logits.index_select(1, at), out.hidden.index_select(1, at)};
+}
+
+torch::Tensor GptImpl::with_row_ends(const torch::Tensor& images, const torch::Tensor& source,
+                                     const torch::Tensor& is_eol) {
+  const int64_t D = images.size(2);
+  auto x = images.gather(1, source.unsqueeze(2).expand({-1, -1, D}));
+  const auto eol = tok_embeddings(torch::full({1}, config_.eol_token, source.options())).view({1, 1, D});
+  return torch::where(is_eol.unsqueeze(2), eol, x);
+}
+
+torch::Tensor GptImpl::image_slots(const torch::Tensor& positions) const {
+  const auto slots = positions + config_.cls_token_num;
+  return config_.row_ends() ? slots + positions.div(config_.grid_size, "floor") : slots;
 }
 
 KvCache GptImpl::make_cache(int64_t batch, int64_t extra) const {
   const auto& w = tok_embeddings->weight;
+  // A pending block's node may bring an end-of-line entry with it (a draft tree's siblings at a row's end).
+  if (config_.row_ends()) extra *= 2;
   return KvCache(config_.n_layer, batch, config_.kv_heads(), config_.max_seq_len() + extra, config_.head_dim(),
                  w.scalar_type(), w.device());
 }
@@ -241,8 +268,24 @@ GptOutput GptImpl::prefill(KvCache& cache, const torch::Tensor& cond, const torc
 
 GptOutput GptImpl::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                                 const torch::Tensor& block_mask) {
-  const auto mask = cache.begin_block(tokens.size(1), block_mask);
-  return run(embed_image(tokens), positions + config_.cls_token_num, prefix_shift(cache), mask, &cache);
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  if (config_.row_ends()) {
+    // Which fed tokens end a row decides the block's width: one read of the positions (end-of-line models only).
+    const auto layout = eol_block(positions, config_.grid_size, config_.image_tokens(), tokens.device());
+    if (layout.entries > T) {
+      const auto bm = block_mask.defined() ? block_mask : causal_mask(T, tokens.device());
+      const auto mask = cache.begin_block(layout.entries, eol_block_mask(bm, layout));
+      cache.set_block_nodes(layout.node_starts);
+      const auto slots = image_slots(positions).gather(1, layout.source) + layout.is_eol.to(torch::kInt64);
+      auto out = run(with_row_ends(embed_image(tokens), layout.source, layout.is_eol), slots, prefix_shift(cache),
+                     mask, &cache);
+      const auto at = layout.output_entry;
+      return {out.logits.gather(1, at.unsqueeze(2).expand({B, T, out.logits.size(2)})),
+              out.hidden.gather(1, at.unsqueeze(2).expand({B, T, out.hidden.size(2)}))};
+    }
+  }
+  const auto mask = cache.begin_block(T, block_mask);
+  return run(embed_image(tokens), image_slots(positions), prefix_shift(cache), mask, &cache);
 }
 
 torch::Tensor GptImpl::prefix_shift(const KvCache& cache) const {

@@ -128,7 +128,9 @@ class GptImpl : public torch::nn::Module {
   // the last predicts image token 0. Call cache.keep_all() to commit.
   GptOutput prefill(KvCache& cache, const torch::Tensor& cond, const torch::Tensor& visible = {});
   // Appends image tokens [B, T] at image indices `positions` [B, T] (for RoPE) as a pending block under
-  // block_mask ([T, T] or [B, T, T], true = may attend). Output t predicts the token after positions[t].
+  // block_mask ([T, T] or [B, T, T], true = may attend). Output t predicts the token after positions[t]. A
+  // model whose rows end in an end-of-line token adds that token's entry after each token that ends a row
+  // (models/sequence_layout.h; one read of `positions`) and returns its output as the row-ending token's.
   GptOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                          const torch::Tensor& block_mask);
 
@@ -153,6 +155,10 @@ class GptImpl : public torch::nn::Module {
   GptOutput run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& shift,
                 const AttentionMask& mask, KvCache* cache);
   torch::Tensor prefix_shift(const KvCache& cache) const;
+  // Sequence slots of image positions [B, T] (after the prefix, past the end-of-line tokens before them).
+  torch::Tensor image_slots(const torch::Tensor& positions) const;
+  // Image embeddings [B, T, D] laid out as entries [B, T'] of nodes `source`, end-of-line where `is_eol`.
+  torch::Tensor with_row_ends(const torch::Tensor& images, const torch::Tensor& source, const torch::Tensor& is_eol);
   GptConfig config_;
 };
 TORCH_MODULE(Gpt);

@@ -14,6 +14,8 @@
 //   image tokens   in: rows image_token_offset + c of the token table, or Janus's generation embedding and
 //                  aligner MLP; out: the LM head's rows of the image tokens (taken once at load), or Janus's
 //                  generation head MLP. Either way the model speaks image codes 0 .. vocab_size - 1.
+//   layout         a plain raster, or rows ending in an end-of-line token that the model adds itself, so that
+//                  decoders still speak image positions 0 .. N-1.
 #pragma once
 
 #include <cstdint>
@@ -51,11 +53,15 @@ struct GptConfig {
   ImageOutput image_output = ImageOutput::linear;
   int64_t image_embed_dim = 0;  // Janus: the generation embedding's width (the aligner's input)
   int64_t image_mlp_dim = 0;    // Janus: the aligner's and the generation head's hidden width
+  int64_t eol_token = -1;       // >=0: each image row but the last is followed by this token, forced, never
+                                // sampled (Lumina-mGPT, Emu3; models/sequence_layout.h)
 
   int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   int64_t head_dim() const { return dim / n_head; }
   int64_t image_tokens() const { return grid_size * grid_size; }
-  int64_t max_seq_len() const { return cls_token_num + image_tokens(); }
+  bool row_ends() const { return eol_token >= 0; }
+  // The sequence's length: prefix, image tokens and their end-of-line tokens.
+  int64_t max_seq_len() const { return cls_token_num + image_tokens() + (row_ends() ? grid_size - 1 : 0); }
   bool text_conditional() const { return caption_dim > 0; }
   bool prompted() const { return text_vocab_size > 0; }
   // The token table's size: the text vocabulary, or the image codebook alone (LlamaGen).

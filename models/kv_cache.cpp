@@ -29,6 +29,8 @@ bool KvCache::uniform_lengths() const {
 int64_t KvCache::max_length() const { return *std::max_element(length_.begin(), length_.end()); }
 
 AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
+  VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
+  node_starts_.clear();
   const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
   extend_ = false;
   const int64_t B = batch(), S = max_length() + W;
@@ -111,11 +113,33 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torc
 }
 
 void KvCache::keep_all() {
-  for (auto& n : length_) n += pending_;
+  for (size_t b = 0; b < length_.size(); ++b) length_[b] += node_starts_.empty() ? pending_ : node_starts_[b].back();
   pending_ = 0;
 }
 
+std::vector<int64_t> KvCache::entries_of(int64_t row, const std::vector<int64_t>& nodes) const {
+  if (node_starts_.empty()) return nodes;
+  const auto& starts = node_starts_[size_t(row)];
+  std::vector<int64_t> entries;
+  for (const int64_t t : nodes) {
+    VISPEC_ASSERT(t >= 0 && t + 1 < int64_t(starts.size()), "keep of node ", t, " of a block of ", starts.size() - 1);
+    for (int64_t e = starts[size_t(t)]; e < starts[size_t(t) + 1]; ++e) entries.push_back(e);
+  }
+  return entries;
+}
+
 void KvCache::keep(int64_t row, const std::vector<int64_t>& block_indices) {
+  keep_entries(row, entries_of(row, block_indices));
+}
+
+void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows) {
+  VISPEC_ASSERT(int64_t(rows.size()) == batch(), "keep_rows of ", rows.size(), " rows in a cache of ", batch());
+  std::vector<std::vector<int64_t>> entries;
+  for (size_t b = 0; b < rows.size(); ++b) entries.push_back(entries_of(int64_t(b), rows[b]));
+  keep_entry_rows(entries);
+}
+
+void KvCache::keep_entries(int64_t row, const std::vector<int64_t>& block_indices) {
   const int64_t L = length_[row], n = int64_t(block_indices.size());
   VISPEC_ASSERT(L + n <= capacity_, "keep past capacity");
   if (n == 0) return;
@@ -136,9 +160,8 @@ void KvCache::keep(int64_t row, const std::vector<int64_t>& block_indices) {
   length_[row] = L + n;
 }
 
-void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows) {
+void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {
   const int64_t B = batch();
-  VISPEC_ASSERT(int64_t(rows.size()) == B, "keep_rows of ", rows.size(), " rows in a cache of ", B);
   int64_t P = 0;
   bool identity = true;
   for (int64_t b = 0; b < B; ++b) {
@@ -178,6 +201,10 @@ void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows) {
 }
 
 void KvCache::keep_prefix(int64_t row, int64_t n) {
+  if (!node_starts_.empty()) {
+    VISPEC_ASSERT(n >= 0 && n < int64_t(node_starts_[size_t(row)].size()), "keep_prefix of ", n, " nodes");
+    n = node_starts_[size_t(row)][size_t(n)];
+  }
   VISPEC_ASSERT(n >= 0 && n <= pending_ && length_[row] + n <= capacity_, "keep_prefix of ", n, " of a block of ", pending_);
   length_[row] += n;
 }
@@ -188,6 +215,7 @@ void KvCache::truncate(int64_t row, int64_t length) {
 }
 
 void KvCache::reset() {
+  node_starts_.clear();
   std::fill(length_.begin(), length_.end(), 0);
   pending_ = 0;
   extend_ = false;

@@ -9,6 +9,10 @@
 // By default a block sees every committed entry; restrict_committed() narrows that for the next forward (ZipAR
 // commits entries out of raster order, so a query may only see those at earlier raster positions), and
 // hide_prefix_keys() hides some of each row's first entries from every later query (a caption's padding).
+// A block may hold more entries than the decoder fed tokens: where each image row ends in a forced end-of-line
+// token (models/sequence_layout.h) the model adds that token's entry after a row's last token. The model then
+// tells the cache which entries each fed token ("node") owns (set_block_nodes), and every keep call, which
+// names nodes, keeps their entries.
 // The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
 #pragma once
 
@@ -42,6 +46,11 @@ class KvCache {
   // [B, Hkv, S, Dh] each.
   std::pair<torch::Tensor, torch::Tensor> write(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
 
+  // After begin_block, when the block is not one entry per node: starts[b] holds T + 1 ascending block
+  // indices, node t of row b owning entries [starts[b][t], starts[b][t + 1]); entries past starts[b][T] are
+  // padding that no keep commits.
+  void set_block_nodes(std::vector<std::vector<int64_t>> starts) { node_starts_ = std::move(starts); }
+
   // --- used by the decoder ---
   void extend_pending() { extend_ = true; }
   // Which committed entries the next block's queries see: [T, L] or [B, T, L] bool, L = the (equal) committed
@@ -67,6 +76,10 @@ class KvCache {
  private:
   bool uniform_lengths() const;
   int64_t max_length() const;
+  // The block entries of nodes `nodes` of one row (themselves when the block is one entry per node).
+  std::vector<int64_t> entries_of(int64_t row, const std::vector<int64_t>& nodes) const;
+  void keep_entries(int64_t row, const std::vector<int64_t>& entries);
+  void keep_entry_rows(const std::vector<std::vector<int64_t>>& rows);
 
   std::vector<torch::Tensor> k_, v_;  // per layer [B, Hkv, capacity, Dh]
   std::vector<int64_t> length_;       // committed entries per row
@@ -77,6 +90,7 @@ class KvCache {
   torch::Tensor committed_mask_;       // for the next begin_block: visible committed entries (undefined: all)
   torch::Tensor prefix_visible_;       // [B, C] bool: which of each row's first C entries queries may see
   torch::Tensor slot_index_;          // [B, 1, T, 1] write slots of the pending block when lengths differ
+  std::vector<std::vector<int64_t>> node_starts_;  // the pending block's entries per node (empty: one each)
 };
 
 // An attention mask [B, T, S] (true = may attend) for queries at sequence slots query_slots [B, T], with the

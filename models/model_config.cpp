@@ -22,7 +22,7 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
                          "ffn_dim_multiplier", "ffn_hidden_size", "rope", "rope_base", "norm_eps", "grid_size",
                          "num_classes", "cls_token_num", "caption_dim", "qkv", "qk_norm", "text_vocab_size",
                          "image_token_offset", "image_input", "image_output", "image_embed_dim", "image_mlp_dim",
-                         "names", "state_dict_key", "strip_prefix", "rename"});
+                         "eol_token", "names", "state_dict_key", "strip_prefix", "rename"});
   GptConfig c = base;
   if (v.has("preset")) {
     const auto preset = gpt_preset(v.need<std::string>("preset"));
@@ -49,6 +49,7 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   c.image_embed_dim = v.get<int64_t>("image_embed_dim", c.image_embed_dim);
   c.image_mlp_dim = v.get<int64_t>("image_mlp_dim", c.image_mlp_dim);
   c.qk_norm = v.get<bool>("qk_norm", c.qk_norm);
+  c.eol_token = v.get<int64_t>("eol_token", c.eol_token);
   // word(key, {(name, value), ...}): a key naming one of a few choices.
   auto word = [&](const char* key, auto current, std::initializer_list<std::pair<const char*, decltype(current)>> choices) {
     if (!v.has(key)) return current;
@@ -88,6 +89,9 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
               std::to_string(c.image_token_offset + c.vocab_size - 1) + " do not fit a text vocabulary of " +
               std::to_string(c.text_vocab_size));
   if (!c.prompted() && v.has("image_token_offset")) v.at("image_token_offset").fail("needs text_vocab_size");
+  if (v.has("eol_token") && (!c.prompted() || c.eol_token < 0 || c.eol_token >= c.text_vocab_size ||
+                             c.rope != RopeKind::sequence_1d))
+    v.at("eol_token").fail("an end-of-line token is a token of the text vocabulary (text_vocab_size) of a 1D-RoPE model");
   if (c.image_input == ImageInput::aligner_mlp && c.image_embed_dim < 1)
     v.fail("image_input aligner_mlp needs image_embed_dim (the generation embedding's width)");
   if (c.image_output == ImageOutput::head_mlp && c.image_mlp_dim < 1)
@@ -146,7 +150,7 @@ void reject_weight_keys(const YamlView& drafter) {
 
 void reject_shared_keys(const YamlView& gpt, const std::string& why) {
   for (const char* key : {"vocab_size", "grid_size", "num_classes", "cls_token_num", "caption_dim", "text_vocab_size",
-                          "image_token_offset"})
+                          "image_token_offset", "eol_token"})
     if (gpt.has(key)) gpt.at(key).fail(why);
 }
 

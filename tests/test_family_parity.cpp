@@ -1,9 +1,10 @@
 // The one configurable GPT computes what Hugging Face's Chameleon (Lumina-mGPT, Anole), Janus-Pro and Emu3
 // compute: tiny random models of each are made at test time by tests/tiny_families.py (save_pretrained, sharded
 // safetensors), loaded through a model config naming their options and their checkpoint's names, and fed two
-// prompts of different lengths (left-padded into one batch) followed by image tokens. Hidden states and the
-// logits over the image codes must be within 1e-4 of transformers' in fp32, teacher-forced and through the KV
-// cache (one token per step, and a causal block after the prompt).
+// prompts of different lengths (left-padded into one batch) followed by image tokens (Emu3's rows ending in its
+// end-of-line token, which the model adds itself). Hidden states and the logits over the image codes must be
+// within 1e-4 of transformers' in fp32, teacher-forced and through the KV cache (one token per step, and a
+// causal block after the prompt); greedy tokens under guidance must equal the families' generation loops.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -33,7 +34,7 @@ const char* const kFamilyOptions[][2] = {
     {"janus", "names: hf_janus, rope: 1d, qkv: separate, norm_eps: 1.0e-6, text_vocab_size: 600, "
               "image_input: aligner_mlp, image_embed_dim: 8, image_output: head_mlp, image_mlp_dim: 64"},
     {"emu3", "names: hf_llama, rope: 1d, rope_base: 1.0e6, qkv: separate, n_kv_head: 2, norm_eps: 1.0e-5, "
-             "text_vocab_size: 600, image_token_offset: 4"},
+             "text_vocab_size: 600, image_token_offset: 4, eol_token: 597"},
 };
 
 class FamilyParity : public ::testing::Test {
@@ -98,11 +99,9 @@ class FamilyParity : public ::testing::Test {
     }
     return prompt_conditions(rows, rows, 12);
   }
-  // Row r's reference outputs from its last prompt position on (the N + 1 outputs that predict image tokens).
-  static torch::Tensor from_last_prompt(const std::string& fam, const std::string& name, int64_t r) {
-    const auto t = ref(fam, name + "_" + std::to_string(r));
-    const int64_t L = ref(fam, "lens")[r].item<int64_t>();
-    return t.narrow(0, L - 1, t.size(0) - L + 1);
+  // Row r's reference outputs at the N + 1 positions that predict image tokens 0 .. N.
+  static torch::Tensor predicting(const std::string& fam, const std::string& name, int64_t r) {
+    return ref(fam, name + "_" + std::to_string(r));
   }
 
   static inline fs::path dir;
@@ -120,13 +119,22 @@ TEST_F(FamilyParity, TeacherForcedHiddenStatesAndImageLogitsEqualTransformers) {
     const auto out = gpt->forward_sequence(prefix.embeddings, codes, prefix.visible);
     double worst_hidden = 0, worst_logits = 0;
     for (int64_t r = 0; r < 2; ++r) {
-      worst_hidden = std::max(worst_hidden, (gpt->norm(out.hidden[r]) - from_last_prompt(fam, "hidden", r)).abs().max().item<double>());
-      worst_logits = std::max(worst_logits, (out.logits[r] - from_last_prompt(fam, "logits", r)).abs().max().item<double>());
+      worst_hidden = std::max(worst_hidden, (gpt->norm(out.hidden[r]) - predicting(fam, "hidden", r)).abs().max().item<double>());
+      worst_logits = std::max(worst_logits, (out.logits[r] - predicting(fam, "logits", r)).abs().max().item<double>());
     }
     std::cout << fam << ": largest |difference| hidden " << worst_hidden << ", logits " << worst_logits << "\n";
     EXPECT_LT(worst_hidden, 1e-4) << fam;
     EXPECT_LT(worst_logits, 1e-4) << fam;
   }
+  // The end-of-line tokens matter: Emu3's model without them computes something else after the first row.
+  const auto m = load_model_config(config("emu3", "names: hf_llama, rope: 1d, rope_base: 1.0e6, qkv: separate, "
+                                                  "n_kv_head: 2, text_vocab_size: 600, image_token_offset: 4"));
+  Gpt plain(m.gpt, torch::TensorOptions(), false);
+  load_weights(*plain, m.gpt_weights, {}, m.gpt_keys);
+  const auto prefix = plain->prefix(prompts("emu3"));
+  const auto logits = plain->forward_sequence(prefix.embeddings, ref("emu3", "codes"), prefix.visible).logits;
+  EXPECT_LT((logits[0].narrow(0, 0, 4) - predicting("emu3", "logits", 0).narrow(0, 0, 4)).abs().max().item<double>(), 1e-4);
+  EXPECT_GT((logits[0] - predicting("emu3", "logits", 0)).abs().max().item<double>(), 1e-2);
 }
 
 // Through the KV cache: the prompt prefilled (its padding hidden, positions counted from its first token), then
@@ -140,7 +148,7 @@ TEST_F(FamilyParity, CachedStepsAndBlocksEqualTransformers) {
     const auto prefix = gpt->prefix(prompts(fam));
     const auto positions = torch::arange(N, torch::kInt64).unsqueeze(0).expand({2, N});
     std::vector<torch::Tensor> expected;
-    for (int64_t r = 0; r < 2; ++r) expected.push_back(from_last_prompt(fam, "logits", r));
+    for (int64_t r = 0; r < 2; ++r) expected.push_back(predicting(fam, "logits", r));
     const auto expected_batch = torch::stack(expected);  // [2, N + 1, V]
 
     auto cache = gpt->make_cache(2);
@@ -165,12 +173,44 @@ TEST_F(FamilyParity, CachedStepsAndBlocksEqualTransformers) {
   }
 }
 
-// The greedy tokens of each family's official generation loop under classifier-free guidance (Anole's and
-// Janus-Pro's: a plain raster, each stream its own prompt; tests/tiny_families.py) from vispec's AR decoder,
-// and from decoders that append other blocks (SJD's Jacobi windows, ZipAR's rows), which run unchanged.
+// A draft tree across a row end on Emu3 (both siblings at the row's last cell get their own end-of-line entry),
+// then one path kept (KvCache::keep_rows names nodes; the cache keeps their end-of-line entries with them)
+// and decoding carried on: every output the teacher-forced reference's.
+TEST_F(FamilyParity, TreesAcrossRowEndsKeepTheirEndOfLineEntries) {
+  torch::NoGradGuard no_grad;
+  auto gpt = load("emu3");
+  const auto codes = ref("emu3", "codes");  // [2, 10]; rows of 4: token 3 ends the first row
+  std::vector<torch::Tensor> expected_rows;
+  for (int64_t r = 0; r < 2; ++r) expected_rows.push_back(predicting("emu3", "logits", r));
+  const auto expected = torch::stack(expected_rows);  // [2, 11, V]: output j predicts token j
+  const auto prefix = gpt->prefix(prompts("emu3"));
+  auto cache = gpt->make_cache(2);
+  gpt->prefill(cache, prefix.embeddings, prefix.visible);
+  cache.keep_all();
+  gpt->decode_block(cache, codes.narrow(1, 0, 2), torch::tensor({{0, 1}, {0, 1}}), causal_mask(2));
+  cache.keep_all();
+  // Nodes: 0 = token 2; 1 = token 3 and 2 = a wrong sibling, both children of 0; 3 = token 4, child of 1.
+  auto tokens = torch::stack({codes.select(1, 2), codes.select(1, 3), (codes.select(1, 3) + 1) % 512, codes.select(1, 4)}, 1);
+  const auto positions = torch::tensor({2, 3, 3, 4}).unsqueeze(0).expand({2, 4});
+  const auto tree = torch::tensor({{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 0, 1, 0}, {1, 1, 0, 1}}, torch::kBool);
+  const auto out = gpt->decode_block(cache, tokens, positions, tree).logits;
+  EXPECT_LT((out.select(1, 0) - expected.select(1, 3)).abs().max().item<double>(), 1e-4);
+  EXPECT_LT((out.select(1, 1) - expected.select(1, 4)).abs().max().item<double>(), 1e-4);
+  EXPECT_LT((out.select(1, 3) - expected.select(1, 5)).abs().max().item<double>(), 1e-4);
+  cache.keep_rows({{0, 1, 3}, {0, 1, 3}});
+  EXPECT_EQ(cache.length(0), 12 + 2 + 4);  // prefix, two tokens, three tokens and one end-of-line entry
+  const auto next = gpt->decode_block(cache, codes.narrow(1, 5, 1), torch::full({2, 1}, 5, torch::kInt64),
+                                      torch::ones({1, 1}, torch::kBool)).logits;
+  EXPECT_LT((next.select(1, 0) - expected.select(1, 6)).abs().max().item<double>(), 1e-4);
+}
+
+// The greedy tokens of each family's official generation loop under classifier-free guidance (each stream its
+// own prompt; Emu3's rows ending in its end-of-line token; tests/tiny_families.py) from vispec's AR decoder, and
+// from decoders that append other blocks (SJD's Jacobi windows, across row ends; ZipAR's rows).
 TEST_F(FamilyParity, GreedyTokensUnderGuidanceEqualTheFamiliesGenerationLoops) {
   torch::NoGradGuard no_grad;
-  for (const auto& [fam, scale] : {std::pair<std::string, double>{"chameleon", 3.0}, {"janus", 5.0}}) {
+  for (const auto& [fam, scale] :
+       {std::pair<std::string, double>{"chameleon", 3.0}, {"janus", 5.0}, {"emu3", 3.0}}) {
     auto gpt = load(fam);
     std::vector<std::vector<int64_t>> cond, null;
     for (int r = 0; r < 2; ++r)

@@ -5,15 +5,17 @@ For each family FAM it writes FAM/ (save_pretrained, sharded safetensors with an
   prompts   [2, Lmax] int64, row r's prompt in its first lens[r] entries (different lengths on purpose)
   lens      [2]
   codes     [2, N] int64 image codes (0 .. V-1)
-  hidden_r  [lens[r] + N, D] the final-normed hidden states of row r's whole sequence (prompt, then images)
-  logits_r  [lens[r] + N, V] the logits over the image codes at every position of row r
-  and, for the families whose image is a plain raster of GRID x GRID tokens (Anole's layout, Janus-Pro):
+  hidden_r  [N + 1, D] row r's final-normed hidden states at the N + 1 positions that predict image tokens
+            0 .. N (the prompt's last; each token's own, or its end-of-line token's where it ends a row)
+  logits_r  [N + 1, V] the logits over the image codes there
+Emu3's image rows end in an end-of-line token (EOL[fam]), as in its official generation; the others' do not.
   cond_r, null_r  row r's prompt and its unconditional prompt (the family's rule: Janus-Pro's BOS, pads,
-                  begin-of-image; Anole's BOS and begin-of-image alone)
+                  begin-of-image; Anole's BOS and begin-of-image alone; Emu3's negative prompt)
   vq_codes, vq_pixels  (Janus-Pro) [2, GRID^2] codes and the pixels its VQ decodes them to
   greedy_cfg      [2, GRID^2] the tokens of a greedy loop under classifier-free guidance (scale CFG[fam]) that
                   follows the family's official generation code: both streams' logits at every step from the
-                  whole sequence so far, u + s (c - u), argmax, the token appended to both streams
+                  whole sequence so far, u + s (c - u), argmax, the token appended to both streams (and the
+                  end-of-line token after a row's last)
 Weights are drawn wider than the initialisation's (std 0.3, norms around 1) so every part of the model shows.
 """
 import os
@@ -25,7 +27,7 @@ from transformers import (ChameleonConfig, ChameleonForConditionalGeneration, Em
                           Emu3ForConditionalGeneration, JanusConfig, JanusForConditionalGeneration)
 
 TEXT_VOCAB, OFFSET, CODES, DIM, HEADS, KV_HEADS, LAYERS, FFN, N = 600, 4, 512, 64, 4, 2, 2, 96, 10
-GRID, CFG = 4, {"chameleon": 3.0, "janus": 5.0}
+GRID, CFG, EOL = 4, {"chameleon": 3.0, "janus": 5.0, "emu3": 3.0}, {"emu3": TEXT_VOCAB - 3}
 BOS, PAD, BOI = 1, 0, TEXT_VOCAB - 2  # ids of the tiny vocabularies' special tokens
 
 
@@ -96,22 +98,47 @@ def emu3():
     widen(model)
 
     def run(ids, codes):
-        h = model.model.text_model(input_ids=torch.cat([ids, codes + OFFSET], 1)).last_hidden_state
+        h = model.model.text_model(input_ids=torch.cat([ids, image_ids(codes[0], EOL["emu3"])], 1)).last_hidden_state
         return h, model.lm_head(h)[..., OFFSET:OFFSET + CODES]
     return model, run
 
 
-def cfg_prompts(fam, text):
+def ends_row(k):
+    return k % GRID == GRID - 1 and k < GRID * GRID - 1
+
+
+def image_ids(codes, eol):
+    """Image codes [n] as token ids [1, n'], each row's last followed by the end-of-line token."""
+    ids = []
+    for k, c in enumerate(codes.tolist()):
+        ids.append(c + OFFSET)
+        if ends_row(k):
+            ids.append(eol)
+    return torch.tensor([ids], dtype=torch.int64)
+
+
+def predicting(prompt_len, n, eol):
+    """Sequence indices of the outputs that predict image tokens 0 .. n."""
+    at, index = [prompt_len - 1], prompt_len - 1
+    for k in range(n):
+        index += 2 if eol is not None and ends_row(k) else 1
+        at.append(index)
+    return at
+
+
+def cfg_prompts(fam, text, rng):
     """The family's conditional and unconditional prompts around a text."""
     cond = [BOS] + list(text) + [BOI]
     if fam == "janus":  # generation_inference.py: everything between BOS and begin-of-image becomes a pad
         return cond, [BOS] + [PAD] * len(text) + [BOI]
+    if fam == "emu3":  # a negative prompt of its own length
+        return cond, [BOS] + rng.integers(OFFSET + CODES, TEXT_VOCAB - 3, 3).tolist() + [BOI]
     return cond, [BOS, BOI]  # Anole: the unconditional stream sees the image's own tokens only
 
 
 def greedy_cfg(run, cond, null, scale):
     codes = torch.zeros((1, 0), dtype=torch.int64)
-    for _ in range(GRID * GRID):
+    for _ in range(GRID * GRID):  # run lays out the codes so far with their end-of-line tokens
         c = run(torch.tensor([cond]), codes)[1][0, -1]
         u = run(torch.tensor([null]), codes)[1][0, -1]
         codes = torch.cat([codes, (u + scale * (c - u)).argmax().view(1, 1)], 1)
@@ -128,12 +155,13 @@ def main(families):
         with torch.no_grad():
             for r in range(2):
                 h, logits = run(torch.from_numpy(prompts[r:r + 1, :lens[r]]), torch.from_numpy(codes[r:r + 1]))
-                out["hidden_%d" % r] = h[0].numpy()
-                out["logits_%d" % r] = logits[0].float().numpy()
+                at = predicting(lens[r], N, EOL.get(fam))
+                out["hidden_%d" % r] = h[0, at].numpy()
+                out["logits_%d" % r] = logits[0, at].float().numpy()
             if fam in CFG:
                 greedy = []
                 for r in range(2):
-                    cond, null = cfg_prompts(fam, prompts[r, :lens[r]])
+                    cond, null = cfg_prompts(fam, prompts[r, :lens[r]], rng)
                     out["cond_%d" % r], out["null_%d" % r] = np.array(cond), np.array(null)
                     greedy.append(greedy_cfg(run, cond, null, CFG[fam]).numpy())
                 out["greedy_cfg"] = np.stack(greedy)
