@@ -42,7 +42,7 @@ TensorMap state_dict(const torch::nn::Module& module) {
 
 namespace {
 bool is_torch_checkpoint(const std::string& path) {
-  return ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".bin");
+  return ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".bin") || ends_with(path, ".ckpt");
 }
 
 // The HF sharded layout: DIR/model.safetensors.index.json (or pytorch_model.bin.index.json) maps every tensor
@@ -102,7 +102,7 @@ void for_each_weight_file(const std::string& path, const std::function<void(cons
       }, state_dict_key, check_data);
     }
   } else {
-    VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth, .bin or a shard index "
+    VISPEC_FAIL(path, ": unknown weight format (expected .safetensors, .pt, .pth, .bin, .ckpt or a shard index "
                 "*.index.json)");
   }
 }

@@ -102,7 +102,7 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
 VqConfig parse_vq(const YamlView& v) {
   v.reject_unknown_keys({"weights", "codebook_size", "codebook_embed_dim", "codebook_l2_norm", "commit_beta",
                          "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups",
-                         "names", "state_dict_key", "strip_prefix", "rename"});
+                         "level_attention", "names", "state_dict_key", "strip_prefix", "rename"});
   VqConfig c;
   c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);
   c.codebook_embed_dim = v.get<int64_t>("codebook_embed_dim", c.codebook_embed_dim);
@@ -114,6 +114,7 @@ VqConfig parse_vq(const YamlView& v) {
   c.ch_mult = v.get<std::vector<int64_t>>("ch_mult", c.ch_mult);
   c.num_res_blocks = v.get<int64_t>("num_res_blocks", c.num_res_blocks);
   c.norm_groups = v.get<int64_t>("norm_groups", c.norm_groups);
+  c.level_attention = v.get<bool>("level_attention", c.level_attention);
   if (c.ch_mult.empty()) v.fail("ch_mult must not be empty");
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"codebook_size", c.codebook_size},
                                    {"codebook_embed_dim", c.codebook_embed_dim}, {"in_channels", c.in_channels},
@@ -125,11 +126,15 @@ VqConfig parse_vq(const YamlView& v) {
   return c;
 }
 // names (a family's preset), state_dict_key, strip_prefix, rename: {from: to, ...} of a gpt or vq section.
-WeightKeys parse_weight_keys(const YamlView& v, bool vq) {
+// levels: the VQ's (its decoder's levels are numbered the other way round in taming's checkpoints).
+WeightKeys parse_weight_keys(const YamlView& v, bool vq, int64_t levels = 0) {
   WeightKeys k;
-  if (v.has("names") && !(vq ? vq_weight_names_preset : weight_names_preset)(v.need<std::string>("names"), k))
-    v.at("names").fail(std::string("expected ") + (vq ? "llamagen, hf_janus or janus" : "llamagen, hf_llama, hf_janus or janus") +
-                       ", got '" + v.need<std::string>("names") + "'");
+  if (v.has("names")) {
+    const auto name = v.need<std::string>("names");
+    if (vq ? !vq_weight_names_preset(name, levels, k) : !weight_names_preset(name, k))
+      v.at("names").fail(std::string("expected ") + (vq ? "llamagen, hf_janus, janus or chameleon" : "llamagen, hf_llama, hf_janus or janus") +
+                         ", got '" + name + "'");
+  }
   k.state_dict_key = v.get<std::string>("state_dict_key", "");
   k.strip_prefix = v.get<std::string>("strip_prefix", "");
   if (v.has("rename")) {
@@ -223,7 +228,7 @@ ModelConfig load_model_config(const std::string& path) {
     auto& rows = m.gpt_keys.take_rows["output.weight"];
     for (int64_t c = 0; c < m.gpt.vocab_size; ++c) rows.push_back(m.gpt.image_token_offset + c);
   }
-  m.vq_keys = parse_weight_keys(vq, /*vq=*/true);
+  m.vq_keys = parse_weight_keys(vq, /*vq=*/true, int64_t(m.vq.ch_mult.size()));
   if (root.has("classes")) {
     m.classes = root.need<std::vector<std::string>>("classes");
     if (int64_t(m.classes.size()) != m.gpt.num_classes)

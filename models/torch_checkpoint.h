@@ -1,4 +1,4 @@
-// torch.save checkpoints (.pt, .pth, .bin), read by vispec's own zip reader and restricted unpickler
+// torch.save checkpoints (.pt, .pth, .bin; .ckpt, as PyTorch Lightning names them), read by vispec's own zip reader and restricted unpickler
 // (models/torch_checkpoint_index.h): state dicts as torch.save writes them (OrderedDict), bare or inside the
 // layouts training scripts save ({"model": ...}, {"state_dict": ...}, {"module": ...}; others, such as
 // {"model": {"sd": ...}} or {"ema": ...}, through state_dict_key); tensors of every dtype, shared storages,

@@ -102,7 +102,7 @@ VqCoderImpl::VqCoderImpl(const VqConfig& c, bool encoder) {
     for (int64_t i = 0; i < levels; ++i) {
       const int64_t out = c.ch * c.ch_mult[i];
       const bool last = i == levels - 1;
-      conv_blocks->push_back(VqLevel(block_in, out, c.num_res_blocks, last, last ? 0 : -1, g));
+      conv_blocks->push_back(VqLevel(block_in, out, c.num_res_blocks, last && c.level_attention, last ? 0 : -1, g));
       block_in = out;
     }
   } else {
@@ -116,7 +116,7 @@ VqCoderImpl::VqCoderImpl(const VqConfig& c, bool encoder) {
     for (int64_t i = 0; i < levels; ++i) {
       const int64_t out = c.ch * c.ch_mult[levels - 1 - i];
       const bool last = i == levels - 1;
-      conv_blocks->push_back(VqLevel(block_in, out, c.num_res_blocks + 1, i == 0, last ? 0 : 1, g));
+      conv_blocks->push_back(VqLevel(block_in, out, c.num_res_blocks + 1, i == 0 && c.level_attention, last ? 0 : 1, g));
       block_in = out;
     }
   }

@@ -1,4 +1,6 @@
 // Architecture of the VQ image tokenizer in LlamaGen's style (docs/algorithms.md "The model"). Plain data.
+// Chameleon's VQGAN (Lumina-mGPT, Anole) is the same taming-transformers network with no attention in the
+// levels (attn_resolutions []) and no L2 normalisation: level_attention false, codebook_l2_norm false.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@ struct VqConfig {
   std::vector<int64_t> ch_mult = {1, 1, 2, 2, 4};  // one level per entry; all but the last down-sample x2
   int64_t num_res_blocks = 2;
   int64_t norm_groups = 32;        // GroupNorm groups (eps 1e-6)
+  bool level_attention = true;     // LlamaGen: attention after each block of the lowest-resolution level
 
   int64_t downsample() const { return int64_t(1) << (ch_mult.size() - 1); }
 };

@@ -96,12 +96,22 @@ bool weight_names_preset(const std::string& name, WeightKeys& keys) {
   return false;
 }
 
-bool vq_weight_names_preset(const std::string& name, WeightKeys& keys) {
+bool vq_weight_names_preset(const std::string& name, int64_t levels, WeightKeys& keys) {
+  // taming-transformers' names of the parts of LlamaGen's VQ (its decoder's up.0 the lowest resolution, as ours).
+  const std::vector<std::pair<std::string, std::string>> taming = {
+      {"mid.block_1", "mid.0"}, {"mid.attn_1", "mid.1"}, {"mid.block_2", "mid.2"},
+      {"up", "conv_blocks"},    {"down", "conv_blocks"},  {"block", "res"}};
   if (name == "llamagen") return true;
-  if (name == "hf_janus") {  // LlamaGen's VQ-16 under taming's names; up.0 is the lowest resolution, as ours
+  if (name == "hf_janus") {
     keys.within = "model.vqmodel.";
-    keys.part_renames = {{"mid.block_1", "mid.0"}, {"mid.attn_1", "mid.1"}, {"mid.block_2", "mid.2"},
-                         {"up", "conv_blocks"},    {"down", "conv_blocks"},  {"block", "res"}};
+    keys.part_renames = taming;
+    return true;
+  }
+  if (name == "chameleon") {  // taming's own layout: decoder.up.i is level i counted from the highest resolution
+    keys.ignore = {"loss."};
+    for (int64_t i = 0; i < levels; ++i)
+      keys.renames.push_back({"decoder.up." + std::to_string(i) + ".", "decoder.conv_blocks." + std::to_string(levels - 1 - i) + "."});
+    keys.part_renames = taming;
     return true;
   }
   if (name == "janus") {

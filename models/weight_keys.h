@@ -45,8 +45,10 @@ struct WeightKeys {
 // Emu3: model.layers.N.self_attn.q_proj ...), "hf_janus" (Hugging Face's Janus-Pro) or "janus" (DeepSeek's
 // own Janus-Pro files); false if the name is none of these.
 bool weight_names_preset(const std::string& name, WeightKeys& keys);
-// The same for a VQ tokenizer: "llamagen", "hf_janus" (the VQ inside Hugging Face's Janus-Pro checkpoint, with
-// taming's names: decoder.up.N.block.M, mid.block_1, ...) or "janus" (inside DeepSeek's, LlamaGen's names).
-bool vq_weight_names_preset(const std::string& name, WeightKeys& keys);
+// The same for a VQ tokenizer of `levels` resolutions: "llamagen", "hf_janus" (the VQ inside Hugging Face's
+// Janus-Pro checkpoint, with taming's names: decoder.up.N.block.M, mid.block_1, ...), "janus" (inside
+// DeepSeek's, LlamaGen's names) or "chameleon" (Meta's vqgan.ckpt for Chameleon, Lumina-mGPT and Anole:
+// taming's names, the decoder's levels numbered from the highest resolution, the training loss's networks).
+bool vq_weight_names_preset(const std::string& name, int64_t levels, WeightKeys& keys);
 
 }  // namespace vispec

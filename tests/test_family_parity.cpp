@@ -247,6 +247,25 @@ TEST_F(FamilyParity, JanusVqInsideTheCheckpointDecodesToTransformersPixels) {
   EXPECT_LT(error, 1e-4);
 }
 
+// Chameleon's VQGAN (Lumina-mGPT, Anole) from a file in the layout of Meta's vqgan.ckpt (written by torch.save;
+// tests/tiny_families.py): with `names: chameleon`, no attention in its levels and no L2 normalisation, images
+// encode to the codes transformers' Chameleon VQ gives, and codes decode to the pixels of taming's decoder.
+TEST_F(FamilyParity, ChameleonVqganEncodesAndDecodesAsTheReference) {
+  torch::NoGradGuard no_grad;
+  const auto m = load_model_config(config(
+      "chameleon", "", "weights: " + (dir / "chameleon_vq/vqgan.ckpt").string() +
+                           ", names: chameleon, codebook_size: 512, codebook_embed_dim: 8, codebook_l2_norm: false, "
+                           "level_attention: false, in_channels: 3, z_channels: 32, ch: 32, ch_mult: [1, 1], "
+                           "num_res_blocks: 1, norm_groups: 32"));
+  VqModel vq(m.vq);
+  load_weights(*vq, m.vq_weights, {}, m.vq_keys);
+  EXPECT_TRUE(torch::equal(vq->encode(ref("chameleon", "vqgan_images")), ref("chameleon", "vqgan_image_codes")));
+  const auto pixels = vq->decode_codes(ref("chameleon", "vqgan_codes"), 4, 4);
+  const double error = (pixels - ref("chameleon", "vqgan_pixels")).abs().max().item<double>();
+  std::cout << "chameleon VQGAN: largest |difference| " << error << "\n";
+  EXPECT_LT(error, 1e-4);
+}
+
 // A config that does not fit its checkpoint, or whose image tokens do not fit its vocabulary: one line naming
 // the file and the tensor or field.
 TEST_F(FamilyParity, MismatchedConfigsAreOneLineErrors) {

@@ -12,6 +12,11 @@ Emu3's image rows end in an end-of-line token (EOL[fam]), as in its official gen
   cond_r, null_r  row r's prompt and its unconditional prompt (the family's rule: Janus-Pro's BOS, pads,
                   begin-of-image; Anole's BOS and begin-of-image alone; Emu3's negative prompt)
   vq_codes, vq_pixels  (Janus-Pro) [2, GRID^2] codes and the pixels its VQ decodes them to
+Chameleon's VQGAN has no decoder in transformers; vqgan_test() writes chameleon_vq/vqgan.ckpt in the layout of
+Meta's vqgan.ckpt (torch.save of {"state_dict": ...}, taming's names, decoder levels counted from the highest
+resolution, the loss's networks beside) from transformers' Chameleon VQ encoder and the same taming decoder as
+Janus-Pro's without attention in its levels, and chameleon_ref/vqgan_*.npy: images, the codes transformers'
+encoder and quantiser give them, and the pixels the decoder gives codes.
   greedy_cfg      [2, GRID^2] the tokens of a greedy loop under classifier-free guidance (scale CFG[fam]) that
                   follows the family's official generation code: both streams' logits at every step from the
                   whole sequence so far, u + s (c - u), argmax, the token appended to both streams (and the
@@ -145,6 +150,41 @@ def greedy_cfg(run, cond, null, scale):
     return codes[0]
 
 
+def vqgan_test(rng):
+    from transformers import ChameleonVQVAEConfig, JanusVQVAEConfig
+    from transformers.models.chameleon.modeling_chameleon import ChameleonVQVAE
+    from transformers.models.janus.modeling_janus import JanusVQVAEDecoder
+    torch.manual_seed(2)
+    shape = dict(embed_dim=8, num_embeddings=CODES, latent_channels=32, base_channels=32, channel_multiplier=[1, 1],
+                 num_res_blocks=1)
+    vq = ChameleonVQVAE(ChameleonVQVAEConfig(resolution=8, attn_resolutions=[], **shape)).eval()
+    decoder = JanusVQVAEDecoder(JanusVQVAEConfig(**shape)).eval()
+    decoder.up[0].attn = torch.nn.ModuleList()  # taming's decoder with attn_resolutions []: mid attention only
+    with torch.no_grad():
+        for p in list(vq.parameters()) + list(decoder.parameters()):
+            p.add_(0.05 * torch.randn_like(p))
+    state = {"encoder." + k: v for k, v in vq.encoder.state_dict().items()}
+    for k, v in decoder.state_dict().items():  # up.i of taming counts levels from the highest resolution
+        if k.startswith("up."):
+            level, rest = k[3:].split(".", 1)
+            k = "up.%d.%s" % (len(decoder.up) - 1 - int(level), rest)
+        state["decoder." + k] = v
+    for name in ("quant_conv", "post_quant_conv", "quantize"):
+        state.update({name + "." + k: v for k, v in getattr(vq, name).state_dict().items()})
+    state["loss.discriminator.weight"] = torch.zeros(3)  # what Meta's file carries beside the VQ
+    os.makedirs("chameleon_vq", exist_ok=True)
+    torch.save({"state_dict": state, "global_step": 0}, "chameleon_vq/vqgan.ckpt")
+    images = torch.from_numpy(rng.uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32))
+    codes = torch.from_numpy(rng.integers(0, CODES, (2, 16)))
+    with torch.no_grad():
+        latent = vq.quantize.embedding(codes).view(2, 4, 4, 8).permute(0, 3, 1, 2)
+        pixels = decoder(vq.post_quant_conv(latent))
+        image_codes = vq.encode(images)[2].view(2, -1)
+    out = {"vqgan_images": images, "vqgan_image_codes": image_codes, "vqgan_codes": codes, "vqgan_pixels": pixels}
+    for name, value in out.items():
+        np.save(os.path.join("chameleon_ref", name + ".npy"), value.numpy())
+
+
 def main(families):
     rng = np.random.default_rng(0)
     for fam in families:
@@ -171,6 +211,8 @@ def main(families):
         os.makedirs(fam + "_ref", exist_ok=True)
         for name, value in out.items():
             np.save(os.path.join(fam + "_ref", name + ".npy"), value)
+        if fam == "chameleon":
+            vqgan_test(rng)
         print(fam, "ok")
 
 
