@@ -36,7 +36,8 @@ std::pair<torch::Tensor, torch::Tensor> left_padded(const std::vector<std::vecto
   for (int64_t b = 0; b < B; ++b) {
     const auto& s = seqs[size_t(b)];
     const int64_t L = int64_t(s.size());
-    VISPEC_ASSERT(L >= 1 && L <= C, "a prompt of ", L, " tokens for ", C, " prefix positions");
+    VISPEC_CHECK(L >= 1 && L <= C, "a prompt of ", L, " tokens does not fit the model's ", C,
+                 " prefix positions (gpt.cls_token_num)");
     ids[b].narrow(0, C - L, L).copy_(torch::tensor(s, torch::kInt64));
     mask[b].narrow(0, C - L, L).fill_(true);
   }
