@@ -22,6 +22,7 @@
 #include "models/load.h"
 #include "models/model_config.h"
 #include "models/vq.h"
+#include "workers/job_plan.h"
 
 namespace vispec {
 
@@ -51,6 +52,9 @@ class FamilyParity : public ::testing::Test {
     const std::string script = std::string(VISPEC_SOURCE_DIR) + "/tests/tiny_families.py";
     const auto version = std::to_string(std::hash<std::string>{}(read_file(script)));
     dir = fs::temp_directory_path() / ("vispec_families_" + version);
+    own = fs::temp_directory_path() / ("vispec_families_configs_" + std::to_string(::getpid()));
+    fs::remove_all(own);
+    fs::create_directories(own);
     made = fs::exists(dir / "done");
     if (made) return;
     const auto mine = fs::path(dir.string() + "." + std::to_string(::getpid()));
@@ -67,6 +71,9 @@ class FamilyParity : public ::testing::Test {
     if (taken) fs::remove_all(mine);
     made = true;
   }
+  static void TearDownTestSuite() {
+    if (!own.empty()) fs::remove_all(own);
+  }
   void SetUp() override {
     if (!missing.empty()) GTEST_SKIP() << missing;
     ASSERT_TRUE(made) << read_file((dir / "make.log").string());
@@ -78,7 +85,7 @@ class FamilyParity : public ::testing::Test {
   static std::string config(const std::string& fam, std::string options = "", std::string vq = "") {
     for (const auto& [name, own] : kFamilyOptions)
       if (fam == name && options.empty()) options = own;
-    const auto path = dir / (fam + ".yaml");
+    const auto path = own / (fam + ".yaml");  // this process's: the shared directory holds references only
     const std::string src = VISPEC_SOURCE_DIR;
     std::ofstream(path) << "name: tiny-" << fam << "\ngpt: {weights: " << (dir / fam / "model.safetensors.index.json").string()
                         << ", vocab_size: 512, dim: 64, n_layer: 2, n_head: 4, ffn_hidden_size: 96, grid_size: 4, "
@@ -116,7 +123,8 @@ class FamilyParity : public ::testing::Test {
     return ref(fam, name + "_" + std::to_string(r));
   }
 
-  static inline fs::path dir;
+  static inline fs::path dir;  // the references, shared
+  static inline fs::path own;  // this process's configs and files
   static inline bool made = false;
   static inline std::string missing;
 };
@@ -309,6 +317,10 @@ TEST_F(FamilyParity, MismatchedConfigsAreOneLineErrors) {
   err = test::error_of([] { prompt_conditions({std::vector<int64_t>(13, 7)}, {{1, 2}}, 12); });
   EXPECT_NE(err.find("a prompt of 13 tokens does not fit the model's 12 prefix positions (gpt.cls_token_num)"),
             std::string::npos) << err;
+  // A job's prompt file for a prompted model: not yet, in one line, before anything is written.
+  std::ofstream(own / "prompts.txt") << "a red bus\n";
+  err = test::error_of([] { plan_samples(load_model_config(config("emu3")), (own / "prompts.txt").string(), 1, 8); });
+  EXPECT_NE(err.find("emu3.yaml: gpt.text_vocab_size: a prompted model"), std::string::npos) << err;
   // An unknown family of names.
   err = load_as("emu3", "names: hf_emu4, text_vocab_size: 600");
   EXPECT_NE(err.find("names"), std::string::npos) << err;

@@ -51,6 +51,8 @@ bool judge_prompt(const ModelConfig& model, const std::string& file, const Promp
 
 SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_file, int64_t images_per_prompt,
                         int64_t unit_size) {
+  VISPEC_CHECK(!model.gpt.prompted(), model.file, ": gpt.text_vocab_size: a prompted model (Chameleon, Janus-Pro, "
+               "Emu3) cannot read a job's prompt file yet: vispec has no prompt templates or tokenizers for them");
   const uint64_t ipp = uint64_t(images_per_prompt), U = uint64_t(unit_size);
   PromptReader reader(prompts_file);
   SamplePlan plan;
