@@ -27,6 +27,7 @@ packages=(
   libgtest-dev nlohmann-json3-dev libcli11-dev
   libpng-dev libpng16-16 zlib1g-dev
   libsentencepiece-dev libsentencepiece0
+  libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2
 )
 # Libraries that a machine of another distribution usually has under the same name (then its own are used).
 fallback=(

@@ -19,6 +19,7 @@ packages=(
   libcli11-dev
   libpng-dev
   libsentencepiece-dev      # T5's tokenizer: captions for text-to-image models
+  libpcre2-dev libutf8proc-dev  # the LLM families' BPE tokenizers: Unicode regular expressions, NFC
   dataset-fashion-mnist     # real training data (IDX files)
   python3-h5py python3-numpy  # tests read our outputs back with another tool (Debian's /usr/bin/python3)
   gnuplot-nox               # vispec bench draws its speed/quality plot with gnuplot

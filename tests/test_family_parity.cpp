@@ -22,6 +22,7 @@
 #include "models/load.h"
 #include "models/model_config.h"
 #include "models/vq.h"
+#include "python_reference.h"
 #include "workers/job_plan.h"
 
 namespace vispec {
@@ -41,35 +42,13 @@ const char* const kFamilyOptions[][2] = {
 
 class FamilyParity : public ::testing::Test {
  protected:
-  // The references are made once per version of tests/tiny_families.py and shared by the test processes
-  // (CTest runs each test alone): made in a directory of this process's, then renamed into place.
+  // The references: tests/tiny_families.py's outputs, made once per version of the script.
   static void SetUpTestSuite() {
-    const std::string probe = std::string(VISPEC_TORCH_PYTHON) + " -c 'import transformers' > /dev/null 2>&1";
-    if (std::system(probe.c_str()) != 0) {
-      missing = std::string(VISPEC_TORCH_PYTHON) + " lacks transformers (scripts/setup.sh)";
-      return;
-    }
-    const std::string script = std::string(VISPEC_SOURCE_DIR) + "/tests/tiny_families.py";
-    const auto version = std::to_string(std::hash<std::string>{}(read_file(script)));
-    dir = fs::temp_directory_path() / ("vispec_families_" + version);
+    const auto reference = test::python_reference("tiny_families", "transformers");
+    dir = reference.dir, made = reference.made, missing = reference.missing;
     own = fs::temp_directory_path() / ("vispec_families_configs_" + std::to_string(::getpid()));
     fs::remove_all(own);
     fs::create_directories(own);
-    made = fs::exists(dir / "done");
-    if (made) return;
-    const auto mine = fs::path(dir.string() + "." + std::to_string(::getpid()));
-    fs::remove_all(mine);
-    fs::create_directories(mine);
-    const std::string cmd = "cd " + mine.string() + " && " + VISPEC_TORCH_PYTHON + " " + script + " > make.log 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      dir = mine;  // SetUp shows its log
-      return;
-    }
-    std::ofstream(mine / "done") << "ok\n";
-    std::error_code taken;
-    fs::rename(mine, dir, taken);  // another process may have put its own there first: then use that one
-    if (taken) fs::remove_all(mine);
-    made = true;
   }
   static void TearDownTestSuite() {
     if (!own.empty()) fs::remove_all(own);
