@@ -196,6 +196,30 @@ void parse_text_encoder(const YamlView& v, ModelConfig& m) {
   if (m.text_encoder_dtype != "fp32" && m.text_encoder_dtype != "bf16")
     v.at("dtype").fail("expected fp32 or bf16 (T5's activations overflow fp16)");
 }
+// prompt: {tokenizer, template, unconditional | unconditional_pad}: a prompted model's text prompt.
+void parse_prompt(const YamlView& v, ModelConfig& m) {
+  v.reject_unknown_keys({"tokenizer", "template", "unconditional", "unconditional_pad"});
+  if (!m.gpt.prompted()) v.fail("only a prompted gpt (text_vocab_size) takes a prompt section");
+  auto& p = m.prompt;
+  p.present = true;
+  p.where = v.where();
+  const auto tokenizer = v.at("tokenizer");
+  if (tokenizer.node().IsMap()) {
+    tokenizer.reject_unknown_keys({"emu3_tiktoken", "emu3_vision_tokens"});
+    p.emu3_tiktoken = tokenizer.need_path("emu3_tiktoken");
+    p.emu3_vision_tokens = tokenizer.need_path("emu3_vision_tokens");
+  } else {
+    p.tokenizer_json = v.need_path("tokenizer");
+  }
+  p.template_text = v.need<std::string>("template");
+  const size_t at = p.template_text.find("{prompt}");
+  if (at == std::string::npos || p.template_text.find("{prompt}", at + 1) != std::string::npos)
+    v.at("template").fail("must hold {prompt} exactly once (where the prompt file's line goes)");
+  if (v.has("unconditional") == v.has("unconditional_pad"))
+    v.fail("give one of unconditional (the unconditional stream's text) or unconditional_pad (a pad token)");
+  p.unconditional = v.get<std::string>("unconditional", "");
+  p.unconditional_pad = v.get<std::string>("unconditional_pad", "");
+}
 }  // namespace
 
 int64_t ModelConfig::class_id(const std::string& prompt) const {
@@ -211,7 +235,7 @@ int64_t ModelConfig::class_id(const std::string& prompt) const {
 
 ModelConfig load_model_config(const std::string& path) {
   YamlView root(load_yaml_file(path), path);
-  root.reject_unknown_keys({"name", "dtype", "classes", "gpt", "vq", "text_encoder", "classifier", "drafters"});
+  root.reject_unknown_keys({"name", "dtype", "classes", "gpt", "vq", "text_encoder", "prompt", "classifier", "drafters"});
   ModelConfig m;
   m.file = path;
   m.name = root.need<std::string>("name");
@@ -236,6 +260,7 @@ ModelConfig load_model_config(const std::string& path) {
                               std::to_string(m.gpt.num_classes));
   }
   if (root.has("text_encoder")) parse_text_encoder(root.at("text_encoder"), m);
+  if (root.has("prompt")) parse_prompt(root.at("prompt"), m);
   if (root.has("classifier")) {
     const auto cls = root.at("classifier");
     cls.reject_unknown_keys({"weights", "width", "features"});

@@ -12,6 +12,8 @@
 //   text_encoder: {dir: flan-t5-xl, max_length: 120, dtype: bf16}   # text-conditional models: captions in
 //        (Hugging Face's T5 layout: config.json, spiece.model and model.safetensors[.index.json] or
 //        pytorch_model.bin[.index.json]; `weights:` names another file)
+//   prompt: {tokenizer: ..., template: "...{prompt}...", unconditional: ...}   # prompted models (Chameleon,
+//        Janus-Pro, Emu3): a caption per prompt line, wrapped and tokenised (models/prompt_config.h)
 //   classifier: {weights: fmnist/classifier.safetensors, width: 32, features: 128}   # optional: vispec eval
 //   drafters:                                   # optional: what speculative decoders draft with
 //     gpt: {weights: fmnist/draft_gpt.safetensors, dim: 64, n_layer: 2, n_head: 2}  # SD's small AR drafter
@@ -28,6 +30,7 @@
 #include "models/classifier_config.h"
 #include "models/gpt_config.h"
 #include "models/mulo_config.h"
+#include "models/prompt_config.h"
 #include "models/vq_config.h"
 #include "models/weight_keys.h"
 
@@ -54,6 +57,7 @@ struct ModelConfig {
   std::string text_encoder_weights;    // empty: the usual file names in the directory
   std::string text_encoder_dtype;      // fp32 | bf16 (T5 overflows in fp16)
   int64_t text_encoder_max_length = 0; // tokens per caption, "</s>" included (<= gpt.cls_token_num)
+  PromptConfig prompt;  // prompted models: their tokenizer and template (read when a job is planned)
   // The evaluation classifier (vispec eval, vispec bench); in_channels, image_size and classes follow the model.
   bool has_classifier = false;
   ClassifierConfig classifier;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace vispec::test {
 
@@ -21,8 +22,10 @@ struct PythonReference {
   std::string missing;        // non-empty: the environment lacks `module` (the tests skip, saying this)
 };
 
-// Runs tests/SCRIPT.py (unless its outputs exist) after checking that `module` imports.
-inline PythonReference python_reference(const std::string& script, const std::string& module) {
+// Runs tests/SCRIPT.py (unless its outputs exist) after checking that `module` imports; `imports`: the other
+// scripts of tests/ it imports (part of its version).
+inline PythonReference python_reference(const std::string& script, const std::string& module,
+                                        const std::vector<std::string>& imports = {}) {
   namespace fs = std::filesystem;
   PythonReference r;
   const std::string probe = std::string(VISPEC_TORCH_PYTHON) + " -c 'import " + module + "' > /dev/null 2>&1";
@@ -33,6 +36,7 @@ inline PythonReference python_reference(const std::string& script, const std::st
   const std::string path = std::string(VISPEC_SOURCE_DIR) + "/tests/" + script + ".py";
   std::ostringstream text;
   text << std::ifstream(path).rdbuf();
+  for (const auto& other : imports) text << std::ifstream(std::string(VISPEC_SOURCE_DIR) + "/tests/" + other + ".py").rdbuf();
   r.dir = fs::temp_directory_path() / ("vispec_" + script + "_" + std::to_string(std::hash<std::string>{}(text.str())));
   r.made = fs::exists(r.dir / "done");
   if (r.made) return r;

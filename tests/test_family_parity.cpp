@@ -12,15 +12,18 @@
 #include <fstream>
 #include <functional>
 
+#include "cli.h"
 #include "decoding/ar.h"
 #include "decoding/sjd.h"
 #include "decoding/zipar.h"
 #include "error_of.h"
 #include "io/atomic_file.h"
 #include "io/npy_tensor.h"
+#include "io/run_layout.h"
 #include "models/gpt.h"
 #include "models/load.h"
 #include "models/model_config.h"
+#include "models/prompt_template.h"
 #include "models/vq.h"
 #include "python_reference.h"
 #include "workers/job_plan.h"
@@ -44,7 +47,7 @@ class FamilyParity : public ::testing::Test {
  protected:
   // The references: tests/tiny_families.py's outputs, made once per version of the script.
   static void SetUpTestSuite() {
-    const auto reference = test::python_reference("tiny_families", "transformers");
+    const auto reference = test::python_reference("tiny_families", "transformers", {"tiny_tokenizers"});
     dir = reference.dir, made = reference.made, missing = reference.missing;
     own = fs::temp_directory_path() / ("vispec_families_configs_" + std::to_string(::getpid()));
     fs::remove_all(own);
@@ -60,21 +63,21 @@ class FamilyParity : public ::testing::Test {
 
   // The model config of family `fam` (cls_token_num 12 prefix positions, a 4 x 4 grid); `options` replaces
   // the family's own. The VQ is the embedded model's (the families' VQs are tested on their own).
-  // vq: the section's own text instead.
-  static std::string config(const std::string& fam, std::string options = "", std::string vq = "") {
+  // vq: the section's own text instead; prefix: cls_token_num; extra: more top-level sections.
+  static std::string config(const std::string& fam, std::string options = "", std::string vq = "",
+                            int64_t prefix = 12, const std::string& extra = "") {
     for (const auto& [name, own] : kFamilyOptions)
       if (fam == name && options.empty()) options = own;
     const auto path = own / (fam + ".yaml");  // this process's: the shared directory holds references only
     const std::string src = VISPEC_SOURCE_DIR;
     std::ofstream(path) << "name: tiny-" << fam << "\ngpt: {weights: " << (dir / fam / "model.safetensors.index.json").string()
                         << ", vocab_size: 512, dim: 64, n_layer: 2, n_head: 4, ffn_hidden_size: 96, grid_size: 4, "
-                           "cls_token_num: 12, "
-                        << options << "}\nvq: {"
+                        << "cls_token_num: " << prefix << ", " << options << "}\nvq: {"
                         << (vq.empty() ? "weights: " + src + "/configs/fmnist/vq.safetensors, codebook_size: 512, "
                                          "codebook_embed_dim: 8, in_channels: 1, z_channels: 32, ch: 32, ch_mult: [1, 2], "
                                          "num_res_blocks: 1, norm_groups: 8"
                                        : vq)
-                        << "}\n";
+                        << "}\n" << extra;
     return path.string();
   }
   static Gpt load(const std::string& fam) {
@@ -230,6 +233,48 @@ TEST_F(FamilyParity, GreedyTokensUnderGuidanceEqualTheFamiliesGenerationLoops) {
   }
 }
 
+// Captions in a job's prompt file, through each family's template and tokenizer (files of the family's shape,
+// trained by tests/tiny_tokenizers.py), give Hugging Face's ids for both streams (tiktoken's for Emu3), and
+// `vispec run` turns them into the greedy tokens of the family's generation loop on those ids.
+TEST_F(FamilyParity, CaptionsInPromptFilesGenerateThroughTheFamilyTemplate) {
+  const char* const captions[] = {"a red bus", "Ünïcödé café: 2 cats 👍🏽 at dusk"};
+  for (const auto& [fam, scale, prompt] : std::vector<std::tuple<std::string, double, std::string>>{
+           {"chameleon", 3.0,
+            "{tokenizer: " + (dir / "chameleon_tokenizer/tokenizer.json").string() +
+                ", template: \"<s>Generate an image of 64x64 according to the following prompt:\\n{prompt}"
+                "<reserved08706><racm3:break><reserved08802><reserved08802>\", "
+                "unconditional: \"<racm3:break><reserved08802><reserved08802>\"}"},
+           {"janus", 5.0,
+            "{tokenizer: " + (dir / "janus_tokenizer/tokenizer.json").string() +
+                ", template: \"<｜begin▁of▁sentence｜><|User|>: {prompt}\\n\\n<|Assistant|>:<begin_of_image>\", "
+                "unconditional_pad: \"<｜▁pad▁｜>\"}"},
+           {"emu3", 3.0,
+            "{tokenizer: {emu3_tiktoken: " + (dir / "emu3_tokenizer/emu3.tiktoken").string() +
+                ", emu3_vision_tokens: " + (dir / "emu3_tokenizer/emu3_vision_tokens.txt").string() +
+                "}, template: \"<|extra_203|>{prompt} masterpiece, film grained, best quality.<|image start|>4*4"
+                "<|image token|>\", unconditional: \"<|extra_203|>lowres, bad anatomy, blurry.<|image start|>4*4"
+                "<|image token|>\"}"}}) {
+    const std::string model = config(fam, "", "", 72, "prompt: " + prompt + "\n");
+    const auto m = load_model_config(model);
+    for (int r = 0; r < 2; ++r) {
+      const auto ids = prompt_template_for(m)(captions[r]);
+      EXPECT_TRUE(torch::equal(torch::tensor(ids.prompt), ref(fam, "caption_cond_" + std::to_string(r)))) << fam;
+      EXPECT_TRUE(torch::equal(torch::tensor(ids.null_prompt), ref(fam, "caption_null_" + std::to_string(r)))) << fam;
+    }
+    std::ofstream(own / "captions.txt") << captions[0] << "\n" << captions[1] << "\n";
+    const auto out = own / ("out_" + fam);
+    std::ofstream(own / "job.yaml") << "model: " << model << "\nprompts: " << (own / "captions.txt").string()
+                                    << "\nout: " << out.string() << "\ndecoder: {name: ar, temperature: 0, cfg_scale: "
+                                    << scale << "}\nimages_per_prompt: 1\nbatch_size: 2\ndevice: cpu\n";
+    const auto run = test::run_vispec("run " + (own / "job.yaml").string());
+    ASSERT_EQ(run.exit_code, 0) << run.text;
+    const auto expected = ref(fam, "caption_greedy");
+    for (int r = 0; r < 2; ++r)
+      EXPECT_TRUE(torch::equal(read_npy_tensor(tokens_path(out.string(), uint64_t(r))).flatten(), expected[r]))
+          << fam << " sample " << r;
+  }
+}
+
 // Janus-Pro's VQ is LlamaGen's VQ-16 under taming's names, inside the whole checkpoint: read from it with
 // `names: hf_janus`, it decodes codes to transformers' pixels.
 TEST_F(FamilyParity, JanusVqInsideTheCheckpointDecodesToTransformersPixels) {
@@ -296,10 +341,39 @@ TEST_F(FamilyParity, MismatchedConfigsAreOneLineErrors) {
   err = test::error_of([] { prompt_conditions({std::vector<int64_t>(13, 7)}, {{1, 2}}, 12); });
   EXPECT_NE(err.find("a prompt of 13 tokens does not fit the model's 12 prefix positions (gpt.cls_token_num)"),
             std::string::npos) << err;
-  // A job's prompt file for a prompted model: not yet, in one line, before anything is written.
+  // A job's prompt file for a prompted model without a template, in one line, before anything is written.
   std::ofstream(own / "prompts.txt") << "a red bus\n";
   err = test::error_of([] { plan_samples(load_model_config(config("emu3")), (own / "prompts.txt").string(), 1, 8); });
-  EXPECT_NE(err.find("emu3.yaml: gpt.text_vocab_size: a prompted model"), std::string::npos) << err;
+  EXPECT_NE(err.find("emu3.yaml: prompt: a prompted model (gpt.text_vocab_size) needs a prompt section"),
+            std::string::npos) << err;
+  // Prompt templates: a caption too long for the prefix is a recorded line error; a tokenizer with ids past the
+  // text vocabulary, one whose image tokens are not where the config puts them, a template without {prompt}:
+  // one line each, naming the file and field.
+  const std::string tokenizer = (dir / "chameleon_tokenizer/tokenizer.json").string();
+  auto with_prompt = [&](const std::string& tokenizer_file, const std::string& tmpl) {
+    return load_model_config(config("chameleon", "", "", 40, "prompt: {tokenizer: " + tokenizer_file + ", template: \"" +
+                                    tmpl + "\", unconditional: \"<racm3:break>\"}\n"));
+  };
+  std::ofstream(own / "long.txt") << "a\n" << std::string(300, 'x') << " " << std::string(300, 'y') << "\n";
+  const auto plan = plan_samples(with_prompt(tokenizer, "<s>{prompt}<racm3:break>"), (own / "long.txt").string(), 1, 8);
+  ASSERT_EQ(plan.errors.size(), 1u);
+  EXPECT_EQ(plan.samples, 1);
+  EXPECT_NE(plan.errors[0].message.find("long.txt:2: prompt: "), std::string::npos) << plan.errors[0].message;
+  EXPECT_NE(plan.errors[0].message.find("tokens in the template, more than the model's prefix holds (gpt.cls_token_num 40)"),
+            std::string::npos) << plan.errors[0].message;
+  std::ofstream(own / "big.json") << R"({"model": {"type": "BPE", "vocab": {"a": 700}, "merges": []},
+      "pre_tokenizer": {"type": "ByteLevel"}})";
+  err = test::error_of([&] { PromptTemplate(with_prompt((own / "big.json").string(), "{prompt}")); });
+  EXPECT_NE(err.find("big.json: ids up to 700 but "), std::string::npos) << err;
+  EXPECT_NE(err.find("chameleon.yaml: gpt.text_vocab_size is 600 (the tokenizer of another model?)"), std::string::npos) << err;
+  std::ofstream(own / "images.json") << R"({"model": {"type": "BPE", "vocab": {"IMGIMGAZ": 4, "IMGIMGBZ": 6}, "merges": []},
+      "pre_tokenizer": {"type": "ByteLevel"}, "added_tokens": [{"id": 7, "content": "<racm3:break>"}]})";
+  err = test::error_of([&] { PromptTemplate(with_prompt((own / "images.json").string(), "{prompt}")); });
+  EXPECT_NE(err.find("images.json: model.vocab: IMGIMGBZ (image code 1) has id 6, but "), std::string::npos) << err;
+  EXPECT_NE(err.find("gpt.image_token_offset + code is 5"), std::string::npos) << err;
+  err = test::error_of([&] { with_prompt(tokenizer, "no placeholder"); });
+  EXPECT_NE(err.find("prompt.template: must hold {prompt} exactly once"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   // An unknown family of names.
   err = load_as("emu3", "names: hf_emu4, text_vocab_size: 600");
   EXPECT_NE(err.find("names"), std::string::npos) << err;

@@ -21,6 +21,10 @@ encoder and quantiser give them, and the pixels the decoder gives codes.
                   follows the family's official generation code: both streams' logits at every step from the
                   whole sequence so far, u + s (c - u), argmax, the token appended to both streams (and the
                   end-of-line token after a row's last)
+  caption_cond_r, caption_null_r, caption_greedy
+                  the same from text: each family's template around CAPTIONS[r] and its unconditional text,
+                  tokenised by a tokenizer of the family's shape trained here (tests/tiny_tokenizers.py; written to
+                  FAM_tokenizer/) with Hugging Face tokenizers, or for Emu3 tiktoken
 Weights are drawn wider than the initialisation's (std 0.3, norms around 1) so every part of the model shows.
 """
 import os
@@ -28,6 +32,10 @@ import sys
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_tokenizers  # noqa: E402
 from transformers import (ChameleonConfig, ChameleonForConditionalGeneration, Emu3Config,
                           Emu3ForConditionalGeneration, JanusConfig, JanusForConditionalGeneration)
 
@@ -150,6 +158,42 @@ def greedy_cfg(run, cond, null, scale):
     return codes[0]
 
 
+CAPTIONS = ["a red bus", "Ünïcödé café: 2 cats 👍🏽 at dusk"]
+# (template, unconditional text or None for Janus-Pro's pads): each family's as its configs write them.
+TEMPLATES = {
+    "chameleon": ("<s>Generate an image of 64x64 according to the following prompt:\n{prompt}<reserved08706>"
+                  "<racm3:break><reserved08802><reserved08802>", "<racm3:break><reserved08802><reserved08802>"),
+    "janus": ("<｜begin▁of▁sentence｜><|User|>: {prompt}\n\n<|Assistant|>:<begin_of_image>", None),
+    "emu3": ("<|extra_203|>{prompt} masterpiece, film grained, best quality.<|image start|>4*4<|image token|>",
+             "<|extra_203|>lowres, bad anatomy, blurry.<|image start|>4*4<|image token|>"),
+}
+
+
+def caption_prompts(fam):
+    """Each caption's conditional and unconditional ids, from the family's tokenizer files in FAM_tokenizer/."""
+    directory = fam + "_tokenizer"
+    if fam == "emu3":  # ids below TEXT_VOCAB: 370 ranks, 219 specials after them
+        enc = tiny_tokenizers.emu3_files(directory, vocab_size=370)
+        encode = lambda text: tiny_tokenizers.emu3_encode(enc, text)  # noqa: E731
+    else:
+        make = {"chameleon": tiny_tokenizers.chameleon_tokenizer, "janus": tiny_tokenizers.janus_tokenizer}[fam]
+        os.makedirs(directory, exist_ok=True)
+        make(vocab_size=585).save(directory + "/tokenizer.json")
+        tok = Tokenizer.from_file(directory + "/tokenizer.json")
+        encode = lambda text: tok.encode(text, add_special_tokens=False).ids  # noqa: E731
+    template, unconditional = TEMPLATES[fam]
+    pairs = []
+    for caption in CAPTIONS:
+        cond = encode(template.replace("{prompt}", caption))
+        assert max(cond) < TEXT_VOCAB, (fam, cond)
+        if unconditional is None:  # Janus-Pro: everything between the first and the last becomes a pad
+            null = cond[:1] + [tok.token_to_id("<｜▁pad▁｜>")] * (len(cond) - 2) + cond[-1:]
+        else:
+            null = encode(unconditional)
+        pairs.append((cond, null))
+    return pairs
+
+
 def vqgan_test(rng):
     from transformers import ChameleonVQVAEConfig, JanusVQVAEConfig
     from transformers.models.chameleon.modeling_chameleon import ChameleonVQVAE
@@ -205,6 +249,11 @@ def main(families):
                     out["cond_%d" % r], out["null_%d" % r] = np.array(cond), np.array(null)
                     greedy.append(greedy_cfg(run, cond, null, CFG[fam]).numpy())
                 out["greedy_cfg"] = np.stack(greedy)
+                greedy = []
+                for r, (cond, null) in enumerate(caption_prompts(fam)):
+                    out["caption_cond_%d" % r], out["caption_null_%d" % r] = np.array(cond), np.array(null)
+                    greedy.append(greedy_cfg(run, cond, null, CFG[fam]).numpy())
+                out["caption_greedy"] = np.stack(greedy)
             if fam == "janus":  # its VQ (LlamaGen's VQ-16 under taming's names) decodes codes to pixels
                 out["vq_codes"] = rng.integers(0, CODES, (2, GRID * GRID))
                 out["vq_pixels"] = model.model.vqmodel.decode(torch.from_numpy(out["vq_codes"])).numpy()

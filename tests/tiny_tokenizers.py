@@ -50,7 +50,7 @@ STRINGS = CORPUS + [
     "Ω≈ç√∫˜µ≤≥÷ åß∂ƒ©˙∆˚¬…æ", "ﬁ ﬂ ﬀ ﬃ Ⅻ ① ㎏", "Straße STRASSE", "\r\r\n\n\r", "a\u0308\u0301 stacked marks",
 ]
 SPECIALS = {
-    "chameleon": ["<s>", "</s>", "<racm3:break>", "<eoss>", "<reserved08706>"],
+    "chameleon": ["<s>", "</s>", "<racm3:break>", "<eoss>", "<reserved08706>", "<reserved08802>"],
     "janus": ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>", "<begin_of_image>"],
     "llama3": ["<|begin_of_text|>", "<|end_of_text|>"],
     "gpt2": ["<|endoftext|>"],
@@ -65,7 +65,7 @@ EMU3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?
                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
-def train(name, model, pre, normalizer=None, specials=(), vocab_size=700):
+def train(model, pre, normalizer=None, specials=(), vocab_size=700):
     tok = Tokenizer(model)
     tok.pre_tokenizer = pre
     if normalizer is not None:
@@ -80,28 +80,65 @@ def split(pattern, behavior="isolated", invert=False):
     return pre_tokenizers.Split(Regex(pattern), behavior=behavior, invert=invert)
 
 
+def chameleon_tokenizer(vocab_size=700):
+    return train(models.BPE(), pre_tokenizers.Sequence(
+        [split(p) for p in CHAMELEON_SPLITS] + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]),
+        specials=SPECIALS["chameleon"], vocab_size=vocab_size)
+
+
+def janus_tokenizer(vocab_size=700):
+    tok = train(models.BPE(ignore_merges=True), pre_tokenizers.Sequence(
+        [split(p) for p in JANUS_SPLITS] + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+        normalizer=normalizers.NFKC(), specials=SPECIALS["janus"], vocab_size=vocab_size)
+    # Special tokens that take the white space beside them (Janus-Pro's chat tags), added after training.
+    tok.add_special_tokens([AddedToken("<|User|>", lstrip=True, special=True),
+                            AddedToken("<|Assistant|>", rstrip=True, special=True)])
+    return tok
+
+
+def emu3_files(directory, vocab_size=900, visual_tokens=8):
+    """Emu3's tokenizer files in `directory`: tiktoken ranks from a byte-level tokenizer trained with Emu3's
+    expression (its tokens in id order are ranks: every merge's parts come before it), specials from the rank
+    count on. Returns the reference: tiktoken's Encoding of them (encode NFC text with allowed_special="all")."""
+    emu = train(models.BPE(ignore_merges=True), pre_tokenizers.Sequence(
+        [split(EMU3_PATTERN), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+        vocab_size=vocab_size)
+    byte_of = {c: b for b, c in enumerate_alphabet().items()}
+    vocab = sorted(emu.get_vocab().items(), key=lambda kv: kv[1])
+    ranks = {bytes(byte_of[c] for c in spelled): rank for rank, (spelled, _) in enumerate(vocab)}
+    vision = ["<|image token|>", "<|image start|>", "<|image end|>"] + [f"<|visual token {i:06d}|>"
+                                                                        for i in range(visual_tokens)]
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)] + vision
+    os.makedirs(directory, exist_ok=True)
+    with open(f"{directory}/emu3.tiktoken", "w") as f:
+        for b, r in ranks.items():
+            f.write(f"{base64.b64encode(b).decode()} {r}\n")
+    with open(f"{directory}/emu3_vision_tokens.txt", "w") as f:
+        f.write("\n".join(vision) + "\n")
+    return tiktoken.Encoding("emu3", pat_str=EMU3_PATTERN, mergeable_ranks=ranks,
+                             special_tokens={t: len(ranks) + i for i, t in enumerate(specials)})
+
+
+def emu3_encode(enc, text):
+    """As Emu3's own tokenizer encodes: NFC, then tiktoken with every special token allowed."""
+    return enc.encode(unicodedata.normalize("NFC", text), allowed_special="all")
+
+
 def main():
     expected = {}
     toks = {
-        "chameleon": train("chameleon", models.BPE(), pre_tokenizers.Sequence(
-            [split(p) for p in CHAMELEON_SPLITS] + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]),
-            specials=SPECIALS["chameleon"]),
-        "janus": train("janus", models.BPE(ignore_merges=True), pre_tokenizers.Sequence(
-            [split(p) for p in JANUS_SPLITS] + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
-            normalizer=normalizers.NFKC(), specials=SPECIALS["janus"]),
-        "llama3": train("llama3", models.BPE(ignore_merges=True), pre_tokenizers.Sequence([
+        "chameleon": chameleon_tokenizer(),
+        "janus": janus_tokenizer(),
+        "llama3": train(models.BPE(ignore_merges=True), pre_tokenizers.Sequence([
             split(r"\d+", "contiguous"), split(r"[,;]", "merged_with_previous"), split(r"[(\[]", "merged_with_next"),
             split(r"\s*#", "removed"), split(r"[^\s]+", "isolated", invert=True), split(GPT4_PATTERN),
             pre_tokenizers.Digits(individual_digits=False), pre_tokenizers.Punctuation(),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
             normalizer=normalizers.Sequence([normalizers.NFC(), normalizers.Replace("``", '"')]),
             specials=SPECIALS["llama3"]),
-        "gpt2": train("gpt2", models.BPE(), pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True),
+        "gpt2": train(models.BPE(), pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True),
                       normalizer=normalizers.NFD(), specials=SPECIALS["gpt2"]),
     }
-    # Special tokens that take the white space beside them (Janus-Pro's chat tags), added after training.
-    toks["janus"].add_special_tokens([AddedToken("<|User|>", lstrip=True, special=True),
-                                      AddedToken("<|Assistant|>", rstrip=True, special=True)])
     for name, tok in toks.items():
         os.makedirs(name, exist_ok=True)
         tok.save(f"{name}/tokenizer.json")
@@ -112,25 +149,8 @@ def main():
         j = json.load(open(path, encoding="utf-8"))
         j["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in j["model"]["merges"]]
         json.dump(j, open(path, "w", encoding="utf-8"), ensure_ascii=False)
-
-    # Emu3: tiktoken ranks from a byte-level tokenizer trained with Emu3's expression (its tokens in id order are
-    # ranks: every merge's parts come before it), specials from the rank count on.
-    emu = train("emu3", models.BPE(ignore_merges=True), pre_tokenizers.Sequence(
-        [split(EMU3_PATTERN), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]), vocab_size=900)
-    byte_of = {c: b for b, c in enumerate_alphabet().items()}
-    vocab = sorted(emu.get_vocab().items(), key=lambda kv: kv[1])
-    ranks = {bytes(byte_of[c] for c in spelled): rank for rank, (spelled, _) in enumerate(vocab)}
-    vision = ["<|image token|>", "<|image start|>", "<|image end|>"] + [f"<|visual token {i:06d}|>" for i in range(8)]
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)] + vision
-    os.makedirs("emu3", exist_ok=True)
-    with open("emu3/emu3.tiktoken", "w") as f:
-        for b, r in ranks.items():
-            f.write(f"{base64.b64encode(b).decode()} {r}\n")
-    with open("emu3/emu3_vision_tokens.txt", "w") as f:
-        f.write("\n".join(vision) + "\n")
-    enc = tiktoken.Encoding("emu3", pat_str=EMU3_PATTERN, mergeable_ranks=ranks,
-                            special_tokens={t: len(ranks) + i for i, t in enumerate(specials)})
-    expected["emu3"] = [[s, enc.encode(unicodedata.normalize("NFC", s), allowed_special="all")] for s in STRINGS]
+    enc = emu3_files("emu3")
+    expected["emu3"] = [[s, emu3_encode(enc, s)] for s in STRINGS]
     json.dump(expected, open("expected.json", "w", encoding="utf-8"), ensure_ascii=False)
 
 

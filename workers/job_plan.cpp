@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "io/prompts.h"
 #include "workers/caption_features.h"
+#include "models/prompt_template.h"
 #include "models/text_encoder.h"
 #include "workers/loaded_models.h"
 
@@ -26,6 +27,17 @@ bool judge_prompt(const ModelConfig& model, const std::string& file, const Promp
     return false;
   }
   sample.prompt = p.text;
+  if (model.gpt.prompted()) {
+    PromptIds ids;
+    error = prompt_template_for(model).judge(p.text, ids);
+    if (!error.empty()) {
+      error = file + ":" + std::to_string(p.line) + ": " + error;
+      return false;
+    }
+    sample.prompt_ids = std::move(ids.prompt);
+    sample.null_prompt_ids = std::move(ids.null_prompt);
+    return true;
+  }
   if (model.gpt.text_conditional()) {
     if (p.text.rfind(kFeaturesPrefix, 0) != 0) {
       if (model.has_text_encoder) return true;  // a caption (T5 truncates what is too long, as LlamaGen does)
@@ -51,8 +63,7 @@ bool judge_prompt(const ModelConfig& model, const std::string& file, const Promp
 
 SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_file, int64_t images_per_prompt,
                         int64_t unit_size) {
-  VISPEC_CHECK(!model.gpt.prompted(), model.file, ": gpt.text_vocab_size: a prompted model (Chameleon, Janus-Pro, "
-               "Emu3) cannot read a job's prompt file yet: vispec has no prompt templates or tokenizers for them");
+  if (model.gpt.prompted()) prompt_template_for(model);  // its files' errors stop the job, before any line
   const uint64_t ipp = uint64_t(images_per_prompt), U = uint64_t(unit_size);
   PromptReader reader(prompts_file);
   SamplePlan plan;

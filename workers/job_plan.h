@@ -5,7 +5,8 @@
 // A prompt line is, for a class-conditional model, a class name or id; for a text-conditional one,
 // "npy:FILE" naming caption features ([L, caption_dim] or [1, L, caption_dim] float, L <= cls_token_num: the
 // encoder's outputs at the caption's tokens, as LlamaGen's feature extraction saves them; FILE relative to the
-// prompt file's directory); with a text encoder in the model config, a caption. A bad line does not stop the
+// prompt file's directory); with a text encoder in the model config, a caption; for a prompted model (Chameleon,
+// Janus-Pro, Emu3), a caption that the config's prompt template wraps and tokenises. A bad line does not stop the
 // job: it is recorded in `errors` (file, line, message) and its sample ids are left unused, so every other
 // sample keeps its id.
 //
@@ -29,6 +30,7 @@ struct PlannedSample {
   int64_t class_id = -1;   // class-conditional models
   std::string prompt;
   std::string features;    // text-conditional models given "npy:FILE": the caption features file's path
+  std::vector<int64_t> prompt_ids, null_prompt_ids;  // prompted models: both streams' templated, tokenised prompts
 };
 
 struct PromptError {

@@ -37,14 +37,19 @@ DecodeRequest RequestBuilder::operator()(const PlannedSample* first, int64_t cou
   req.seed = seed_;
   std::vector<int64_t> classes;
   std::vector<torch::Tensor> captions;
+  std::vector<std::vector<int64_t>> prompts, null_prompts;
   for (int64_t i = 0; i < count; ++i) {
     req.sample_ids.push_back(first[i].sample_id);
-    if (gpt_.text_conditional())
+    if (gpt_.prompted())
+      prompts.push_back(first[i].prompt_ids), null_prompts.push_back(first[i].null_prompt_ids);
+    else if (gpt_.text_conditional())
       captions.push_back(caption_features(first[i]));
     else
       classes.push_back(first[i].class_id);
   }
-  req.conditions = gpt_.text_conditional() ? caption_conditions(captions, gpt_.cls_token_num) : class_conditions(classes);
+  req.conditions = gpt_.prompted()           ? prompt_conditions(prompts, null_prompts, gpt_.cls_token_num)
+                   : gpt_.text_conditional() ? caption_conditions(captions, gpt_.cls_token_num)
+                                             : class_conditions(classes);
   return req;
 }
 

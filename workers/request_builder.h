@@ -1,6 +1,6 @@
 // Planned samples -> the decode requests a decoder takes: their ids, the job's seed, and the conditions their
-// prompts name: class ids, or captions, encoded by the model's text encoder or read from features files, then
-// left-padded as LlamaGen does (models/conditions.h).
+// prompts name: class ids, or captions, encoded by the model's text encoder or read from features files, or a
+// prompted model's token ids (tokenised when planned), then left-padded as LlamaGen does (models/conditions.h).
 #pragma once
 
 #include <memory>
