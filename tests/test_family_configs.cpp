@@ -1,0 +1,40 @@
+// configs/families/: the released checkpoints of the LLM families. Each config parses, its GPT builds (on the
+// meta device: shapes only) with the image grid and image-token range the family's papers state, and its
+// prompt section is complete (the tokenizer files themselves are read when a job is planned).
+#include <gtest/gtest.h>
+
+#include "models/gpt.h"
+#include "models/model_config.h"
+
+namespace vispec {
+
+TEST(FamilyConfigs, EveryReleasedModelParsesAndBuilds) {
+  const struct {
+    const char* file;
+    int64_t grid, image_positions, codes, first_image_token;
+  } releases[] = {
+      {"lumina_mgpt_7B_768.yaml", 48, 2352, 8192, 4},  // 48 rows of 48 tokens and their end-of-line tokens
+      {"anole_7B.yaml", 32, 1024, 8192, 4},
+      {"janus_pro_1B.yaml", 24, 576, 16384, -1},       // -1: image tokens through the generation embedding
+      {"janus_pro_7B.yaml", 24, 576, 16384, -1},
+  };
+  for (const auto& r : releases) {
+    const auto m = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/families/" + r.file);
+    EXPECT_TRUE(m.gpt.prompted()) << r.file;
+    EXPECT_TRUE(m.prompt.present) << r.file;
+    EXPECT_EQ(m.gpt.grid_size, r.grid) << r.file;
+    EXPECT_EQ(m.gpt.vocab_size, r.codes) << r.file;
+    EXPECT_EQ(m.vq.codebook_size, r.codes) << r.file;
+    EXPECT_EQ(m.image_size(), r.grid * 16) << r.file;
+    const int64_t n = r.grid * r.grid;
+    EXPECT_EQ(m.gpt.eol_token >= 0 ? n + n / r.grid : n, r.image_positions) << r.file;
+    if (r.first_image_token >= 0) EXPECT_EQ(m.gpt.image_token_offset, r.first_image_token) << r.file;
+    else EXPECT_EQ(m.gpt.image_input, ImageInput::aligner_mlp) << r.file;
+    Gpt gpt(m.gpt, torch::TensorOptions().device(torch::kMeta));
+    int64_t params = 0;
+    for (const auto& p : gpt->parameters()) params += p.numel();
+    EXPECT_GT(params, 1e9) << r.file;
+  }
+}
+
+}  // namespace vispec
