@@ -100,13 +100,18 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
 }
 
 VqConfig parse_vq(const YamlView& v) {
-  v.reject_unknown_keys({"weights", "codebook_size", "codebook_embed_dim", "codebook_l2_norm", "commit_beta",
+  v.reject_unknown_keys({"weights", "kind", "temporal_downsample", "codebook_size", "codebook_embed_dim", "codebook_l2_norm", "commit_beta",
                          "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups",
                          "level_attention", "names", "state_dict_key", "strip_prefix", "rename"});
   VqConfig c;
+  const std::string kind = v.get<std::string>("kind", "taming");
+  if (kind != "taming" && kind != "movq") v.at("kind").fail("expected taming (LlamaGen, Chameleon) or movq (Emu3), got '" + kind + "'");
+  c.kind = kind == "movq" ? VqKind::movq : VqKind::taming;
+  c.temporal_downsample = v.get<int64_t>("temporal_downsample", c.temporal_downsample);
   c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);
   c.codebook_embed_dim = v.get<int64_t>("codebook_embed_dim", c.codebook_embed_dim);
-  c.codebook_l2_norm = v.get<bool>("codebook_l2_norm", c.codebook_l2_norm);
+  c.codebook_l2_norm = v.get<bool>("codebook_l2_norm", c.kind == VqKind::movq ? false : c.codebook_l2_norm);
+  if (c.kind == VqKind::movq && c.codebook_l2_norm) v.at("codebook_l2_norm").fail("a movq VQ looks codes up as they are");
   c.commit_beta = v.get<double>("commit_beta", c.commit_beta);
   c.in_channels = v.get<int64_t>("in_channels", c.in_channels);
   c.z_channels = v.get<int64_t>("z_channels", c.z_channels);
@@ -123,6 +128,10 @@ VqConfig parse_vq(const YamlView& v) {
   if (c.num_res_blocks < 0) v.at("num_res_blocks").fail("must not be negative");
   for (int64_t m : c.ch_mult)
     if (m < 1) v.at("ch_mult").fail("every multiplier must be at least 1");
+  if (c.kind == VqKind::movq && c.z_channels != c.codebook_embed_dim)
+    v.fail("a movq VQ takes z_channels equal to codebook_embed_dim (its time layers stack both)");
+  if (c.temporal_downsample < 1 || (c.temporal_downsample & (c.temporal_downsample - 1)) != 0)
+    (v.has("temporal_downsample") ? v.at("temporal_downsample") : v).fail("temporal_downsample must be a power of two");
   return c;
 }
 // names (a family's preset), state_dict_key, strip_prefix, rename: {from: to, ...} of a gpt or vq section.

@@ -145,6 +145,12 @@ VqCodebookImpl::VqCodebookImpl(int64_t size, int64_t dim) {
 }
 
 VqModelImpl::VqModelImpl(const VqConfig& c) : config_(c) {
+  if (c.kind == VqKind::movq) {  // Emu3's: a decoder of its own, the release's names, no encoder
+    movq_decoder = register_module("decoder", MovqDecoder(c));
+    movq_post_quant_conv = register_module("post_quant_conv", CausalConv3d(c.codebook_embed_dim, c.z_channels, 3, 1));
+    quantize = register_module("quantize", VqCodebook(c.codebook_size, c.codebook_embed_dim));
+    return;
+  }
   encoder = register_module("encoder", VqCoder(c, true));
   decoder = register_module("decoder", VqCoder(c, false));
   quant_conv = register_module("quant_conv", conv(c.z_channels, c.codebook_embed_dim, 1));
@@ -168,6 +174,7 @@ std::pair<torch::Tensor, torch::Tensor> VqModelImpl::nearest(const torch::Tensor
 }
 
 torch::Tensor VqModelImpl::encode(const torch::Tensor& images) {
+  check_has_encoder();
   return nearest(quant_conv(encoder(images))).second;
 }
 
@@ -176,13 +183,25 @@ torch::Tensor VqModelImpl::code_vectors(const torch::Tensor& codes, int64_t h, i
   return codebook().index_select(0, codes.reshape(-1)).view({B, h, w, -1}).permute({0, 3, 1, 2}).contiguous();
 }
 
-torch::Tensor VqModelImpl::decode_latent(const torch::Tensor& latent) { return decoder(post_quant_conv(latent)); }
+torch::Tensor VqModelImpl::decode_latent(const torch::Tensor& latent) {
+  if (movq_decoder) {  // the latent as one frame of a video
+    const auto zq = latent.unsqueeze(2);
+    return movq_decoder(movq_post_quant_conv(zq), zq);
+  }
+  return decoder(post_quant_conv(latent));
+}
+
+void VqModelImpl::check_has_encoder() const {
+  VISPEC_CHECK(config_.kind != VqKind::movq, "Emu3's MoVQ (vq.kind movq) decodes codes only: vispec has no encoder "
+               "for it (image tokenising, VQ training)");
+}
 
 torch::Tensor VqModelImpl::decode_codes(const torch::Tensor& codes, int64_t h, int64_t w) {
   return decode_latent(code_vectors(codes, h, w));
 }
 
 VqTrainOutput VqModelImpl::forward_train(const torch::Tensor& images) {
+  check_has_encoder();
   auto latent = quant_conv(encoder(images));  // [B, E, h, w]
   const int64_t B = latent.size(0), h = latent.size(2), w = latent.size(3);
   auto [z, codes] = nearest(latent);           // z [N, E]

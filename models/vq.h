@@ -1,10 +1,12 @@
 // VQ image tokenizer in LlamaGen's style (tokenizer/tokenizer_image/vq_model.py; docs/algorithms.md "The model"):
 // conv encoder -> quant_conv -> nearest code under L2-normalised codes and latents -> post_quant_conv -> conv
 // decoder. Module names match LlamaGen's state dict, so its VQ-16 checkpoint loads with the matching config.
+// With kind movq the decoder is Emu3's MoVQ (models/movq.h), and there is no encoder.
 #pragma once
 
 #include <torch/torch.h>
 
+#include "models/movq.h"
 #include "models/vq_config.h"
 
 namespace vispec {
@@ -82,8 +84,12 @@ class VqModelImpl : public torch::nn::Module {
   VqCoder encoder{nullptr}, decoder{nullptr};
   torch::nn::Conv2d quant_conv{nullptr}, post_quant_conv{nullptr};
   VqCodebook quantize{nullptr};
+  // Emu3's MoVQ (config kind movq) in place of the decoder and post_quant_conv above, under their names.
+  MovqDecoder movq_decoder{nullptr};
+  CausalConv3d movq_post_quant_conv{nullptr};
 
  private:
+  void check_has_encoder() const;
   VqConfig config_;
 };
 TORCH_MODULE(VqModel);

@@ -1,6 +1,8 @@
 // Architecture of the VQ image tokenizer in LlamaGen's style (docs/algorithms.md "The model"). Plain data.
 // Chameleon's VQGAN (Lumina-mGPT, Anole) is the same taming-transformers network with no attention in the
 // levels (attn_resolutions []) and no L2 normalisation: level_attention false, codebook_l2_norm false.
+// Emu3's MoVQ (kind movq, models/movq.h) is another decoder over the same fields: spatial norms conditioned on
+// the code vectors, a time axis of temporal_downsample frames (frame 0 is the image), no encoder here.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +10,11 @@
 
 namespace vispec {
 
+enum class VqKind { taming, movq };
+
 struct VqConfig {
+  VqKind kind = VqKind::taming;    // taming: LlamaGen's and Chameleon's VQ; movq: Emu3's (decoder only)
+  int64_t temporal_downsample = 4; // movq: frames per latent frame (Emu3: 4)
   int64_t codebook_size = 16384;
   int64_t codebook_embed_dim = 8;
   bool codebook_l2_norm = true;    // LlamaGen normalises codes and latents before lookup

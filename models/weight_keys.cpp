@@ -118,6 +118,10 @@ bool vq_weight_names_preset(const std::string& name, int64_t levels, WeightKeys&
     keys.within = "gen_vision_model.";
     return true;
   }
+  if (name == "emu3") {  // BAAI's Emu3-VisionTokenizer: our MoVQ's names; its encoder is not read
+    keys.ignore = {"encoder.", "quant_conv."};
+    return true;
+  }
   return false;
 }
 

@@ -48,7 +48,8 @@ bool weight_names_preset(const std::string& name, WeightKeys& keys);
 // The same for a VQ tokenizer of `levels` resolutions: "llamagen", "hf_janus" (the VQ inside Hugging Face's
 // Janus-Pro checkpoint, with taming's names: decoder.up.N.block.M, mid.block_1, ...), "janus" (inside
 // DeepSeek's, LlamaGen's names) or "chameleon" (Meta's vqgan.ckpt for Chameleon, Lumina-mGPT and Anole:
-// taming's names, the decoder's levels numbered from the highest resolution, the training loss's networks).
+// taming's names, the decoder's levels numbered from the highest resolution, the training loss's networks) or
+// "emu3" (BAAI's Emu3-VisionTokenizer model.safetensors, for vq kind movq; its encoder skipped).
 bool vq_weight_names_preset(const std::string& name, int64_t levels, WeightKeys& keys);
 
 }  // namespace vispec

@@ -5,6 +5,7 @@
 
 #include "models/gpt.h"
 #include "models/model_config.h"
+#include "models/vq.h"
 
 namespace vispec {
 
@@ -17,6 +18,7 @@ TEST(FamilyConfigs, EveryReleasedModelParsesAndBuilds) {
       {"anole_7B.yaml", 32, 1024, 8192, 4},
       {"janus_pro_1B.yaml", 24, 576, 16384, -1},       // -1: image tokens through the generation embedding
       {"janus_pro_7B.yaml", 24, 576, 16384, -1},
+      {"emu3_gen.yaml", 90, 8190, 32768, 151854},     // MoVQ: 8x downsampling
   };
   for (const auto& r : releases) {
     const auto m = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/families/" + r.file);
@@ -25,12 +27,13 @@ TEST(FamilyConfigs, EveryReleasedModelParsesAndBuilds) {
     EXPECT_EQ(m.gpt.grid_size, r.grid) << r.file;
     EXPECT_EQ(m.gpt.vocab_size, r.codes) << r.file;
     EXPECT_EQ(m.vq.codebook_size, r.codes) << r.file;
-    EXPECT_EQ(m.image_size(), r.grid * 16) << r.file;
+    EXPECT_EQ(m.image_size(), r.grid * (m.vq.kind == VqKind::movq ? 8 : 16)) << r.file;
     const int64_t n = r.grid * r.grid;
     EXPECT_EQ(m.gpt.eol_token >= 0 ? n + n / r.grid : n, r.image_positions) << r.file;
     if (r.first_image_token >= 0) EXPECT_EQ(m.gpt.image_token_offset, r.first_image_token) << r.file;
     else EXPECT_EQ(m.gpt.image_input, ImageInput::aligner_mlp) << r.file;
     Gpt gpt(m.gpt, torch::TensorOptions().device(torch::kMeta));
+    VqModel vq(m.vq);  // builds (its weights are read only when a job loads it)
     int64_t params = 0;
     for (const auto& p : gpt->parameters()) params += p.numel();
     EXPECT_GT(params, 1e9) << r.file;

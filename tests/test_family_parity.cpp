@@ -310,6 +310,27 @@ TEST_F(FamilyParity, ChameleonVqganEncodesAndDecodesAsTheReference) {
   EXPECT_LT(error, 1e-4);
 }
 
+// Emu3's MoVQ from a file in the layout of BAAI's Emu3-VisionTokenizer (tests/tiny_families.py, from
+// transformers' Emu3VQVAE): `kind: movq, names: emu3` decodes codes to the image transformers decodes (frame 0
+// of its four), its encoder skipped in the file and refused in the model. Both in float64: at these weights'
+// scale float32's own rounding is about 1e-4 (transformers' float32 against its float64: 9e-5).
+TEST_F(FamilyParity, Emu3MovqDecodesAsTransformers) {
+  torch::NoGradGuard no_grad;
+  const auto m = load_model_config(config(
+      "emu3", "", "weights: " + (dir / "emu3_vq/model.safetensors").string() +
+                      ", kind: movq, names: emu3, codebook_size: 512, codebook_embed_dim: 4, in_channels: 3, "
+                      "z_channels: 4, ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 32, temporal_downsample: 4"));
+  VqModel vq(m.vq);
+  load_weights(*vq, m.vq_weights, {}, m.vq_keys);
+  vq->to(torch::kFloat64);
+  const auto pixels = vq->decode_codes(ref("emu3", "movq_codes"), 4, 4);
+  const double error = (pixels - ref("emu3", "movq_pixels")).abs().max().item<double>();
+  std::cout << "emu3 MoVQ (float64): largest |difference| " << error << "\n";
+  EXPECT_LT(error, 1e-9);
+  const auto err = test::error_of([&] { vq->encode(torch::zeros({1, 3, 16, 16})); });
+  EXPECT_NE(err.find("Emu3's MoVQ (vq.kind movq) decodes codes only"), std::string::npos) << err;
+}
+
 // A config that does not fit its checkpoint, or whose image tokens do not fit its vocabulary: one line naming
 // the file and the tensor or field.
 TEST_F(FamilyParity, MismatchedConfigsAreOneLineErrors) {

@@ -25,6 +25,9 @@ encoder and quantiser give them, and the pixels the decoder gives codes.
                   the same from text: each family's template around CAPTIONS[r] and its unconditional text,
                   tokenised by a tokenizer of the family's shape trained here (tests/tiny_tokenizers.py; written to
                   FAM_tokenizer/) with Hugging Face tokenizers, or for Emu3 tiktoken
+Emu3's MoVQ: movq_test() writes emu3_vq/model.safetensors in the layout of BAAI's Emu3-VisionTokenizer (its
+attention as 1x1 convolutions q, k, v, proj_out; decoder.mid, decoder.up.N) from transformers' Emu3VQVAE, and
+emu3_ref/movq_codes.npy, movq_pixels.npy: codes and the image (frame 0) transformers decodes them to, in float64.
 Weights are drawn wider than the initialisation's (std 0.3, norms around 1) so every part of the model shows.
 """
 import os
@@ -229,6 +232,47 @@ def vqgan_test(rng):
         np.save(os.path.join("chameleon_ref", name + ".npy"), value.numpy())
 
 
+def movq_test(rng):
+    from safetensors.torch import save_file
+    from transformers import Emu3VQVAEConfig
+    from transformers.models.emu3.modeling_emu3 import Emu3VQVAE
+    torch.manual_seed(3)
+    vq = Emu3VQVAE(Emu3VQVAEConfig(codebook_size=CODES, embed_dim=4, latent_channels=4, base_channels=32,
+                                   channel_multiplier=[1, 2], num_res_blocks=1, attn_resolutions=[1],
+                                   hidden_size=64, num_attention_heads=1, temporal_downsample_factor=4)).eval()
+    with torch.no_grad():
+        for name, p in vq.named_parameters():
+            p.copy_((1 + 0.3 * torch.randn_like(p)) if "norm" in name and name.endswith("weight") else 0.3 * torch.randn_like(p))
+        for name, b in vq.named_buffers():  # BatchNorm3d's running statistics, away from 0 and 1
+            if name.endswith("running_mean"):
+                b.copy_(0.2 * torch.randn_like(b))
+            elif name.endswith("running_var"):
+                b.copy_(0.5 + torch.rand_like(b))
+    codes = torch.from_numpy(rng.integers(0, CODES, (2, GRID, GRID)))
+    with torch.no_grad():  # in float64: float32's own rounding is about 1e-4 at these weights' scale
+        pixels = vq.double().decode(codes)
+        vq.float()
+    os.makedirs("emu3_ref", exist_ok=True)
+    np.save("emu3_ref/movq_codes.npy", codes.reshape(2, -1).numpy())
+    np.save("emu3_ref/movq_pixels.npy", pixels.numpy())
+    release = {}  # transformers' names -> the release's
+    for name, t in vq.state_dict().items():
+        name = name.replace("decoder.middle_block.", "decoder.mid.").replace("decoder.up_block.up.", "decoder.up.")
+        name = name.replace("mid.attn_norm.", "mid.attn_1.norm.")
+        for hf, own in (("q_proj", "q"), ("k_proj", "k"), ("v_proj", "v"), ("out_proj", "proj_out")):
+            if "." + hf + "." in name:
+                name = name.replace("." + hf + ".", "." + own + ".")
+                if name.endswith("weight"):
+                    t = t[:, :, None, None]
+        if ".attn_norms." in name:  # up.N.attn_norms.M.* -> up.N.attn.M.norm.*
+            head, tail = name.split(".attn_norms.")
+            index, rest = tail.split(".", 1)
+            name = f"{head}.attn.{index}.norm.{rest}"
+        release[name] = t.contiguous()
+    os.makedirs("emu3_vq", exist_ok=True)
+    save_file(release, "emu3_vq/model.safetensors")
+
+
 def main(families):
     rng = np.random.default_rng(0)
     for fam in families:
@@ -262,6 +306,8 @@ def main(families):
             np.save(os.path.join(fam + "_ref", name + ".npy"), value)
         if fam == "chameleon":
             vqgan_test(rng)
+        if fam == "emu3":
+            movq_test(rng)
         print(fam, "ok")
 
 
