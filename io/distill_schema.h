@@ -14,7 +14,7 @@
 //                            bfloat16: widen with (x.astype(uint32) << 16).view(float32)). A custom HDF5
 //                            float type for bf16 would be read by h5py as float16 and silently wrong.
 //   tokens     [N, T]        int32, the sample's image tokens in raster order
-//   class_id   [N]           int64, the class id; -1 for a caption (captions themselves are not stored)
+//   class_id   [N]           int64, the class id; -1 for a caption or a prompted model's prompt (not stored)
 //   sample_id  [N]           int64, the sample's id in the job (the key of its randomness with the seed)
 //   Root attributes: schema = "vispec-distill", version = 1, unit, model, decoder, seed, cfg_scale,
 //   temperature, top_k, top_p, streams ("cond" or "cond,uncond"), hidden_kind = "pre_norm", dtype,

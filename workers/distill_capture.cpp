@@ -34,8 +34,8 @@ DistillBatch distill_batch(const torch::Tensor& hidden, const torch::Tensor& tok
   std::memcpy(b.hidden.data(), h.data_ptr(), b.hidden.size());
   const auto t = tokens.to(torch::kCPU, torch::kInt32).contiguous();
   b.tokens.assign(t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + t.numel());
-  if (conditions.text()) {
-    b.class_id.assign(size_t(b.count), -1);  // io/distill_schema.h: no class
+  if (conditions.kind() != ConditionKind::class_id) {
+    b.class_id.assign(size_t(b.count), -1);  // io/distill_schema.h: no class (a caption or a prompt)
   } else {
     const auto c = conditions.class_ids.to(torch::kCPU, torch::kInt64).contiguous();
     b.class_id.assign(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
