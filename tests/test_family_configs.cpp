@@ -3,6 +3,9 @@
 // prompt section is complete (the tokenizer files themselves are read when a job is planned).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "io/job_config.h"
 #include "models/gpt.h"
 #include "models/model_config.h"
 #include "models/vq.h"
@@ -37,6 +40,16 @@ TEST(FamilyConfigs, EveryReleasedModelParsesAndBuilds) {
     int64_t params = 0;
     for (const auto& p : gpt->parameters()) params += p.numel();
     EXPECT_GT(params, 1e9) << r.file;
+  }
+}
+
+// jobs/families/: one job per released model with its papers' sampling settings, each naming its config.
+TEST(FamilyConfigs, EveryReleasedModelHasAJob) {
+  for (const char* name : {"lumina_mgpt_7B_768", "anole_7B", "janus_pro_1B", "janus_pro_7B", "emu3_gen"}) {
+    const auto job = load_job_config(std::string(VISPEC_SOURCE_DIR) + "/jobs/families/" + name + ".yaml", {}, "");
+    EXPECT_EQ(std::filesystem::path(job.model_config).filename(), std::string(name) + ".yaml");
+    EXPECT_TRUE(std::filesystem::exists(job.model_config)) << job.model_config;
+    EXPECT_TRUE(std::filesystem::exists(job.prompts_file)) << job.prompts_file;
   }
 }
 
