@@ -164,6 +164,13 @@ DecoderEntry zipar_entry() {
   e.read = [](DecoderFields& f, DecoderConfig& c) {
     c.method = ZipArSettings{f.whole("window", ZipArSettings{}.window, 1, 1024)};
   };
+  // Rows in parallel on a model whose rows end in an end-of-line token: the blocks of several rows' tokens
+  // are not laid out with their end-of-line entries yet. window >= the grid's width is AR there and works.
+  e.check_model = [](const DecoderConfig& c, const ModelConfig& model) {
+    VISPEC_CHECK(!model.gpt.row_ends() || c.settings<ZipArSettings>().window >= model.gpt.grid_size,
+                 c.spec.where_of("window"), ": below the grid's width (", model.gpt.grid_size, ") on ", model.file,
+                 ", whose rows end in an end-of-line token (gpt.eol_token): not supported yet");
+  };
   e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
     return std::make_unique<ZipArDecoder>(m.target, c.sampling, c.settings<ZipArSettings>().window);
   };

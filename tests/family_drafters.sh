@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The drafters on the LLM families, end to end on tiny random models of each (made here by
-# tests/tiny_families.py, with tokenizers of each family's shape): `vispec run` with `distill:` on a prompt file
-# of captions (hidden states of image positions only: the prompt's positions are not stored), read back by
-# h5py, and at T = 0 the hidden states of both streams, through the checkpoint's own final norm and image head
-# (read here with safetensors and torch) and guidance, pick the tokens decoded; `vispec train eagle-head` and `train ssd-heads` on that data; then EAGLE-2, LANTERN and SSD at
-# temperature 0 give AR's tokens, image for image (SSD with as many correction rounds as the row is wide: it
-# is lossy by design, and AR's greedy row at T = 0 only then).
+# tests/tiny_families.py, with tokenizers of each family's shape):
+#   1. `vispec run` with `distill:` on a prompt file of captions: hidden states of image positions only (the
+#      prompt's positions are not stored), read back by h5py; at T = 0 both streams' stored states, through the
+#      checkpoint's own final norm and image head (read here with safetensors and torch) and guidance, pick the
+#      tokens decoded;
+#   2. `vispec train eagle-head` and `train ssd-heads` on that data;
+#   3. EAGLE-2, EAGLE-1, ADT-Tree, LANTERN and SSD at temperature 0 give AR's tokens, image for image (SSD with as
+#      many correction rounds as the row is wide: it is lossy by design, and AR's greedy row at T = 0 only then);
+#   4. Cool-SD, LANTERN++, SJD and ZipAR generate (their bounds are proven in their own tests).
+# SD and MuLo-SD need a draft GPT of the family, which vispec cannot train for a prompted model yet.
 set -euo pipefail
 vispec=$1 src=$2
 py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
@@ -101,12 +105,28 @@ PY
   printf 'drafters: {eagle_head: %s, ssd_heads: %s}\n' "$work/$fam/eagle/model.safetensors" "$work/$fam/ssd/model.safetensors" \
     >> "$work/$fam/model.yaml"
   # 3. Greedy decoding with them equals AR's.
-  for decoder in "ar" "eagle2" "lantern" "ssd, kh: 2, kv: 1, r: 4"; do
+  for decoder in "ar" "eagle2" "eagle1" "adt_tree" "lantern" "ssd, kh: 2, kv: 1, r: 4"; do
     name=${decoder%%,*}
     job "$fam" "greedy_$name" "name: $decoder, cfg_scale: 3.0, temperature: 0"
     "$vispec" run "$work/$fam/greedy_$name.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam $name"; }
     [ "$name" = ar ] || diff -r "$work/$fam/greedy_ar/tokens" "$work/$fam/greedy_$name/tokens" > /dev/null ||
       fail "$fam: $name's greedy tokens differ from AR's"
   done
-  echo "$fam: distilled, heads trained, eagle2 / lantern / ssd at T = 0 equal AR"
+  # 4. The relaxed and training-free decoders generate too (their own tests prove their bounds).
+  zipar_window=2
+  [ "$fam" != emu3 ] || zipar_window=4  # rows in parallel on end-of-line rows: refused (below), not yet built
+  for decoder in "coolsd" "lanternpp" "sjd, window: 3" "zipar, window: $zipar_window"; do
+    name=${decoder%%,*}
+    job "$fam" "sampled_$name" "name: $decoder, cfg_scale: 3.0, temperature: 1.0"
+    "$vispec" run "$work/$fam/sampled_$name.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam $name"; }
+    [ "$(ls "$work/$fam/sampled_$name/tokens" | wc -l)" = 8 ] || fail "$fam $name: not 8 images"
+  done
+  if [ "$fam" = emu3 ]; then
+    job "$fam" zipar_rows "name: zipar, window: 2, cfg_scale: 3.0"
+    if "$vispec" run "$work/$fam/zipar_rows.yaml" > "$work/zipar.err" 2>&1; then fail "emu3: ZipAR's rows ran"; fi
+    grep -q "decoder.window: below the grid's width (4)" "$work/zipar.err" || { cat "$work/zipar.err"; fail "emu3 zipar message"; }
+    [ ! -e "$work/$fam/zipar_rows" ] || fail "emu3: a refused job wrote its output directory"
+  fi
+  echo "$fam: distilled, heads trained, eagle2 / eagle1 / adt_tree / lantern / ssd at T = 0 equal AR," \
+       "coolsd / lanternpp / sjd / zipar generate"
 done

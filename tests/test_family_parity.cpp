@@ -80,6 +80,13 @@ class FamilyParity : public ::testing::Test {
                         << "}\n" << extra;
     return path.string();
   }
+  // Family `fam`'s VQ as the vq section `section` describes it, loaded.
+  static VqModel load_vq(const std::string& fam, const std::string& section) {
+    const auto m = load_model_config(config(fam, "", section));
+    VqModel vq(m.vq);
+    load_weights(*vq, m.vq_weights, {}, m.vq_keys);
+    return vq;
+  }
   static Gpt load(const std::string& fam) {
     const auto m = load_model_config(config(fam));
     Gpt gpt(m.gpt, torch::TensorOptions(), /*random_init=*/false);
@@ -279,12 +286,10 @@ TEST_F(FamilyParity, CaptionsInPromptFilesGenerateThroughTheFamilyTemplate) {
 // `names: hf_janus`, it decodes codes to transformers' pixels.
 TEST_F(FamilyParity, JanusVqInsideTheCheckpointDecodesToTransformersPixels) {
   torch::NoGradGuard no_grad;
-  const auto m = load_model_config(config(
-      "janus", "", "weights: " + (dir / "janus/model.safetensors.index.json").string() +
+  auto vq = load_vq(
+      "janus", "weights: " + (dir / "janus/model.safetensors.index.json").string() +
                        ", names: hf_janus, codebook_size: 512, codebook_embed_dim: 8, in_channels: 3, z_channels: 32, "
-                       "ch: 32, ch_mult: [1, 1], num_res_blocks: 1, norm_groups: 32"));
-  VqModel vq(m.vq);
-  load_weights(*vq, m.vq_weights, {}, m.vq_keys);
+                       "ch: 32, ch_mult: [1, 1], num_res_blocks: 1, norm_groups: 32");
   const auto pixels = vq->decode_codes(ref("janus", "vq_codes"), 4, 4);
   const double error = (pixels - ref("janus", "vq_pixels")).abs().max().item<double>();
   std::cout << "janus VQ: largest |difference| " << error << "\n";
@@ -296,13 +301,11 @@ TEST_F(FamilyParity, JanusVqInsideTheCheckpointDecodesToTransformersPixels) {
 // encode to the codes transformers' Chameleon VQ gives, and codes decode to the pixels of taming's decoder.
 TEST_F(FamilyParity, ChameleonVqganEncodesAndDecodesAsTheReference) {
   torch::NoGradGuard no_grad;
-  const auto m = load_model_config(config(
-      "chameleon", "", "weights: " + (dir / "chameleon_vq/vqgan.ckpt").string() +
+  auto vq = load_vq(
+      "chameleon", "weights: " + (dir / "chameleon_vq/vqgan.ckpt").string() +
                            ", names: chameleon, codebook_size: 512, codebook_embed_dim: 8, codebook_l2_norm: false, "
                            "level_attention: false, in_channels: 3, z_channels: 32, ch: 32, ch_mult: [1, 1], "
-                           "num_res_blocks: 1, norm_groups: 32"));
-  VqModel vq(m.vq);
-  load_weights(*vq, m.vq_weights, {}, m.vq_keys);
+                           "num_res_blocks: 1, norm_groups: 32");
   EXPECT_TRUE(torch::equal(vq->encode(ref("chameleon", "vqgan_images")), ref("chameleon", "vqgan_image_codes")));
   const auto pixels = vq->decode_codes(ref("chameleon", "vqgan_codes"), 4, 4);
   const double error = (pixels - ref("chameleon", "vqgan_pixels")).abs().max().item<double>();
@@ -316,12 +319,10 @@ TEST_F(FamilyParity, ChameleonVqganEncodesAndDecodesAsTheReference) {
 // scale float32's own rounding is about 1e-4 (transformers' float32 against its float64: 9e-5).
 TEST_F(FamilyParity, Emu3MovqDecodesAsTransformers) {
   torch::NoGradGuard no_grad;
-  const auto m = load_model_config(config(
-      "emu3", "", "weights: " + (dir / "emu3_vq/model.safetensors").string() +
+  auto vq = load_vq(
+      "emu3", "weights: " + (dir / "emu3_vq/model.safetensors").string() +
                       ", kind: movq, names: emu3, codebook_size: 512, codebook_embed_dim: 4, in_channels: 3, "
-                      "z_channels: 4, ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 32, temporal_downsample: 4"));
-  VqModel vq(m.vq);
-  load_weights(*vq, m.vq_weights, {}, m.vq_keys);
+                      "z_channels: 4, ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 32, temporal_downsample: 4");
   vq->to(torch::kFloat64);
   const auto pixels = vq->decode_codes(ref("emu3", "movq_codes"), 4, 4);
   const double error = (pixels - ref("emu3", "movq_pixels")).abs().max().item<double>();
