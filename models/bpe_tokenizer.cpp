@@ -14,14 +14,6 @@ namespace vispec {
 
 namespace {
 
-// The code point at text[i] and its byte length (an invalid byte counts as one character of its own).
-std::pair<char32_t, size_t> code_point_at(const std::string& text, size_t i) {
-  utf8proc_int32_t c = -1;
-  const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
-                                  utf8proc_ssize_t(text.size() - i), &c);
-  return n > 0 ? std::pair<char32_t, size_t>{char32_t(c), size_t(n)} : std::pair<char32_t, size_t>{0xFFFD, 1};
-}
-
 std::string normalize_form(const std::string& text, NormalizeStep::Kind kind) {
   int options = UTF8PROC_STABLE;
   if (kind == NormalizeStep::Kind::nfc || kind == NormalizeStep::Kind::nfkc) options |= UTF8PROC_COMPOSE;

@@ -33,11 +33,7 @@ bool bytes_of(const std::string& spelled, const std::unordered_map<char32_t, uns
               std::string& bytes) {
   bytes.clear();
   for (size_t i = 0; i < spelled.size();) {
-    const auto lead = static_cast<unsigned char>(spelled[i]);
-    const size_t n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-    if (i + n > spelled.size()) return false;
-    char32_t c = n == 1 ? lead : lead & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) c = (c << 6) | (static_cast<unsigned char>(spelled[i + k]) & 0x3F);
+    const auto [c, n] = code_point_at(spelled, i);
     const auto it = byte_of.find(c);
     if (it == byte_of.end()) return false;
     bytes.push_back(static_cast<char>(it->second));

@@ -100,12 +100,13 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
 }
 
 VqConfig parse_vq(const YamlView& v) {
-  v.reject_unknown_keys({"weights", "kind", "temporal_downsample", "codebook_size", "codebook_embed_dim", "codebook_l2_norm", "commit_beta",
-                         "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups",
+  v.reject_unknown_keys({"weights", "kind", "temporal_downsample", "codebook_size", "codebook_embed_dim",
+                         "codebook_l2_norm", "commit_beta", "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups",
                          "level_attention", "names", "state_dict_key", "strip_prefix", "rename"});
   VqConfig c;
   const std::string kind = v.get<std::string>("kind", "taming");
-  if (kind != "taming" && kind != "movq") v.at("kind").fail("expected taming (LlamaGen, Chameleon) or movq (Emu3), got '" + kind + "'");
+  if (kind != "taming" && kind != "movq")
+    v.at("kind").fail("expected taming (LlamaGen, Chameleon) or movq (Emu3), got '" + kind + "'");
   c.kind = kind == "movq" ? VqKind::movq : VqKind::taming;
   c.temporal_downsample = v.get<int64_t>("temporal_downsample", c.temporal_downsample);
   c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);

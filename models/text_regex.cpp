@@ -2,6 +2,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include "core/check.h"
 
@@ -19,10 +20,14 @@ std::string pcre2_message(int code) {
   return reinterpret_cast<const char*>(buffer);
 }
 
-// Byte length of the UTF-8 character that starts with byte `lead` (1 for a stray continuation byte).
-size_t utf8_length(unsigned char lead) { return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
-
 }  // namespace
+
+std::pair<char32_t, size_t> code_point_at(const std::string& text, size_t i) {
+  utf8proc_int32_t c = -1;
+  const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
+                                  utf8proc_ssize_t(text.size() - i), &c);
+  return n > 0 ? std::pair<char32_t, size_t>{char32_t(c), size_t(n)} : std::pair<char32_t, size_t>{0xFFFD, 1};
+}
 
 bool is_unicode_white_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
@@ -94,7 +99,7 @@ std::vector<std::pair<size_t, size_t>> TextRegex::find_all(const std::string& te
       start = span[1];
     } else {
       if (span[0] >= text.size()) break;
-      start = span[0] + utf8_length(static_cast<unsigned char>(text[span[0]]));
+      start = span[0] + code_point_at(text, span[0]).second;
     }
   }
   return matches;

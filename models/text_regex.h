@@ -40,4 +40,8 @@ std::string with_unicode_white_space(const std::string& pattern, const std::stri
 // Whether code point `c` has Unicode's White_Space property.
 bool is_unicode_white_space(char32_t c);
 
+// The code point that starts at byte i of UTF-8 `text` and its byte length; an invalid byte is U+FFFD of one
+// byte (the tokenizers' scans step over it; the regular expressions refuse such text).
+std::pair<char32_t, size_t> code_point_at(const std::string& text, size_t i);
+
 }  // namespace vispec

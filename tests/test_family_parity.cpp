@@ -87,6 +87,13 @@ class FamilyParity : public ::testing::Test {
     load_weights(*vq, m.vq_weights, {}, m.vq_keys);
     return vq;
   }
+  // Largest |difference| between the pixels `vq` decodes family `fam`'s reference codes to and its reference
+  // pixels (printed).
+  static double pixel_error(VqModel& vq, const std::string& fam, const std::string& codes, const std::string& pixels) {
+    const double error = (vq->decode_codes(ref(fam, codes), 4, 4) - ref(fam, pixels)).abs().max().item<double>();
+    std::cout << fam << " VQ (" << vq->parameters()[0].dtype() << "): largest |difference| " << error << "\n";
+    return error;
+  }
   static Gpt load(const std::string& fam) {
     const auto m = load_model_config(config(fam));
     Gpt gpt(m.gpt, torch::TensorOptions(), /*random_init=*/false);
@@ -290,10 +297,7 @@ TEST_F(FamilyParity, JanusVqInsideTheCheckpointDecodesToTransformersPixels) {
       "janus", "weights: " + (dir / "janus/model.safetensors.index.json").string() +
                        ", names: hf_janus, codebook_size: 512, codebook_embed_dim: 8, in_channels: 3, z_channels: 32, "
                        "ch: 32, ch_mult: [1, 1], num_res_blocks: 1, norm_groups: 32");
-  const auto pixels = vq->decode_codes(ref("janus", "vq_codes"), 4, 4);
-  const double error = (pixels - ref("janus", "vq_pixels")).abs().max().item<double>();
-  std::cout << "janus VQ: largest |difference| " << error << "\n";
-  EXPECT_LT(error, 1e-4);
+  EXPECT_LT(pixel_error(vq, "janus", "vq_codes", "vq_pixels"), 1e-4);
 }
 
 // Chameleon's VQGAN (Lumina-mGPT, Anole) from a file in the layout of Meta's vqgan.ckpt (written by torch.save;
@@ -307,10 +311,7 @@ TEST_F(FamilyParity, ChameleonVqganEncodesAndDecodesAsTheReference) {
                            "level_attention: false, in_channels: 3, z_channels: 32, ch: 32, ch_mult: [1, 1], "
                            "num_res_blocks: 1, norm_groups: 32");
   EXPECT_TRUE(torch::equal(vq->encode(ref("chameleon", "vqgan_images")), ref("chameleon", "vqgan_image_codes")));
-  const auto pixels = vq->decode_codes(ref("chameleon", "vqgan_codes"), 4, 4);
-  const double error = (pixels - ref("chameleon", "vqgan_pixels")).abs().max().item<double>();
-  std::cout << "chameleon VQGAN: largest |difference| " << error << "\n";
-  EXPECT_LT(error, 1e-4);
+  EXPECT_LT(pixel_error(vq, "chameleon", "vqgan_codes", "vqgan_pixels"), 1e-4);
 }
 
 // Emu3's MoVQ from a file in the layout of BAAI's Emu3-VisionTokenizer (tests/tiny_families.py, from
@@ -324,10 +325,7 @@ TEST_F(FamilyParity, Emu3MovqDecodesAsTransformers) {
                       ", kind: movq, names: emu3, codebook_size: 512, codebook_embed_dim: 4, in_channels: 3, "
                       "z_channels: 4, ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 32, temporal_downsample: 4");
   vq->to(torch::kFloat64);
-  const auto pixels = vq->decode_codes(ref("emu3", "movq_codes"), 4, 4);
-  const double error = (pixels - ref("emu3", "movq_pixels")).abs().max().item<double>();
-  std::cout << "emu3 MoVQ (float64): largest |difference| " << error << "\n";
-  EXPECT_LT(error, 1e-9);
+  EXPECT_LT(pixel_error(vq, "emu3", "movq_codes", "movq_pixels"), 1e-9);
   const auto err = test::error_of([&] { vq->encode(torch::zeros({1, 3, 16, 16})); });
   EXPECT_NE(err.find("Emu3's MoVQ (vq.kind movq) decodes codes only"), std::string::npos) << err;
 }

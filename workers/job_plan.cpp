@@ -6,9 +6,9 @@
 
 #include "core/check.h"
 #include "io/prompts.h"
-#include "workers/caption_features.h"
 #include "models/prompt_template.h"
 #include "models/text_encoder.h"
+#include "workers/caption_features.h"
 #include "workers/loaded_models.h"
 
 namespace vispec {
