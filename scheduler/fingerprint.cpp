@@ -51,6 +51,11 @@ nlohmann::json job_identity(const JobPlan& plan) {
                                {"tokenizer", file_identity(t5.tokenizer)},
                                {"config", file_identity(t5.config)}};
   }
+  // A prompted model's tokenizer files make its prompts' ids: another tokenizer is another job.
+  for (const auto& [role, path] : {std::pair<const char*, const std::string&>{"tokenizer", plan.model.prompt.tokenizer_json},
+                                   {"emu3_tiktoken", plan.model.prompt.emu3_tiktoken},
+                                   {"emu3_vision_tokens", plan.model.prompt.emu3_vision_tokens}})
+    if (!path.empty()) weights[role] = file_identity(path);
   return {{"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
           {"weights", weights},
           {"dtype", plan.model.dtype},

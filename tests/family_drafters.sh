@@ -8,7 +8,8 @@
 #   2. `vispec train eagle-head` and `train ssd-heads` on that data;
 #   3. EAGLE-2, EAGLE-1, ADT-Tree, LANTERN and SSD at temperature 0 give AR's tokens, image for image (SSD with as
 #      many correction rounds as the row is wide: it is lossy by design, and AR's greedy row at T = 0 only then);
-#   4. Cool-SD, LANTERN++, SJD and ZipAR generate (their bounds are proven in their own tests).
+#   4. Cool-SD, LANTERN++, SJD and ZipAR generate (their bounds are proven in their own tests); a job whose
+#      tokenizer file changed does not resume into the old outputs.
 # SD and MuLo-SD need a draft GPT of the family, which vispec cannot train for a prompted model yet.
 set -euo pipefail
 vispec=$1 src=$2
@@ -121,6 +122,12 @@ PY
     "$vispec" run "$work/$fam/sampled_$name.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam $name"; }
     [ "$(ls "$work/$fam/sampled_$name/tokens" | wc -l)" = 8 ] || fail "$fam $name: not 8 images"
   done
+  if [ "$fam" = chameleon ]; then  # the tokenizer makes the prompts' ids: another file is another job
+    echo >> "$work/chameleon_tokenizer/tokenizer.json"
+    if "$vispec" run "$work/$fam/greedy_ar.yaml" > "$work/resume.err" 2>&1; then fail "a changed tokenizer resumed"; fi
+    grep -q "written by a different job configuration (weights.tokenizer.bytes" "$work/resume.err" ||
+      { cat "$work/resume.err"; fail "changed tokenizer message"; }
+  fi
   if [ "$fam" = emu3 ]; then
     job "$fam" zipar_rows "name: zipar, window: 2, cfg_scale: 3.0"
     if "$vispec" run "$work/$fam/zipar_rows.yaml" > "$work/zipar.err" 2>&1; then fail "emu3: ZipAR's rows ran"; fi
