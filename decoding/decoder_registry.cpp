@@ -181,7 +181,7 @@ DecoderModels load_decoder_models(const DecoderConfig& c, const ModelConfig& mod
   const auto options = torch::TensorOptions().device(device).dtype(dtype);
   if (reads(c, Drafter::kDraftGpt)) {
     m.draft_gpt = Gpt(model.draft_gpt, options, /*random_init=*/false);
-    load_weights(*m.draft_gpt, model.draft_gpt_weights);
+    load_weights(*m.draft_gpt, model.draft_gpt_weights, {}, model.draft_gpt_keys);
     m.draft_gpt->eval();
   }
   if (reads(c, Drafter::kEagleHead)) {

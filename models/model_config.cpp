@@ -160,7 +160,16 @@ WeightKeys parse_weight_keys(const YamlView& v, bool vq, int64_t levels = 0) {
 }
 void reject_weight_keys(const YamlView& drafter) {
   for (const char* key : {"names", "state_dict_key", "strip_prefix", "rename"})
-    if (drafter.has(key)) drafter.at(key).fail("only the target's gpt and vq map their checkpoint's names");
+    if (drafter.has(key))
+      drafter.at(key).fail("MuLo-SD's drafter is vispec's own (vispec train gpt --mulo): its names need no map");
+}
+
+// A prompted model's LM head covers the whole text vocabulary; the model keeps the image tokens' rows, taken at
+// load (the target's and a draft GPT of its family alike).
+void take_image_head_rows(const GptConfig& gpt, WeightKeys& keys) {
+  if (!gpt.prompted() || gpt.image_output != ImageOutput::linear) return;
+  auto& rows = keys.take_rows["output.weight"];
+  for (int64_t c = 0; c < gpt.vocab_size; ++c) rows.push_back(gpt.image_token_offset + c);
 }
 
 void reject_shared_keys(const YamlView& gpt, const std::string& why) {
@@ -257,11 +266,7 @@ ModelConfig load_model_config(const std::string& path) {
   m.gpt_weights = gpt.need_path("weights");
   m.vq_weights = vq.need_path("weights");
   m.gpt_keys = parse_weight_keys(gpt, /*vq=*/false);
-  if (m.gpt.prompted() && m.gpt.image_output == ImageOutput::linear) {
-    // The LM head covers the whole text vocabulary; the model keeps the image tokens' rows, taken at load.
-    auto& rows = m.gpt_keys.take_rows["output.weight"];
-    for (int64_t c = 0; c < m.gpt.vocab_size; ++c) rows.push_back(m.gpt.image_token_offset + c);
-  }
+  take_image_head_rows(m.gpt, m.gpt_keys);
   m.vq_keys = parse_weight_keys(vq, /*vq=*/true, int64_t(m.vq.ch_mult.size()));
   if (root.has("classes")) {
     m.classes = root.need<std::vector<std::string>>("classes");
@@ -290,7 +295,9 @@ ModelConfig load_model_config(const std::string& path) {
       const auto g = d.at("gpt");
       reject_shared_keys(g, "a drafter shares the target's vocabulary, grid and conditioning: leave it out");
       m.draft_gpt = parse_gpt(g, m.gpt);
-      reject_weight_keys(g);
+      // A smaller released model of the target's family (Janus-Pro-1B for 7B) drafts in its own file's names.
+      m.draft_gpt_keys = parse_weight_keys(g, /*vq=*/false);
+      take_image_head_rows(m.draft_gpt, m.draft_gpt_keys);
       m.draft_gpt_weights = g.need_path("weights");
     }
     if (d.has("mulo")) m.mulo = parse_mulo(d.at("mulo"), m);

@@ -17,6 +17,7 @@
 //   classifier: {weights: fmnist/classifier.safetensors, width: 32, features: 128}   # optional: vispec eval
 //   drafters:                                   # optional: what speculative decoders draft with
 //     gpt: {weights: fmnist/draft_gpt.safetensors, dim: 64, n_layer: 2, n_head: 2}  # SD's small AR drafter
+//          (or a smaller model of the target's family, with its names: like the target's)
 //     eagle_head: fmnist/eagle_head.safetensors   # vispec train eagle-head
 //     ssd_heads: fmnist/ssd_heads.safetensors     # vispec train ssd-heads
 //     mulo:                                       # MuLo-SD: the target's GPT on an 8x8 grid + U_2 / D_2
@@ -65,6 +66,7 @@ struct ModelConfig {
   // Drafters (empty weights = none configured). The draft GPT shares vocabulary, grid and conditioning.
   GptConfig draft_gpt;
   std::string draft_gpt_weights;
+  WeightKeys draft_gpt_keys;  // a draft of the target's family: its checkpoint's names, as the target's
   std::string eagle_head;
   std::string ssd_heads;
   bool has_draft_gpt() const { return !draft_gpt_weights.empty(); }

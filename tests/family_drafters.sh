@@ -8,9 +8,11 @@
 #   2. `vispec train eagle-head` and `train ssd-heads` on that data;
 #   3. EAGLE-2, EAGLE-1, ADT-Tree, LANTERN and SSD at temperature 0 give AR's tokens, image for image (SSD with as
 #      many correction rounds as the row is wide: it is lossy by design, and AR's greedy row at T = 0 only then);
-#   4. Cool-SD, LANTERN++, SJD and ZipAR generate (their bounds are proven in their own tests); a job whose
-#      tokenizer file changed does not resume into the old outputs.
-# SD and MuLo-SD need a draft GPT of the family, which vispec cannot train for a prompted model yet.
+#   4. SD with a one-layer model of the same family as its draft (as Janus-Pro-1B drafts for 7B, read in the
+#      family's own names) gives AR's tokens at T = 0;
+#   5. Cool-SD, LANTERN++, SJD, ZipAR and SD generate at T = 1 (their bounds are proven in their own tests); a
+#      job whose tokenizer file changed does not resume into the old outputs.
+# MuLo-SD needs a half-resolution model of the family and resamplers for its VQ: not run here.
 set -euo pipefail
 vispec=$1 src=$2
 py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
@@ -103,20 +105,24 @@ PY
       --steps 120 --batch-size 16 --threads 1 --log-every 60 --checkpoint-every 120 "$@" >> "$work/$fam.log" 2>&1 ||
       { cat "$work/$fam.log"; fail "$fam train $kind"; }
   done
-  printf 'drafters: {eagle_head: %s, ssd_heads: %s}\n' "$work/$fam/eagle/model.safetensors" "$work/$fam/ssd/model.safetensors" \
-    >> "$work/$fam/model.yaml"
-  # 3. Greedy decoding with them equals AR's.
-  for decoder in "ar" "eagle2" "eagle1" "adt_tree" "lantern" "ssd, kh: 2, kv: 1, r: 4"; do
+  printf 'drafters: {eagle_head: %s, ssd_heads: %s, gpt: {weights: %s, %s}}\n' "$work/$fam/eagle/model.safetensors" \
+    "$work/$fam/ssd/model.safetensors" "$work/${fam}_draft/model.safetensors.index.json" "${options[$fam]%%,*}" >> "$work/$fam/model.yaml"
+  # 3. and 4. Greedy decoding with them equals AR's.
+  for decoder in "ar" "eagle2" "eagle1" "adt_tree" "lantern" "ssd, kh: 2, kv: 1, r: 4" "sd, gamma: 3"; do
     name=${decoder%%,*}
     job "$fam" "greedy_$name" "name: $decoder, cfg_scale: 3.0, temperature: 0"
     "$vispec" run "$work/$fam/greedy_$name.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam $name"; }
     [ "$name" = ar ] || diff -r "$work/$fam/greedy_ar/tokens" "$work/$fam/greedy_$name/tokens" > /dev/null ||
       fail "$fam: $name's greedy tokens differ from AR's"
   done
-  # 4. The relaxed and training-free decoders generate too (their own tests prove their bounds).
+  # The perturbed draft agrees with the target on some tokens and not on others: both of SD's paths ran.
+  "$py" -c "import json, sys; r = json.load(open(sys.argv[1]))['acceptance_rate']; print('sd greedy acceptance', r);
+sys.exit(not 0.05 < r < 0.95)" "$work/$fam/greedy_sd/summary.json" >> "$work/$fam.log" ||
+    fail "$fam: SD's greedy acceptance rate outside (0.05, 0.95): $(tail -1 "$work/$fam.log")"
+  # 5. The relaxed and training-free decoders and SD generate too (their own tests prove their bounds).
   zipar_window=2
   [ "$fam" != emu3 ] || zipar_window=4  # rows in parallel on end-of-line rows: refused (below), not yet built
-  for decoder in "coolsd" "lanternpp" "sjd, window: 3" "zipar, window: $zipar_window"; do
+  for decoder in "coolsd" "lanternpp" "sjd, window: 3" "zipar, window: $zipar_window" "sd"; do
     name=${decoder%%,*}
     job "$fam" "sampled_$name" "name: $decoder, cfg_scale: 3.0, temperature: 1.0"
     "$vispec" run "$work/$fam/sampled_$name.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam $name"; }
@@ -134,6 +140,6 @@ PY
     grep -q "decoder.window: below the grid's width (4)" "$work/zipar.err" || { cat "$work/zipar.err"; fail "emu3 zipar message"; }
     [ ! -e "$work/$fam/zipar_rows" ] || fail "emu3: a refused job wrote its output directory"
   fi
-  echo "$fam: distilled, heads trained, eagle2 / eagle1 / adt_tree / lantern / ssd at T = 0 equal AR," \
-       "coolsd / lanternpp / sjd / zipar generate"
+  echo "$fam: distilled, heads trained, eagle2 / eagle1 / adt_tree / lantern / ssd / sd at T = 0 equal AR," \
+       "coolsd / lanternpp / sjd / zipar / sd generate"
 done

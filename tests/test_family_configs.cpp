@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
+#include "core/check.h"
+#include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "models/gpt.h"
 #include "models/model_config.h"
@@ -51,6 +54,50 @@ TEST(FamilyConfigs, EveryReleasedModelHasAJob) {
     EXPECT_TRUE(std::filesystem::exists(job.model_config)) << job.model_config;
     EXPECT_TRUE(std::filesystem::exists(job.prompts_file)) << job.prompts_file;
   }
+}
+
+// Janus-Pro-7B's SD draft is Janus-Pro-1B: its drafters entry, in DeepSeek's names, builds the network the 1B's
+// own config builds (the draft takes everything it does not name from the 7B: prompt layout, RoPE, image tokens).
+TEST(FamilyConfigs, JanusPro7BDraftsWithJanusPro1B) {
+  const auto dir = std::string(VISPEC_SOURCE_DIR) + "/configs/families/";
+  const auto big = load_model_config(dir + "janus_pro_7B.yaml"), small = load_model_config(dir + "janus_pro_1B.yaml");
+  ASSERT_TRUE(big.has_draft_gpt());
+  EXPECT_EQ(big.draft_gpt_weights, small.gpt_weights);
+  EXPECT_EQ(big.draft_gpt_keys.renames, small.gpt_keys.renames);
+  const auto shapes = [](const GptConfig& c) {
+    std::map<std::string, std::vector<int64_t>> out;
+    for (const auto& p : Gpt(c, torch::TensorOptions().device(torch::kMeta))->named_parameters())
+      out[p.key()] = p.value().sizes().vec();
+    return out;
+  };
+  EXPECT_EQ(shapes(big.draft_gpt), shapes(small.gpt));
+  EXPECT_EQ(big.draft_gpt.cls_token_num, small.gpt.cls_token_num);
+}
+
+// The draft GPT maps its checkpoint's names; MuLo-SD's drafter is vispec's own (train gpt --mulo) and a map
+// there is refused in one line naming the file and the field.
+TEST(FamilyConfigs, OnlyTheDraftGptMapsNames) {
+  const auto dir = std::filesystem::temp_directory_path() / "vispec_drafter_names";
+  std::filesystem::create_directories(dir);
+  const auto config = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
+  const auto with = [&](const std::string& from, const std::string& to) {
+    const auto at = config.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    const auto path = (dir / "model.yaml").string();
+    write_file_atomic(path, std::string(config).replace(at, from.size(), to));
+    return path;
+  };
+  const auto draft = load_model_config(with("draft_gpt.safetensors,", "draft_gpt.safetensors, names: hf_llama,"));
+  EXPECT_FALSE(draft.draft_gpt_keys.renames.empty());
+  const auto mulo = with("mulo_gpt.safetensors}", "mulo_gpt.safetensors, names: hf_llama}");
+  try {
+    load_model_config(mulo);
+    ADD_FAILURE() << "a names map on MuLo-SD's drafter was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(mulo), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("drafters.mulo.gpt.names"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace vispec

@@ -1,7 +1,8 @@
 """Tiny random Chameleon, Janus-Pro and Emu3 models and Hugging Face's outputs on them: the reference for
 tests/test_family_parity.cpp (run there at test time, in a fresh directory; nothing is downloaded).
 
-For each family FAM it writes FAM/ (save_pretrained, sharded safetensors with an index) and FAM_ref/NAME.npy:
+For each family FAM it writes FAM/ (save_pretrained, sharded safetensors with an index), FAM_draft/ (SD's draft
+model: the same network with perturbed weights; save_draft) and FAM_ref/NAME.npy:
   prompts   [2, Lmax] int64, row r's prompt in its first lens[r] entries (different lengths on purpose)
   lens      [2]
   codes     [2, N] int64 image codes (0 .. V-1)
@@ -30,6 +31,7 @@ attention as 1x1 convolutions q, k, v, proj_out; decoder.mid, decoder.up.N) from
 emu3_ref/movq_codes.npy, movq_pixels.npy: codes and the image (frame 0) transformers decodes them to, in float64.
 Weights are drawn wider than the initialisation's (std 0.3, norms around 1) so every part of the model shows.
 """
+import copy
 import os
 import sys
 
@@ -273,6 +275,17 @@ def movq_test(rng):
     save_file(release, "emu3_vq/model.safetensors")
 
 
+def save_draft(model, directory, noise=0.01):
+    """SD's draft for the family's tests: the model with every weight perturbed, so that it agrees with the
+    target on some tokens and not on others (a smaller released model plays this part for real ones)."""
+    draft = copy.deepcopy(model)
+    torch.manual_seed(4)
+    with torch.no_grad():
+        for p in draft.parameters():
+            p.add_(noise * torch.randn_like(p))
+    draft.save_pretrained(directory, max_shard_size="300KB")
+
+
 def main(families):
     rng = np.random.default_rng(0)
     for fam in families:
@@ -304,6 +317,7 @@ def main(families):
         os.makedirs(fam + "_ref", exist_ok=True)
         for name, value in out.items():
             np.save(os.path.join(fam + "_ref", name + ".npy"), value)
+        save_draft(model, fam + "_draft")
         if fam == "chameleon":
             vqgan_test(rng)
         if fam == "emu3":
