@@ -136,7 +136,8 @@ void for_each_mapped_weight_file(const std::string& path, const WeightKeys& keys
       VISPEC_CHECK(fresh, source, ": tensors '", it->second, "' and '", name, "' both become '", to,
                    "' under the model config's weight names");
       const auto rows = keys.take_rows.find(to);
-      mapped[to] = rows == keys.take_rows.end() ? t : take_rows(t, rows->second, source, name, shapes_only);
+      auto& m = mapped[to] = rows == keys.take_rows.end() ? t : take_rows(t, rows->second, source, name, shapes_only);
+      if (m.dim() == 2 && keys.is_conv1x1_from_linear(to)) m = m.view({m.size(0), m.size(1), 1, 1});
     }
     f(mapped, source);
   }, keys.state_dict_key, check_data);

@@ -142,7 +142,8 @@ WeightKeys parse_weight_keys(const YamlView& v, bool vq, int64_t levels = 0) {
   if (v.has("names")) {
     const auto name = v.need<std::string>("names");
     if (vq ? !vq_weight_names_preset(name, levels, k) : !weight_names_preset(name, k))
-      v.at("names").fail(std::string("expected ") + (vq ? "llamagen, hf_janus, janus or chameleon" : "llamagen, hf_llama, hf_janus or janus") +
+      v.at("names").fail(std::string("expected ") +
+                         (vq ? "llamagen, hf_janus, janus, chameleon, emu3 or hf_emu3" : "llamagen, hf_llama, hf_janus or janus") +
                          ", got '" + name + "'");
   }
   k.state_dict_key = v.get<std::string>("state_dict_key", "");

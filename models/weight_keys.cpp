@@ -3,6 +3,9 @@
 namespace vispec {
 
 namespace {
+// More blocks in one resolution level than any released VQ has (MoVQ's: 3); the names preset spells each out.
+constexpr int64_t kMaxBlocksPerLevel = 16;
+
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -45,6 +48,12 @@ std::string WeightKeys::map(const std::string& name) const {
 
 bool WeightKeys::may_be_one_row(const std::string& module_name) const {
   for (const auto& s : one_row_for_all)
+    if (ends_with(module_name, s)) return true;
+  return false;
+}
+
+bool WeightKeys::is_conv1x1_from_linear(const std::string& module_name) const {
+  for (const auto& s : linear_as_conv1x1)
     if (ends_with(module_name, s)) return true;
   return false;
 }
@@ -120,6 +129,17 @@ bool vq_weight_names_preset(const std::string& name, int64_t levels, WeightKeys&
   }
   if (name == "emu3") {  // BAAI's Emu3-VisionTokenizer: our MoVQ's names; its encoder is not read
     keys.ignore = {"encoder.", "quant_conv."};
+    return true;
+  }
+  if (name == "hf_emu3") {  // transformers' Emu3VQVAE inside Emu3-Gen-hf: BAAI's network under other names
+    keys.within = "vqmodel.";
+    keys.ignore = {"vqmodel.encoder.", "vqmodel.quant_conv."};
+    keys.part_renames = {{"middle_block", "mid"}, {"up_block.up", "up"}, {"mid.attn_norm", "mid.attn_1.norm"},
+                         {"q_proj", "q"}, {"k_proj", "k"}, {"v_proj", "v"}, {"out_proj", "proj_out"}};
+    // A level's attention norms: attn_norms.M.* -> attn.M.norm.* (M counts the level's blocks).
+    for (int64_t m = 0; m < kMaxBlocksPerLevel; ++m)
+      keys.part_renames.push_back({"attn_norms." + std::to_string(m), "attn." + std::to_string(m) + ".norm"});
+    keys.linear_as_conv1x1 = {".q.weight", ".k.weight", ".v.weight", ".proj_out.weight"};
     return true;
   }
   return false;

@@ -320,12 +320,15 @@ TEST_F(FamilyParity, ChameleonVqganEncodesAndDecodesAsTheReference) {
 // scale float32's own rounding is about 1e-4 (transformers' float32 against its float64: 9e-5).
 TEST_F(FamilyParity, Emu3MovqDecodesAsTransformers) {
   torch::NoGradGuard no_grad;
-  auto vq = load_vq(
-      "emu3", "weights: " + (dir / "emu3_vq/model.safetensors").string() +
-                      ", kind: movq, names: emu3, codebook_size: 512, codebook_embed_dim: 4, in_channels: 3, "
-                      "z_channels: 4, ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 32, temporal_downsample: 4");
+  const std::string shape = ", kind: movq, codebook_size: 512, codebook_embed_dim: 4, in_channels: 3, z_channels: 4, "
+                            "ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 32, temporal_downsample: 4";
+  auto vq = load_vq("emu3", "weights: " + (dir / "emu3_vq/model.safetensors").string() + ", names: emu3" + shape);
   vq->to(torch::kFloat64);
   EXPECT_LT(pixel_error(vq, "emu3", "movq_codes", "movq_pixels"), 1e-9);
+  // The same VQ inside a checkpoint of transformers' (Emu3-Gen-hf): its names, attention as linear layers.
+  auto hf = load_vq("emu3", "weights: " + (dir / "emu3_vq_hf/model.safetensors").string() + ", names: hf_emu3" + shape);
+  hf->to(torch::kFloat64);
+  EXPECT_LT(pixel_error(hf, "emu3", "movq_codes", "movq_pixels"), 1e-9);
   const auto err = test::error_of([&] { vq->encode(torch::zeros({1, 3, 16, 16})); });
   EXPECT_NE(err.find("Emu3's MoVQ (vq.kind movq) decodes codes only"), std::string::npos) << err;
 }

@@ -28,7 +28,8 @@ encoder and quantiser give them, and the pixels the decoder gives codes.
                   FAM_tokenizer/) with Hugging Face tokenizers, or for Emu3 tiktoken
 Emu3's MoVQ: movq_test() writes emu3_vq/model.safetensors in the layout of BAAI's Emu3-VisionTokenizer (its
 attention as 1x1 convolutions q, k, v, proj_out; decoder.mid, decoder.up.N) from transformers' Emu3VQVAE, and
-emu3_ref/movq_codes.npy, movq_pixels.npy: codes and the image (frame 0) transformers decodes them to, in float64.
+emu3_ref/movq_codes.npy, movq_pixels.npy: codes and the image (frame 0) transformers decodes them to, in float64;
+emu3_vq_hf/model.safetensors: the same VQ as transformers' Emu3-Gen-hf checkpoint holds it (vqmodel.*).
 Weights are drawn wider than the initialisation's (std 0.3, norms around 1) so every part of the model shows.
 """
 import copy
@@ -257,6 +258,11 @@ def movq_test(rng):
     os.makedirs("emu3_ref", exist_ok=True)
     np.save("emu3_ref/movq_codes.npy", codes.reshape(2, -1).numpy())
     np.save("emu3_ref/movq_pixels.npy", pixels.numpy())
+    # As inside transformers' Emu3-Gen-hf checkpoint: its own names under vqmodel., the language model beside.
+    whole = {"vqmodel." + name: t.contiguous() for name, t in vq.state_dict().items()}
+    whole["text_model.lm_head.weight"] = torch.zeros(3, 2)
+    os.makedirs("emu3_vq_hf", exist_ok=True)
+    save_file(whole, "emu3_vq_hf/model.safetensors")
     release = {}  # transformers' names -> the release's
     for name, t in vq.state_dict().items():
         name = name.replace("decoder.middle_block.", "decoder.mid.").replace("decoder.up_block.up.", "decoder.up.")
