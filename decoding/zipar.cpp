@@ -12,6 +12,9 @@
 //   attention  causal by raster position over the entries written so far. The public code leaves unwritten
 //              cells as zero keys (logit 0, value 0) in a cache indexed by position; ours sees only written
 //              entries (unwritten cells masked out), a deviation the source notes allow.
+//   row ends   on a model whose rows end in an end-of-line token (Lumina-mGPT, Emu3) a fed row-ending cell,
+//              placeholder or real, brings its end-of-line entry (models/sequence_layout.h), which sees what
+//              the cell sees and predicts the next row's first token; it lives and dies with the cell's token.
 // Lossy by schedule: a token is sampled before the cells right of the one above it exist. Randomness per
 // (seed, sample id, raster index, kSample), as AR's: with s = W the schedule is AR's and so are the tokens.
 #include "decoding/zipar.h"
@@ -163,13 +166,6 @@ DecoderEntry zipar_entry() {
   e.summary = "ZipAR: rows decoded in parallel once the row above is `window` tokens ahead (training-free)";
   e.read = [](DecoderFields& f, DecoderConfig& c) {
     c.method = ZipArSettings{f.whole("window", ZipArSettings{}.window, 1, 1024)};
-  };
-  // Rows in parallel on a model whose rows end in an end-of-line token: the blocks of several rows' tokens
-  // are not laid out with their end-of-line entries yet. window >= the grid's width is AR there and works.
-  e.check_model = [](const DecoderConfig& c, const ModelConfig& model) {
-    VISPEC_CHECK(!model.gpt.row_ends() || c.settings<ZipArSettings>().window >= model.gpt.grid_size,
-                 c.spec.where_of("window"), ": below the grid's width (", model.gpt.grid_size, ") on ", model.file,
-                 ", whose rows end in an end-of-line token (gpt.eol_token): not supported yet");
   };
   e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
     return std::make_unique<ZipArDecoder>(m.target, c.sampling, c.settings<ZipArSettings>().window);

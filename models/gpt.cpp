@@ -274,6 +274,7 @@ GptOutput GptImpl::decode_block(KvCache& cache, const torch::Tensor& tokens, con
     const auto layout = eol_block(positions, config_.grid_size, config_.image_tokens(), tokens.device());
     if (layout.entries > T) {
       const auto bm = block_mask.defined() ? block_mask : causal_mask(T, tokens.device());
+      cache.spread_committed(layout.source);
       const auto mask = cache.begin_block(layout.entries, eol_block_mask(bm, layout));
       cache.set_block_nodes(layout.node_starts);
       const auto slots = image_slots(positions).gather(1, layout.source) + layout.is_eol.to(torch::kInt64);

@@ -28,6 +28,14 @@ bool KvCache::uniform_lengths() const {
 
 int64_t KvCache::max_length() const { return *std::max_element(length_.begin(), length_.end()); }
 
+void KvCache::spread_committed(const torch::Tensor& source) {
+  if (!committed_mask_.defined()) return;
+  auto m = committed_mask_.to(source.device(), torch::kBool);
+  const int64_t B = source.size(0), E = source.size(1);
+  if (m.dim() == 2) m = m.unsqueeze(0).expand({B, m.size(0), m.size(1)});
+  committed_mask_ = m.gather(1, source.unsqueeze(2).expand({B, E, m.size(2)}));
+}
+
 AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
   node_starts_.clear();

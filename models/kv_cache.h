@@ -50,6 +50,9 @@ class KvCache {
   // indices, node t of row b owning entries [starts[b][t], starts[b][t + 1]); entries past starts[b][T] are
   // padding that no keep commits.
   void set_block_nodes(std::vector<std::vector<int64_t>> starts) { node_starts_ = std::move(starts); }
+  // The same block's restriction of committed entries (restrict_committed, per node) given to its entries:
+  // source [B, T'] is the node of each entry; an end-of-line entry sees what its node sees.
+  void spread_committed(const torch::Tensor& source);
 
   // --- used by the decoder ---
   void extend_pending() { extend_ = true; }

@@ -222,7 +222,8 @@ TEST_F(FamilyParity, TreesAcrossRowEndsKeepTheirEndOfLineEntries) {
 
 // The greedy tokens of each family's official generation loop under classifier-free guidance (each stream its
 // own prompt; Emu3's rows ending in its end-of-line token; tests/tiny_families.py) from vispec's AR decoder, and
-// from decoders that append other blocks (SJD's Jacobi windows, across row ends; ZipAR's rows).
+// from decoders that append other blocks (SJD's Jacobi windows, across row ends; ZipAR's rows); ZipAR's rows in
+// parallel against a loop of its own schedule.
 TEST_F(FamilyParity, GreedyTokensUnderGuidanceEqualTheFamiliesGenerationLoops) {
   torch::NoGradGuard no_grad;
   for (const auto& [fam, scale] :
@@ -244,6 +245,11 @@ TEST_F(FamilyParity, GreedyTokensUnderGuidanceEqualTheFamiliesGenerationLoops) {
     EXPECT_TRUE(torch::equal(ArDecoder(gpt, greedy).decode(req).tokens, expected)) << fam;
     EXPECT_TRUE(torch::equal(SjdDecoder(gpt, greedy, 3).decode(req).tokens, expected)) << fam;
     EXPECT_TRUE(torch::equal(ZipArDecoder(gpt, greedy, 4).decode(req).tokens, expected)) << fam;
+    // Rows in parallel (window 2 of 4): a ZipAR loop written with transformers' modules and caches, Emu3's
+    // rows ending in their end-of-line token (tests/tiny_families.py zipar_greedy_cfg).
+    const auto zipar = ZipArDecoder(gpt, greedy, 2).decode(req).tokens;
+    EXPECT_TRUE(torch::equal(zipar, ref(fam, "zipar_greedy"))) << fam << "\n" << zipar;
+    EXPECT_FALSE(torch::equal(zipar, expected)) << fam;  // a schedule of its own, not AR's
   }
 }
 

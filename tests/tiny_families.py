@@ -18,6 +18,7 @@ Meta's vqgan.ckpt (torch.save of {"state_dict": ...}, taming's names, decoder le
 resolution, the loss's networks beside) from transformers' Chameleon VQ encoder and the same taming decoder as
 Janus-Pro's without attention in its levels, and chameleon_ref/vqgan_*.npy: images, the codes transformers'
 encoder and quantiser give them, and the pixels the decoder gives codes.
+  zipar_greedy    [2, GRID^2] the same prompts' greedy tokens from ZipAR with window 2 (zipar_greedy_cfg)
   greedy_cfg      [2, GRID^2] the tokens of a greedy loop under classifier-free guidance (scale CFG[fam]) that
                   follows the family's official generation code: both streams' logits at every step from the
                   whole sequence so far, u + s (c - u), argmax, the token appended to both streams (and the
@@ -162,6 +163,102 @@ def greedy_cfg(run, cond, null, scale):
         u = run(torch.tensor([null]), codes)[1][0, -1]
         codes = torch.cat([codes, (u + scale * (c - u)).argmax().view(1, 1)], 1)
     return codes[0]
+
+
+def zipar_parts(fam, model):
+    """The family's language model, its embeddings of prompt ids and of image codes, and its image head."""
+    lm = {"chameleon": lambda: model.model, "janus": lambda: model.model.language_model,
+          "emu3": lambda: model.model.text_model}[fam]()
+    embed_text = lm.get_input_embeddings()
+    if fam == "janus":
+        return lm, embed_text, model.prepare_embeddings_for_image_generation, model.model.generation_head
+    return (lm, embed_text, lambda codes: embed_text(codes + OFFSET),
+            lambda h: model.lm_head(h)[..., OFFSET:OFFSET + CODES])
+
+
+def zipar_greedy_cfg(fam, model, cond, null, scale, s):
+    """Greedy ZipAR under guidance with window s < GRID, written from ZipAR's schedule: row 0 autoregressive,
+    row 1 once row 0 is complete, row r + 1 once row r has s tokens; each step feeds every active row's newest
+    token at its cell (a row's first token is predicted from the last cell of the row above: its real token if
+    that row is complete, else the newest token of the row two above as a placeholder, replaced by the real
+    token when the row above completes) and attends causally by cell over what has been written (unwritten
+    cells unseen). Each stream keeps a cache of transformers' own (DynamicCache); each step is one forward with
+    a 4D mask. Emu3's row-ending cells bring their end-of-line token, at the cell's sequence position + 1."""
+    from transformers import DynamicCache
+    lm, embed_text, embed_code, head = zipar_parts(fam, model)
+    eol, W, N = EOL.get(fam), GRID, GRID * GRID
+    streams = []
+    for prompt in (cond, null):
+        cache = DynamicCache()
+        h = lm(inputs_embeds=embed_text(torch.tensor([prompt])), past_key_values=cache,
+               use_cache=True).last_hidden_state
+        streams.append((cache, len(prompt), head(h[:, -1:])))
+    tokens = torch.zeros(N, dtype=torch.int64)
+
+    def guide(c, u):
+        return (u + scale * (c - u)).argmax(-1)
+    tokens[0] = guide(streams[0][2], streams[1][2])[0, 0]
+    count, started = [1] + [0] * (W - 1), [True] + [False] * (W - 1)
+    finished, written = [], []  # rows completed by the last step; the cache's image entries: [cell, alive]
+    while count[-1] < W:
+        feeds = []  # (cell, row it predicts or -1, cell whose token is fed, placeholder)
+        for r in range(W):
+            if not started[r] or count[r] == W:
+                continue
+            if count[r] > 0:
+                feeds.append((r * W + count[r] - 1, r, r * W + count[r] - 1, False))
+            elif count[r - 1] == W:
+                feeds.append((r * W - 1, r, r * W - 1, False))
+                finished = [f for f in finished if f != r - 1]
+            else:
+                feeds.append((r * W - 1, r, (r - 2) * W + count[r - 2] - 1, True))
+        feeds += [((r + 1) * W - 1, -1, (r + 1) * W - 1, False) for r in finished]
+        finished = []
+        feeds.sort()
+        for cell, _, _, placeholder in feeds:
+            if not placeholder:
+                for w in written:
+                    w[1] = w[1] and w[0] != cell
+        block = []  # (feed index, cell, is the end-of-line entry)
+        for i, (cell, _, _, _) in enumerate(feeds):
+            block.append((i, cell, False))
+            if eol is not None and ends_row(cell):
+                block.append((i, cell, True))
+        ids = torch.tensor([[tokens[feeds[i][2]].item() for i, _, _ in block]])
+        is_eol = torch.tensor([[e for _, _, e in block]])
+        outs = []
+        for cache, P, _ in streams:
+            L, T = P + len(written), len(block)
+            mask = torch.full((1, 1, T, L + T), float("-inf"))
+            for q, (i, cell, q_eol) in enumerate(block):
+                mask[0, 0, q, :P] = 0
+                for j, (wcell, alive) in enumerate(written):
+                    if alive and wcell < cell:
+                        mask[0, 0, q, P + j] = 0
+                for k, (i2, _, k_eol) in enumerate(block):  # a node's end-of-line entry sees it, not the reverse
+                    if i2 < i or (i2 == i and (k == q or (q_eol and not k_eol))):
+                        mask[0, 0, q, L + k] = 0
+            embeds = torch.where(is_eol.unsqueeze(-1), embed_text(torch.full_like(ids, eol or 0)), embed_code(ids))
+            cells = torch.tensor([[cell for _, cell, _ in block]])
+            position = P + cells + (cells // W + is_eol.long() if eol is not None else 0)
+            h = lm(inputs_embeds=embeds, attention_mask=mask, position_ids=position, past_key_values=cache,
+                   use_cache=True).last_hidden_state
+            outs.append(head(h))
+        written += [[cell, True] for _, cell, _ in block]
+        for i, (cell, r, _, _) in enumerate(feeds):
+            if r < 0:
+                continue
+            q = max(k for k, (i2, _, _) in enumerate(block) if i2 == i)  # the end-of-line entry where there is one
+            tokens[r * W + count[r]] = guide(outs[0][:, q], outs[1][:, q])[0]
+            started[r] = True
+            count[r] += 1
+            if count[r] == W and r + 1 < W:
+                finished.append(r)
+        for r in range(W - 1):
+            if not started[r + 1] and count[r] >= (W if r == 0 else s):
+                started[r + 1] = True
+                break
+    return tokens
 
 
 CAPTIONS = ["a red bus", "Ünïcödé café: 2 cats 👍🏽 at dusk"]
@@ -312,6 +409,9 @@ def main(families):
                     out["cond_%d" % r], out["null_%d" % r] = np.array(cond), np.array(null)
                     greedy.append(greedy_cfg(run, cond, null, CFG[fam]).numpy())
                 out["greedy_cfg"] = np.stack(greedy)
+                out["zipar_greedy"] = np.stack([zipar_greedy_cfg(fam, model, out["cond_%d" % r].tolist(),
+                                                                 out["null_%d" % r].tolist(), CFG[fam], 2).numpy()
+                                                for r in range(2)])
                 greedy = []
                 for r, (cond, null) in enumerate(caption_prompts(fam)):
                     out["caption_cond_%d" % r], out["caption_null_%d" % r] = np.array(cond), np.array(null)
