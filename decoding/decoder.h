@@ -18,6 +18,12 @@ struct DecodeRequest {
   Conditions conditions;              // B class ids or captions (CPU)
   std::vector<uint64_t> sample_ids;   // B ids: with the seed, the key of every random draw of a sample
   uint64_t seed = 0;
+  // MuLo-SD's drafter on a prompted model with a template of its own (drafters.mulo.prompt); else empty and
+  // it reads `conditions`.
+  Conditions drafter_conditions;
+  const Conditions& drafter_conditions_or_target() const {
+    return drafter_conditions.prompt_ids.defined() ? drafter_conditions : conditions;
+  }
   int64_t batch() const { return int64_t(sample_ids.size()); }
 };
 

@@ -196,7 +196,7 @@ DecoderModels load_decoder_models(const DecoderConfig& c, const ModelConfig& mod
   }
   if (reads(c, Drafter::kMulo)) {
     m.mulo_gpt = Gpt(model.mulo.gpt, options, /*random_init=*/false);
-    load_weights(*m.mulo_gpt, model.mulo.gpt_weights);
+    load_weights(*m.mulo_gpt, model.mulo.gpt_weights, {}, model.mulo.gpt_keys);
     m.mulo_gpt->eval();
     m.mulo_resamplers = MuloResamplers(model.mulo.resamplers);
     load_weights(*m.mulo_resamplers, model.mulo.resamplers_weights);

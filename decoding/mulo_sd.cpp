@@ -122,7 +122,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   auto tcache = target_.make_cache(B, 2 * L), dcache = drafter_.make_cache(B);
   const auto p_first = target_probs(target_.prefill(tcache, request.conditions).logits.select(1, -1), params_);
   tcache.keep_all();
-  auto q_logits = drafter_.prefill(dcache, request.conditions).logits.select(1, -1);
+  auto q_logits = drafter_.prefill(dcache, request.drafter_conditions_or_target()).logits.select(1, -1);
   dcache.keep_all();
   for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);

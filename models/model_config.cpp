@@ -159,12 +159,6 @@ WeightKeys parse_weight_keys(const YamlView& v, bool vq, int64_t levels = 0) {
   }
   return k;
 }
-void reject_weight_keys(const YamlView& drafter) {
-  for (const char* key : {"names", "state_dict_key", "strip_prefix", "rename"})
-    if (drafter.has(key))
-      drafter.at(key).fail("MuLo-SD's drafter is vispec's own (vispec train gpt --mulo): its names need no map");
-}
-
 // A prompted model's LM head covers the whole text vocabulary; the model keeps the image tokens' rows, taken at
 // load (the target's and a draft GPT of its family alike).
 void take_image_head_rows(const GptConfig& gpt, WeightKeys& keys) {
@@ -179,17 +173,56 @@ void reject_shared_keys(const YamlView& gpt, const std::string& why) {
     if (gpt.has(key)) gpt.at(key).fail(why);
 }
 
-// drafters.mulo: {gpt: {weights, architecture overrides}, resamplers: {weights, width, blocks, kernel}}.
+// A prompt section's template and unconditional stream (the target's, or MuLo-SD's drafter's own).
+void parse_prompt_text(const YamlView& v, PromptConfig& p) {
+  p.where = v.where();
+  p.template_text = v.need<std::string>("template");
+  const size_t at = p.template_text.find("{prompt}");
+  if (at == std::string::npos || p.template_text.find("{prompt}", at + 1) != std::string::npos)
+    v.at("template").fail("must hold {prompt} exactly once (where the prompt file's line goes)");
+  if (v.has("unconditional") == v.has("unconditional_pad"))
+    v.fail("give one of unconditional (the unconditional stream's text) or unconditional_pad (a pad token)");
+  p.unconditional = v.get<std::string>("unconditional", "");
+  p.unconditional_pad = v.get<std::string>("unconditional_pad", "");
+}
+
+void parse_prompt(const YamlView& v, ModelConfig& m) {
+  v.reject_unknown_keys({"tokenizer", "template", "unconditional", "unconditional_pad"});
+  if (!m.gpt.prompted()) v.fail("only a prompted gpt (text_vocab_size) takes a prompt section");
+  auto& p = m.prompt;
+  p.present = true;
+  const auto tokenizer = v.at("tokenizer");
+  if (tokenizer.node().IsMap()) {
+    tokenizer.reject_unknown_keys({"emu3_tiktoken", "emu3_vision_tokens"});
+    p.emu3_tiktoken = tokenizer.need_path("emu3_tiktoken");
+    p.emu3_vision_tokens = tokenizer.need_path("emu3_vision_tokens");
+  } else {
+    p.tokenizer_json = v.need_path("tokenizer");
+  }
+  parse_prompt_text(v, p);
+}
+
+// drafters.mulo: {gpt: {weights, architecture overrides, names}, resamplers: {weights, width, blocks, kernel},
+// prompt: {template, unconditional | unconditional_pad}}.
 MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m) {
-  v.reject_unknown_keys({"gpt", "resamplers"});
+  v.reject_unknown_keys({"gpt", "resamplers", "prompt"});
   MuloDrafterConfig c;
   const auto g = v.at("gpt");
   reject_shared_keys(g, "MuLo-SD's drafter shares the target's vocabulary and conditioning; its grid is half the "
                         "target's: leave it out");
   c.gpt = parse_gpt(g, m.gpt);
-  reject_weight_keys(g);
+  c.gpt_keys = parse_weight_keys(g, /*vq=*/false);
   if (m.gpt.grid_size % 2 != 0) g.fail("MuLo-SD needs an even target grid (the drafter's is half of it)");
   c.gpt.grid_size = m.gpt.grid_size / 2;
+  take_image_head_rows(c.gpt, c.gpt_keys);
+  if (v.has("prompt")) {
+    const auto p = v.at("prompt");
+    p.reject_unknown_keys({"template", "unconditional", "unconditional_pad"});  // the tokenizer is the target's
+    if (!m.prompt.present) p.fail("only a prompted model's drafter (the target has a prompt section) takes a prompt");
+    c.own_prompt = true;
+    c.prompt = m.prompt;  // the target's tokenizer
+    parse_prompt_text(p, c.prompt);
+  }
   c.gpt_weights = g.need_path("weights");
   const auto r = v.at("resamplers");
   r.reject_unknown_keys({"weights", "width", "blocks", "kernel"});
@@ -217,29 +250,6 @@ void parse_text_encoder(const YamlView& v, ModelConfig& m) {
     v.at("dtype").fail("expected fp32 or bf16 (T5's activations overflow fp16)");
 }
 // prompt: {tokenizer, template, unconditional | unconditional_pad}: a prompted model's text prompt.
-void parse_prompt(const YamlView& v, ModelConfig& m) {
-  v.reject_unknown_keys({"tokenizer", "template", "unconditional", "unconditional_pad"});
-  if (!m.gpt.prompted()) v.fail("only a prompted gpt (text_vocab_size) takes a prompt section");
-  auto& p = m.prompt;
-  p.present = true;
-  p.where = v.where();
-  const auto tokenizer = v.at("tokenizer");
-  if (tokenizer.node().IsMap()) {
-    tokenizer.reject_unknown_keys({"emu3_tiktoken", "emu3_vision_tokens"});
-    p.emu3_tiktoken = tokenizer.need_path("emu3_tiktoken");
-    p.emu3_vision_tokens = tokenizer.need_path("emu3_vision_tokens");
-  } else {
-    p.tokenizer_json = v.need_path("tokenizer");
-  }
-  p.template_text = v.need<std::string>("template");
-  const size_t at = p.template_text.find("{prompt}");
-  if (at == std::string::npos || p.template_text.find("{prompt}", at + 1) != std::string::npos)
-    v.at("template").fail("must hold {prompt} exactly once (where the prompt file's line goes)");
-  if (v.has("unconditional") == v.has("unconditional_pad"))
-    v.fail("give one of unconditional (the unconditional stream's text) or unconditional_pad (a pad token)");
-  p.unconditional = v.get<std::string>("unconditional", "");
-  p.unconditional_pad = v.get<std::string>("unconditional_pad", "");
-}
 }  // namespace
 
 int64_t ModelConfig::class_id(const std::string& prompt) const {

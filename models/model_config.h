@@ -21,8 +21,10 @@
 //     eagle_head: fmnist/eagle_head.safetensors   # vispec train eagle-head
 //     ssd_heads: fmnist/ssd_heads.safetensors     # vispec train ssd-heads
 //     mulo:                                       # MuLo-SD: the target's GPT on an 8x8 grid + U_2 / D_2
-//       gpt: {weights: fmnist/mulo_gpt.safetensors}                   # vispec train gpt --mulo
+//       gpt: {weights: fmnist/mulo_gpt.safetensors}                   # vispec train gpt --mulo (or the
+//                                                                     # family at half size, names: like gpt's)
 //       resamplers: {weights: fmnist/mulo_resamplers.safetensors, width: 64, blocks: 2}
+//       prompt: {template: ..., unconditional: ...}   # a prompted drafter's own (its image size)
 #pragma once
 
 #include <string>

@@ -24,7 +24,8 @@ int64_t chameleon_image_code(const std::string& token) {
 
 }  // namespace
 
-PromptTemplate::PromptTemplate(const ModelConfig& model) : config_(model.prompt), prefix_(model.gpt.cls_token_num) {
+PromptTemplate::PromptTemplate(const ModelConfig& model, const PromptConfig& prompt)
+    : config_(prompt), prefix_(model.gpt.cls_token_num) {
   VISPEC_CHECK(config_.present, model.file, ": prompt: a prompted model (gpt.text_vocab_size) needs a prompt "
                "section: its tokenizer and template (docs/model_families.md)");
   tokenizer_ = std::make_unique<BpeTokenizer>(
@@ -81,16 +82,15 @@ PromptIds PromptTemplate::operator()(const std::string& caption) const {
   return ids;
 }
 
-const PromptTemplate& prompt_template_for(const ModelConfig& model) {
+const PromptTemplate& prompt_template_for(const ModelConfig& model, const PromptConfig& p) {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<PromptTemplate>> made;
-  const auto& p = model.prompt;
   const std::string key = model.file + '\n' + p.tokenizer_json + '\n' + p.emu3_tiktoken + '\n' + p.template_text +
                           '\n' + p.unconditional + '\n' + p.unconditional_pad + '\n' +
                           std::to_string(model.gpt.cls_token_num) + '\n' + std::to_string(model.gpt.text_vocab_size);
   std::lock_guard<std::mutex> lock(mutex);
   auto& slot = made[key];
-  if (!slot) slot = std::make_unique<PromptTemplate>(model);
+  if (!slot) slot = std::make_unique<PromptTemplate>(model, p);
   return *slot;
 }
 

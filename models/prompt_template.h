@@ -25,7 +25,8 @@ class PromptTemplate {
   // Loads the tokenizer and checks it against the GPT: every id below gpt.text_vocab_size, the pad token known,
   // and where the vocabulary names image tokens (Chameleon's IMGIMG<letters>Z), each one at
   // gpt.image_token_offset + its code. Throws an Error naming the file and field.
-  explicit PromptTemplate(const ModelConfig& model);
+  // `prompt`: the model's prompt section, or MuLo-SD's drafter's (the same tokenizer, its own template).
+  PromptTemplate(const ModelConfig& model, const PromptConfig& prompt);
   // Both streams' ids for one caption; "" if they fit the model's prefix (gpt.cls_token_num), else why not.
   std::string judge(const std::string& caption, PromptIds& ids) const;
   PromptIds operator()(const std::string& caption) const;  // throws judge()'s message
@@ -39,8 +40,11 @@ class PromptTemplate {
   int64_t pad_ = -1;
 };
 
-// The template of `model`, made once per process and config (planning and every unit's read judge the same
-// lines with it). Thread-safe.
-const PromptTemplate& prompt_template_for(const ModelConfig& model);
+// The template of `model` (or `prompt`), made once per process and config (planning and every unit's read
+// judge the same lines with it). Thread-safe.
+const PromptTemplate& prompt_template_for(const ModelConfig& model, const PromptConfig& prompt);
+inline const PromptTemplate& prompt_template_for(const ModelConfig& model) {
+  return prompt_template_for(model, model.prompt);
+}
 
 }  // namespace vispec

@@ -8,11 +8,12 @@
 #   2. `vispec train eagle-head` and `train ssd-heads` on that data;
 #   3. EAGLE-2, EAGLE-1, ADT-Tree, LANTERN and SSD at temperature 0 give AR's tokens, image for image (SSD with as
 #      many correction rounds as the row is wide: it is lossy by design, and AR's greedy row at T = 0 only then);
-#   4. SD with a one-layer model of the same family as its draft (as Janus-Pro-1B drafts for 7B, read in the
-#      family's own names) gives AR's tokens at T = 0;
-#   5. Cool-SD, LANTERN++, SJD, ZipAR and SD generate at T = 1 (their bounds are proven in their own tests); a
-#      job whose tokenizer file changed does not resume into the old outputs.
-# MuLo-SD needs a half-resolution model of the family and resamplers for its VQ: not run here.
+#   4. SD with a perturbed copy of the family's model as its draft (as Janus-Pro-1B drafts for 7B, read in the
+#      family's own names) and MuLo-SD with tau above 1 (every draft rejected) give AR's tokens at T = 0;
+#   5. Cool-SD, LANTERN++, SJD, ZipAR, SD and MuLo-SD generate at T = 1 (their bounds are proven in their own
+#      tests); MuLo-SD's drafter is the family's model on the half grid, Emu3's with a prompt of its own (2*2),
+#      which changes the drafts kept at tau = 0; a job whose tokenizer file changed does not resume into the
+#      old outputs; bad input (another family's checkpoint, a tokenizer of another kind) exits 2 in one line.
 set -euo pipefail
 vispec=$1 src=$2
 py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
@@ -32,6 +33,9 @@ options[emu3]="names: hf_llama, rope_base: 1.0e6, n_kv_head: 2, norm_eps: 1.0e-5
 prompt[chameleon]="{tokenizer: $work/chameleon_tokenizer/tokenizer.json, template: \"<s>{prompt}<reserved08706><racm3:break>\", unconditional: \"<s><racm3:break>\"}"
 prompt[janus]="{tokenizer: $work/janus_tokenizer/tokenizer.json, template: \"<｜begin▁of▁sentence｜><|User|>: {prompt}\\\\n\\\\n<|Assistant|>:<begin_of_image>\", unconditional_pad: \"<｜▁pad▁｜>\"}"
 prompt[emu3]="{tokenizer: {emu3_tiktoken: $work/emu3_tokenizer/emu3.tiktoken, emu3_vision_tokens: $work/emu3_tokenizer/emu3_vision_tokens.txt}, template: \"<|extra_203|>{prompt} masterpiece.<|image start|>4*4<|image token|>\", unconditional: \"<|extra_203|>lowres.<|image start|>4*4<|image token|>\"}"
+
+declare -A mulo_prompt
+mulo_prompt[emu3]=", prompt: {template: \"<|extra_203|>{prompt} masterpiece.<|image start|>2*2<|image token|>\", unconditional: \"<|extra_203|>lowres.<|image start|>2*2<|image token|>\"}"
 
 job() {  # job FAM NAME DECODER [EXTRA]: a job file on FAM's model
   cat > "$work/$1/$2.yaml" <<YAML
@@ -105,10 +109,15 @@ PY
       --steps 120 --batch-size 16 --threads 1 --log-every 60 --checkpoint-every 120 "$@" >> "$work/$fam.log" 2>&1 ||
       { cat "$work/$fam.log"; fail "$fam train $kind"; }
   done
-  printf 'drafters: {eagle_head: %s, ssd_heads: %s, gpt: {weights: %s, %s}}\n' "$work/$fam/eagle/model.safetensors" \
-    "$work/$fam/ssd/model.safetensors" "$work/${fam}_draft/model.safetensors.index.json" "${options[$fam]%%,*}" >> "$work/$fam/model.yaml"
-  # 3. and 4. Greedy decoding with them equals AR's.
-  for decoder in "ar" "eagle2" "eagle1" "adt_tree" "lantern" "ssd, kh: 2, kv: 1, r: 4" "sd, gamma: 3"; do
+  # MuLo-SD's drafter: the family's model itself on the half grid (its 1D positions know no grid), the shipped
+  # resamplers of the embedded model's VQ (the tiny families decode with it); Emu3's names its size, 2*2.
+  resamplers="weights: $src/configs/fmnist/mulo_resamplers.safetensors, width: 64, blocks: 2"
+  mulo="{gpt: {weights: $work/$fam/model.safetensors.index.json, ${options[$fam]%%,*}}, resamplers: {$resamplers}${mulo_prompt[$fam]:-}}"
+  printf 'drafters: {eagle_head: %s, ssd_heads: %s, gpt: {weights: %s, %s}, mulo: %s}\n' "$work/$fam/eagle/model.safetensors" \
+    "$work/$fam/ssd/model.safetensors" "$work/${fam}_draft/model.safetensors.index.json" "${options[$fam]%%,*}" "$mulo" \
+    >> "$work/$fam/model.yaml"
+  # 3. and 4. Greedy decoding with them equals AR's; and MuLo-SD's with tau above 1 (every draft rejected).
+  for decoder in "ar" "eagle2" "eagle1" "adt_tree" "lantern" "ssd, kh: 2, kv: 1, r: 4" "sd, gamma: 3" "mulo_sd, tau: 1.5"; do
     name=${decoder%%,*}
     job "$fam" "greedy_$name" "name: $decoder, cfg_scale: 3.0, temperature: 0"
     "$vispec" run "$work/$fam/greedy_$name.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam $name"; }
@@ -120,7 +129,7 @@ PY
 sys.exit(not 0.05 < r < 0.95)" "$work/$fam/greedy_sd/summary.json" >> "$work/$fam.log" ||
     fail "$fam: SD's greedy acceptance rate outside (0.05, 0.95): $(tail -1 "$work/$fam.log")"
   # 5. The relaxed and training-free decoders and SD generate too (their own tests prove their bounds).
-  for decoder in "coolsd" "lanternpp" "sjd, window: 3" "zipar, window: 2" "sd"; do
+  for decoder in "coolsd" "lanternpp" "sjd, window: 3" "zipar, window: 2" "sd" "mulo_sd"; do
     name=${decoder%%,*}
     job "$fam" "sampled_$name" "name: $decoder, cfg_scale: 3.0, temperature: 1.0"
     "$vispec" run "$work/$fam/sampled_$name.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam $name"; }
@@ -131,7 +140,33 @@ sys.exit(not 0.05 < r < 0.95)" "$work/$fam/greedy_sd/summary.json" >> "$work/$fa
     if "$vispec" run "$work/$fam/greedy_ar.yaml" > "$work/resume.err" 2>&1; then fail "a changed tokenizer resumed"; fi
     grep -q "written by a different job configuration (weights.tokenizer.bytes" "$work/resume.err" ||
       { cat "$work/resume.err"; fail "changed tokenizer message"; }
+    # Bad input: Janus-Pro's checkpoint under Chameleon's config, a tokenizer of another kind: exit 2, one line
+    # naming the file, nothing written.
+    printf '{"model": {"type": "WordPiece", "vocab": {"a": 0}}}\n' > "$work/wordpiece.json"
+    for bad in "s|$work/chameleon/model.safetensors|$work/janus/model.safetensors|:janus/model.safetensors.index.json: tensor" \
+               "s|$work/chameleon_tokenizer/tokenizer.json|$work/wordpiece.json|:wordpiece.json: model.type"; do
+      sed -e "${bad%%:*}" "$work/$fam/model.yaml" > "$work/$fam/bad.yaml"
+      sed -e "s|$work/$fam/model.yaml|$work/$fam/bad.yaml|" -e "s|/greedy_ar$|/bad_out|" "$work/$fam/greedy_ar.yaml" > "$work/bad_job.yaml"
+      rc=0
+      "$vispec" run "$work/bad_job.yaml" > "$work/bad.out" 2> "$work/bad.err" || rc=$?
+      [ "$rc" = 2 ] || { cat "$work/bad.err"; fail "bad input '${bad#*:}': exit $rc, not 2"; }
+      grep -q "${bad#*:}" "$work/bad.err" || { cat "$work/bad.err"; fail "bad input message for '${bad#*:}'"; }
+      [ "$(grep -c "error" "$work/bad.err")" = 1 ] || { cat "$work/bad.err"; fail "bad input: not one line"; }
+      [ ! -e "$work/$fam/bad_out" ] || fail "bad input '${bad#*:}': its job wrote an output directory"
+    done
   fi
-  echo "$fam: distilled, heads trained, eagle2 / eagle1 / adt_tree / lantern / ssd / sd at T = 0 equal AR," \
-       "coolsd / lanternpp / sjd / zipar / sd generate"
+  if [ "$fam" = emu3 ]; then  # MuLo-SD's drafter reads its own prompt: with the target's, other drafts are kept
+    job "$fam" mulo_keep "name: mulo_sd, tau: 0, cfg_scale: 3.0, temperature: 0"
+    "$vispec" run "$work/$fam/mulo_keep.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam mulo tau 0"; }
+    sed -e 's/, prompt: {template:.*}}$/}}/' "$work/$fam/model.yaml" > "$work/$fam/model_same_prompt.yaml"
+    grep -q "2\*2" "$work/$fam/model_same_prompt.yaml" && fail "emu3: the drafter's prompt was not taken out"
+    sed -e "s|$work/$fam/model.yaml|$work/$fam/model_same_prompt.yaml|" -e "s|/mulo_keep$|/mulo_same|" \
+      "$work/$fam/mulo_keep.yaml" > "$work/$fam/mulo_same.yaml"
+    "$vispec" run "$work/$fam/mulo_same.yaml" >> "$work/$fam.log" 2>&1 || { cat "$work/$fam.log"; fail "$fam mulo same"; }
+    if diff -r "$work/$fam/mulo_keep/tokens" "$work/$fam/mulo_same/tokens" > /dev/null; then
+      fail "emu3: MuLo-SD's drafts do not depend on the drafter's own prompt"
+    fi
+  fi
+  echo "$fam: distilled, heads trained, eagle2 / eagle1 / adt_tree / lantern / ssd / sd / mulo_sd (tau > 1) at" \
+       "T = 0 equal AR, coolsd / lanternpp / sjd / zipar / sd / mulo_sd generate"
 done

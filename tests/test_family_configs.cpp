@@ -74,9 +74,10 @@ TEST(FamilyConfigs, JanusPro7BDraftsWithJanusPro1B) {
   EXPECT_EQ(big.draft_gpt.cls_token_num, small.gpt.cls_token_num);
 }
 
-// The draft GPT maps its checkpoint's names; MuLo-SD's drafter is vispec's own (train gpt --mulo) and a map
-// there is refused in one line naming the file and the field.
-TEST(FamilyConfigs, OnlyTheDraftGptMapsNames) {
+// Both drafters may be checkpoints of the target's family, in their own names; MuLo-SD's drafter of a prompted
+// model may have a template of its own (its image size), and only a prompted model's may: one line naming the
+// file and the field.
+TEST(FamilyConfigs, DraftersMapNamesAndMuloTakesAPromptOnlyOnPromptedModels) {
   const auto dir = std::filesystem::temp_directory_path() / "vispec_drafter_names";
   std::filesystem::create_directories(dir);
   const auto config = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
@@ -89,13 +90,17 @@ TEST(FamilyConfigs, OnlyTheDraftGptMapsNames) {
   };
   const auto draft = load_model_config(with("draft_gpt.safetensors,", "draft_gpt.safetensors, names: hf_llama,"));
   EXPECT_FALSE(draft.draft_gpt_keys.renames.empty());
-  const auto mulo = with("mulo_gpt.safetensors}", "mulo_gpt.safetensors, names: hf_llama}");
+  const auto mulo = load_model_config(with("mulo_gpt.safetensors}", "mulo_gpt.safetensors, names: hf_llama}"));
+  EXPECT_FALSE(mulo.mulo.gpt_keys.renames.empty());
+  EXPECT_FALSE(mulo.mulo.own_prompt);
+  const auto prompt = with("mulo_gpt.safetensors}", "mulo_gpt.safetensors}\n    prompt: {template: \"{prompt}\", unconditional: x}");
   try {
-    load_model_config(mulo);
-    ADD_FAILURE() << "a names map on MuLo-SD's drafter was accepted";
+    load_model_config(prompt);
+    ADD_FAILURE() << "a class-conditional model's MuLo-SD drafter took a prompt";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(mulo), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("drafters.mulo.gpt.names"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(prompt), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("drafters.mulo.prompt"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
 }

@@ -392,12 +392,12 @@ TEST_F(FamilyParity, MismatchedConfigsAreOneLineErrors) {
             std::string::npos) << plan.errors[0].message;
   std::ofstream(own / "big.json") << R"({"model": {"type": "BPE", "vocab": {"a": 700}, "merges": []},
       "pre_tokenizer": {"type": "ByteLevel"}})";
-  err = test::error_of([&] { PromptTemplate(with_prompt((own / "big.json").string(), "{prompt}")); });
+  err = test::error_of([&] { prompt_template_for(with_prompt((own / "big.json").string(), "{prompt}")); });
   EXPECT_NE(err.find("big.json: ids up to 700 but "), std::string::npos) << err;
   EXPECT_NE(err.find("chameleon.yaml: gpt.text_vocab_size is 600 (the tokenizer of another model?)"), std::string::npos) << err;
   std::ofstream(own / "images.json") << R"({"model": {"type": "BPE", "vocab": {"IMGIMGAZ": 4, "IMGIMGBZ": 6}, "merges": []},
       "pre_tokenizer": {"type": "ByteLevel"}, "added_tokens": [{"id": 7, "content": "<racm3:break>"}]})";
-  err = test::error_of([&] { PromptTemplate(with_prompt((own / "images.json").string(), "{prompt}")); });
+  err = test::error_of([&] { prompt_template_for(with_prompt((own / "images.json").string(), "{prompt}")); });
   EXPECT_NE(err.find("images.json: model.vocab: IMGIMGBZ (image code 1) has id 6, but "), std::string::npos) << err;
   EXPECT_NE(err.find("gpt.image_token_offset + code is 5"), std::string::npos) << err;
   err = test::error_of([&] { with_prompt(tokenizer, "no placeholder"); });

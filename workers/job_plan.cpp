@@ -36,6 +36,15 @@ bool judge_prompt(const ModelConfig& model, const std::string& file, const Promp
     }
     sample.prompt_ids = std::move(ids.prompt);
     sample.null_prompt_ids = std::move(ids.null_prompt);
+    if (model.has_mulo() && model.mulo.own_prompt) {
+      error = prompt_template_for(model, model.mulo.prompt).judge(p.text, ids);
+      if (!error.empty()) {
+        error = file + ":" + std::to_string(p.line) + ": MuLo-SD's drafter's " + error;
+        return false;
+      }
+      sample.drafter_prompt_ids = std::move(ids.prompt);
+      sample.drafter_null_prompt_ids = std::move(ids.null_prompt);
+    }
     return true;
   }
   if (model.gpt.text_conditional()) {

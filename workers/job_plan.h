@@ -31,6 +31,8 @@ struct PlannedSample {
   std::string prompt;
   std::string features;    // text-conditional models given "npy:FILE": the caption features file's path
   std::vector<int64_t> prompt_ids, null_prompt_ids;  // prompted models: both streams' templated, tokenised prompts
+  // MuLo-SD's drafter's own prompts (drafters.mulo.prompt: its image size); empty where it reads the target's
+  std::vector<int64_t> drafter_prompt_ids, drafter_null_prompt_ids;
 };
 
 struct PromptError {

@@ -37,11 +37,14 @@ DecodeRequest RequestBuilder::operator()(const PlannedSample* first, int64_t cou
   req.seed = seed_;
   std::vector<int64_t> classes;
   std::vector<torch::Tensor> captions;
-  std::vector<std::vector<int64_t>> prompts, null_prompts;
+  std::vector<std::vector<int64_t>> prompts, null_prompts, drafter_prompts, drafter_null_prompts;
   for (int64_t i = 0; i < count; ++i) {
     req.sample_ids.push_back(first[i].sample_id);
-    if (gpt_.prompted())
+    if (gpt_.prompted()) {
       prompts.push_back(first[i].prompt_ids), null_prompts.push_back(first[i].null_prompt_ids);
+      drafter_prompts.push_back(first[i].drafter_prompt_ids);
+      drafter_null_prompts.push_back(first[i].drafter_null_prompt_ids);
+    }
     else if (gpt_.text_conditional())
       captions.push_back(caption_features(first[i]));
     else
@@ -50,6 +53,8 @@ DecodeRequest RequestBuilder::operator()(const PlannedSample* first, int64_t cou
   req.conditions = gpt_.prompted()           ? prompt_conditions(prompts, null_prompts, gpt_.cls_token_num)
                    : gpt_.text_conditional() ? caption_conditions(captions, gpt_.cls_token_num)
                                              : class_conditions(classes);
+  if (count > 0 && !first[0].drafter_prompt_ids.empty())
+    req.drafter_conditions = prompt_conditions(drafter_prompts, drafter_null_prompts, gpt_.cls_token_num);
   return req;
 }
 
