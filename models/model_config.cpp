@@ -143,7 +143,8 @@ WeightKeys parse_weight_keys(const YamlView& v, bool vq, int64_t levels = 0) {
     const auto name = v.need<std::string>("names");
     if (vq ? !vq_weight_names_preset(name, levels, k) : !weight_names_preset(name, k))
       v.at("names").fail(std::string("expected ") +
-                         (vq ? "llamagen, hf_janus, janus, chameleon, emu3 or hf_emu3" : "llamagen, hf_llama, hf_janus or janus") +
+                         (vq ? "llamagen, hf_janus, janus, chameleon, emu3 or hf_emu3"
+                             : "llamagen, hf_llama, hf_janus or janus") +
                          ", got '" + name + "'");
   }
   k.state_dict_key = v.get<std::string>("state_dict_key", "");
@@ -186,6 +187,7 @@ void parse_prompt_text(const YamlView& v, PromptConfig& p) {
   p.unconditional_pad = v.get<std::string>("unconditional_pad", "");
 }
 
+// prompt: {tokenizer, template, unconditional | unconditional_pad}: a prompted model's text prompt.
 void parse_prompt(const YamlView& v, ModelConfig& m) {
   v.reject_unknown_keys({"tokenizer", "template", "unconditional", "unconditional_pad"});
   if (!m.gpt.prompted()) v.fail("only a prompted gpt (text_vocab_size) takes a prompt section");
@@ -249,7 +251,6 @@ void parse_text_encoder(const YamlView& v, ModelConfig& m) {
   if (m.text_encoder_dtype != "fp32" && m.text_encoder_dtype != "bf16")
     v.at("dtype").fail("expected fp32 or bf16 (T5's activations overflow fp16)");
 }
-// prompt: {tokenizer, template, unconditional | unconditional_pad}: a prompted model's text prompt.
 }  // namespace
 
 int64_t ModelConfig::class_id(const std::string& prompt) const {
