@@ -128,7 +128,7 @@ PY
   "$py" -c "import json, sys; r = json.load(open(sys.argv[1]))['acceptance_rate']; print('sd greedy acceptance', r);
 sys.exit(not 0.05 < r < 0.95)" "$work/$fam/greedy_sd/summary.json" >> "$work/$fam.log" ||
     fail "$fam: SD's greedy acceptance rate outside (0.05, 0.95): $(tail -1 "$work/$fam.log")"
-  # 5. The relaxed and training-free decoders and SD generate too (their own tests prove their bounds).
+  # 5. The relaxed and training-free decoders, SD and MuLo-SD generate too (their own tests prove their bounds).
   for decoder in "coolsd" "lanternpp" "sjd, window: 3" "zipar, window: 2" "sd" "mulo_sd"; do
     name=${decoder%%,*}
     job "$fam" "sampled_$name" "name: $decoder, cfg_scale: 3.0, temperature: 1.0"
