@@ -10,6 +10,11 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+bool ends_with_any(const std::string& s, const std::vector<std::string>& suffixes) {
+  for (const auto& suffix : suffixes)
+    if (ends_with(s, suffix)) return true;
+  return false;
+}
 
 // Replaces each occurrence of the dotted parts `from` that starts and ends on a part boundary.
 std::string replace_parts(const std::string& name, const std::string& from, const std::string& to) {
@@ -47,15 +52,11 @@ std::string WeightKeys::map(const std::string& name) const {
 }
 
 bool WeightKeys::may_be_one_row(const std::string& module_name) const {
-  for (const auto& s : one_row_for_all)
-    if (ends_with(module_name, s)) return true;
-  return false;
+  return ends_with_any(module_name, one_row_for_all);
 }
 
 bool WeightKeys::is_conv1x1_from_linear(const std::string& module_name) const {
-  for (const auto& s : linear_as_conv1x1)
-    if (ends_with(module_name, s)) return true;
-  return false;
+  return ends_with_any(module_name, linear_as_conv1x1);
 }
 
 bool weight_names_preset(const std::string& name, WeightKeys& keys) {

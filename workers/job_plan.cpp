@@ -28,24 +28,19 @@ bool judge_prompt(const ModelConfig& model, const std::string& file, const Promp
   }
   sample.prompt = p.text;
   if (model.gpt.prompted()) {
-    PromptIds ids;
-    error = prompt_template_for(model).judge(p.text, ids);
-    if (!error.empty()) {
-      error = file + ":" + std::to_string(p.line) + ": " + error;
-      return false;
-    }
-    sample.prompt_ids = std::move(ids.prompt);
-    sample.null_prompt_ids = std::move(ids.null_prompt);
-    if (model.has_mulo() && model.mulo.own_prompt) {
-      error = prompt_template_for(model, model.mulo.prompt).judge(p.text, ids);
-      if (!error.empty()) {
-        error = file + ":" + std::to_string(p.line) + ": MuLo-SD's drafter's " + error;
-        return false;
-      }
-      sample.drafter_prompt_ids = std::move(ids.prompt);
-      sample.drafter_null_prompt_ids = std::move(ids.null_prompt);
-    }
-    return true;
+    // Both streams' ids from a template (the target's, or MuLo-SD's drafter's own); false with error set.
+    const auto judge = [&](const PromptConfig& prompt, const std::string& whose, std::vector<int64_t>& ids,
+                           std::vector<int64_t>& null_ids) {
+      PromptIds made;
+      error = prompt_template_for(model, prompt).judge(p.text, made);
+      if (!error.empty()) error = file + ":" + std::to_string(p.line) + ": " + whose + error;
+      ids = std::move(made.prompt);
+      null_ids = std::move(made.null_prompt);
+      return error.empty();
+    };
+    if (!judge(model.prompt, "", sample.prompt_ids, sample.null_prompt_ids)) return false;
+    return !(model.has_mulo() && model.mulo.own_prompt) ||
+           judge(model.mulo.prompt, "MuLo-SD's drafter's ", sample.drafter_prompt_ids, sample.drafter_null_prompt_ids);
   }
   if (model.gpt.text_conditional()) {
     if (p.text.rfind(kFeaturesPrefix, 0) != 0) {
