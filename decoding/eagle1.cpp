@@ -49,7 +49,8 @@ std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Te
 }
 
 Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
-                             StaticTree tree, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours)
+                             StaticTree tree, AcceptanceParams accept,
+                             std::shared_ptr<const CodebookNeighbours> neighbours)
     : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
       params_(params), tree_(std::move(tree)),
       rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())) {
@@ -84,6 +85,10 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     std::sort(c.begin(), c.end(), [&](int64_t a, int64_t b) { return tree_.rank[size_t(a)] < tree_.rank[size_t(b)]; });
   int64_t C = 1;  // child slots: the largest rank + 1
   for (int64_t i = 1; i < T; ++i) C = std::max(C, tree_.rank[size_t(i)] + 1);
+  // The static tree's child of each node at each rank, -1 where it has none: [1, T * C].
+  auto static_kids = torch::full({T, C}, -1, torch::kInt64);
+  for (int64_t i = 1; i < T; ++i) static_kids[tree_.parent[size_t(i)]][tree_.rank[size_t(i)]] = i;
+  static_kids = static_kids.to(device).view({1, T * C});
   // Each expanded node's slot in the drafter's q of all levels (level_q concatenated), -1 for leaves.
   auto q_slot = torch::full({1, T}, -1, torch::kInt64);
   for (int64_t d = 0, offset = 0; d < L; offset += int64_t(expanded[size_t(d)].size()), ++d)
@@ -96,6 +101,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   struct Level {
     int64_t draws = 0;                  // n: draws per expanded node
     torch::Tensor children, drawn_at;   // [c] each
+    torch::Tensor draw_index;           // [1, M * n]: each draw's random-stream index, node * 64 + j
     torch::Tensor next_nodes, parent_slot, mask;  // [K], [K], [K, W]
   };
   std::vector<Level> levels(static_cast<size_t>(L));
@@ -111,6 +117,10 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       }
     lv.children = torch::tensor(kids, torch::kInt64).to(device);
     lv.drawn_at = torch::tensor(at, torch::kInt64).to(device);
+    std::vector<int64_t> draw_index;
+    for (int64_t i : nodes)
+      for (int64_t j = 0; j < lv.draws; ++j) draw_index.push_back(i * 64 + j);
+    lv.draw_index = torch::tensor(draw_index, torch::kInt64).to(device).view({1, -1});
     if (d + 1 >= L || expanded[size_t(d + 1)].empty()) continue;
     const auto& next = expanded[size_t(d + 1)];
     const int64_t K = int64_t(next.size()), W = entry[size_t(next[0])] + K;
@@ -135,6 +145,8 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     return params_.greedy() ? torch::softmax(logits, -1) : target_probs(logits, params_);
   };
 
+  const auto sample_ids = torch::tensor(std::vector<int64_t>(request.sample_ids.begin(), request.sample_ids.end()), i64)
+                              .to(device);
   auto tcache = target_.make_cache(B, T);
   auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
   EagleRows rows(target_, drafter_, params_, request, tcache);  // the prefill and every row's first token
@@ -154,7 +166,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     clock.restart();
     const auto catchup = pairs.catch_up(dcache, root_index);  // [R, D]
     // Every row's node tokens and conditional draw probabilities stay on the device while the tree is drafted
-    // (the next depth's inputs are gathered there) and come to the host once, after the last depth.
+    // (the next depth's inputs are gathered there); the tokens come to the host once, after the last depth.
     auto node_tok = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kInt64).device(device));
     auto node_prob = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
     node_tok.select(1, 0).copy_(torch::tensor(roots, i64).to(device));
@@ -173,14 +185,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
         drawn = std::get<1>(level_q[size_t(d)].topk(n, -1));
         cond_prob = torch::ones({B, M, n}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
       } else {
-        auto u = torch::empty({B, M, n}, torch::kFloat64);
-        auto ua = u.accessor<double, 3>();
-        for (int64_t b = 0; b < B; ++b)
-          for (int64_t m = 0; m < M; ++m)
-            for (int64_t j = 0; j < n; ++j)
-              ua[b][m][j] = uniform({request.seed, request.sample_ids[size_t(b)]}, uint32_t(root_index[size_t(b)] + d + 1),
-                                    Purpose::kDraft, uint32_t(nodes[size_t(m)] * 64 + j));
-        std::tie(drawn, cond_prob) = draw_without_replacement(level_q[size_t(d)], u);
+        const auto u = uniforms_at(request.seed, sample_ids, (root_cells + d + 1).expand({B, M * n}), Purpose::kDraft,
+                                   lv.draw_index.expand({B, M * n}));
+        std::tie(drawn, cond_prob) = draw_without_replacement(level_q[size_t(d)], u.view({B, M, n}));
       }
       node_tok.index_copy_(1, lv.children, drawn.reshape({B, M * n}).index_select(1, lv.drawn_at));
       node_prob.index_copy_(1, lv.children, cond_prob.reshape({B, M * n}).index_select(1, lv.drawn_at));
@@ -198,20 +205,16 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       level_q.push_back(draft_probs(out));
       ++draft_forwards;
     }
-    // One read: every row's drafted tokens and their draw probabilities' bits.
-    const auto host = read_to_host(torch::stack({node_tok, node_prob.view(torch::kInt64)}));
-    const auto h = host.accessor<int64_t, 3>();
+    // One read: every row's drafted tokens (the verification forward's inputs are built on the host).
+    const auto host = read_to_host(node_tok);
+    const auto h = host.accessor<int64_t, 2>();
     std::vector<DraftTree> trees(static_cast<size_t>(B));
-    std::vector<double> draw_prob(static_cast<size_t>(B * T), 0.0);  // conditional draw probability of each node
     for (int64_t b = 0; b < B; ++b) {
       auto& t = trees[size_t(b)];
       t.parent = tree_.parent;
       t.depth = tree_.depth;
       t.score.assign(size_t(T), 0.0);
-      for (int64_t i = 0; i < T; ++i) {
-        t.token.push_back(h[0][b][i]);
-        draw_prob[size_t(b * T + i)] = double_from_bits(h[1][b][i]);
-      }
+      for (int64_t i = 0; i < T; ++i) t.token.push_back(h[b][i]);
     }
     times.draft = clock.lap();
 
@@ -223,12 +226,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read). The node
     // tokens are already on the device and the depths are the static tree's; a child slot is the child's rank,
     // and a child the drafter could not draw (nothing left in q) is no child.
-    auto kids = torch::full({B, T, C}, -1, torch::kInt64);
-    auto ka = kids.accessor<int64_t, 3>();
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t i = 1; i < T; ++i)
-        if (draw_prob[size_t(b * T + i)] > 0) ka[b][tree_.parent[size_t(i)]][tree_.rank[size_t(i)]] = i;
-    const TreeTables tables{node_tok, node_depth.expand({B, T}), kids.to(device)};
+    const auto drawn_kid = node_prob.gather(1, static_kids.clamp_min(0).expand({B, T * C})) > 0;
+    const auto kids = torch::where(static_kids.ge(0).logical_and(drawn_kid), static_kids, -1).view({B, T, C});
+    const TreeTables tables{node_tok, node_depth.expand({B, T}), kids};
     const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
     const auto paths = rows.walk(active, trees, tables, vout.logits, params_, rule_, lengths, L,
                                  params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), q_slot.expand({B, T}));

@@ -162,6 +162,31 @@ bool may_hold(const torch::Tensor& flags) {
   return !flags.device().is_cpu() || *flags.any().data_ptr<bool>();
 }
 
+// pc [B, V] with each rejected row replaced by its rule's rejection distribution against q_hat. On a device
+// every row is computed and a select keeps the shape fixed (nothing waits); on the CPU, where reading which
+// rows were rejected is free, only those rows are (LANTERN's rule makes a dozen vocabulary-wide passes).
+torch::Tensor after_rejections(const ChainRule& rule, const torch::Tensor& pc, const torch::Tensor& q_hat,
+                               const torch::Tensor& x, const torch::Tensor& depth, const torch::Tensor& near,
+                               const std::vector<int64_t>& lengths, const torch::Tensor& rejected) {
+  auto rejection = [&](const torch::Tensor& p, const torch::Tensor& q, const torch::Tensor& xs, const torch::Tensor& ds,
+                       const torch::Tensor& nn, const std::vector<int64_t>& ls) {
+    return at_row_lengths(ls, rule.params.rule, [&](int64_t length) {
+      return rejection_distributions(p, q, xs, ds, length, rule.params, nn);
+    });
+  };
+  const int64_t B = pc.size(0);
+  if (!pc.device().is_cpu())
+    return torch::where(rejected.view({B, 1}), rejection(pc, q_hat, x, depth, near, lengths), pc);
+  const auto rows = rejected.nonzero().view(-1);
+  const int64_t R = rows.size(0);
+  if (R == 0) return pc;
+  if (R == B) return rejection(pc, q_hat, x, depth, near, lengths);
+  std::vector<int64_t> row_lengths;
+  for (int64_t i = 0; i < R; ++i) row_lengths.push_back(lengths[size_t(rows.data_ptr<int64_t>()[i])]);
+  auto pick = [&](const torch::Tensor& t) { return t.defined() ? t.index_select(0, rows) : t; };
+  return pc.index_copy(0, rows, rejection(pick(pc), pick(q_hat), pick(x), pick(depth), pick(near), row_lengths));
+}
+
 // What both walks carry from level to level: each row's node, its path so far, and how its walk ended.
 struct TreeWalk {
   torch::Tensor node, accepted, tried, next, sampled, live, limit;
@@ -226,10 +251,7 @@ TreeVerdict verify_tree(const ChainRule& rule, const torch::Tensor& p, const Tre
       const auto rejected = valid.logical_and(ok.logical_not());
       found = found.logical_or(ok);
       chosen = torch::where(ok, child, chosen);
-      const auto rejection = at_row_lengths(lengths, rule.params.rule, [&](int64_t length) {
-        return rejection_distributions(pc, q_hat, x, depth, length, rule.params, near);
-      });
-      pc = torch::where(rejected.view({B, 1}), rejection, pc);
+      pc = after_rejections(rule, pc, q_hat, x, depth, near, lengths, rejected);
       if (q_left.defined())  // the next sibling was drawn without this one
         q_left = q_left.scatter(1, x.view({B, 1}),
                                 torch::where(rejected.view({B, 1}), torch::zeros({B, 1}, q_left.options()),

@@ -187,13 +187,6 @@ torch::Tensor GptImpl::image_logits(const torch::Tensor& features) {
   return image_head ? image_head(features) : output(features);
 }
 
-namespace {
-// A row's hidden prefix slots (the left padding of a prompt): its 1D positions count from its first real token.
-torch::Tensor hidden_prefix_slots(const torch::Tensor& visible) {
-  return visible.size(1) - visible.sum(1, /*keepdim=*/false, torch::kInt64);
-}
-}  // namespace
-
 GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, const torch::Tensor& shift,
                        const AttentionMask& mask, KvCache* cache) {
   if (rope_table.device() != x.device()) rope_table = rope_table.to(x.device());  // once, after a model move
@@ -229,7 +222,7 @@ GptOutput GptImpl::forward_sequence(const torch::Tensor& cond, const torch::Tens
     const auto vis = visible.to(x.device());
     auto rows = causal_mask(S, x.device()).unsqueeze(0).expand({B, S, S}).clone();
     mask.dense = apply_prefix_visibility(rows, vis, pos).unsqueeze(1);
-    shift = hidden_prefix_slots(vis);
+    shift = hidden_prefix_count(vis);
   }
   auto out = run(x, pos, shift, mask, nullptr);
   if (!outputs.defined()) return {out.logits.narrow(1, C - 1, N + 1), out.hidden.narrow(1, C - 1, N + 1)};
@@ -241,7 +234,7 @@ torch::Tensor GptImpl::with_row_ends(const torch::Tensor& images, const torch::T
                                      const torch::Tensor& is_eol) {
   const int64_t D = images.size(2);
   auto x = images.gather(1, source.unsqueeze(2).expand({-1, -1, D}));
-  const auto eol = tok_embeddings(torch::full({1}, config_.eol_token, source.options())).view({1, 1, D});
+  const auto eol = tok_embeddings->weight.select(0, config_.eol_token).view({1, 1, D});  // a view: no lookup
   return torch::where(is_eol.unsqueeze(2), eol, x);
 }
 
@@ -291,7 +284,7 @@ GptOutput GptImpl::decode_block(KvCache& cache, const torch::Tensor& tokens, con
 
 torch::Tensor GptImpl::prefix_shift(const KvCache& cache) const {
   if (config_.rope != RopeKind::sequence_1d || !cache.prefix_visible().defined()) return {};
-  return hidden_prefix_slots(cache.prefix_visible());
+  return cache.prefix_hidden();
 }
 
 }  // namespace vispec

@@ -93,6 +93,15 @@ AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   return {mask.unsqueeze(1)};
 }
 
+void KvCache::hide_prefix_keys(const torch::Tensor& visible) {
+  prefix_visible_ = visible.to(k_[0].device(), torch::kBool);
+  prefix_hidden_ = hidden_prefix_count(prefix_visible_);
+}
+
+torch::Tensor hidden_prefix_count(const torch::Tensor& visible) {
+  return visible.size(1) - visible.sum(1, /*keepdim=*/false, torch::kInt64);
+}
+
 torch::Tensor apply_prefix_visibility(torch::Tensor mask, const torch::Tensor& visible, const torch::Tensor& query_slots) {
   const int64_t B = mask.size(0), T = mask.size(1), C = std::min(visible.size(1), mask.size(2));
   VISPEC_ASSERT(visible.size(0) == B, "prefix visibility for ", visible.size(0), " rows of ", B);
@@ -229,6 +238,7 @@ void KvCache::reset() {
   extend_ = false;
   committed_mask_ = torch::Tensor();
   prefix_visible_ = torch::Tensor();
+  prefix_hidden_ = torch::Tensor();
 }
 
 }  // namespace vispec

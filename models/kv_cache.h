@@ -62,8 +62,10 @@ class KvCache {
   // visible [B, C] bool: from now until reset(), entry j < C of row b is seen only where visible[b][j], or by
   // the query at that same entry (LlamaGen's emb_mask keeps the diagonal, so a padded position still attends
   // to itself). Call before the block that writes those entries.
-  void hide_prefix_keys(const torch::Tensor& visible) { prefix_visible_ = visible.to(k_[0].device(), torch::kBool); }
+  void hide_prefix_keys(const torch::Tensor& visible);
   const torch::Tensor& prefix_visible() const { return prefix_visible_; }  // undefined: nothing hidden
+  // [B] int64: how many of each row's first entries are hidden (counted once, not per forward).
+  const torch::Tensor& prefix_hidden() const { return prefix_hidden_; }
   void keep_all();
   // Commits block entries `block_indices` (ascending, each < pending) of one row, compacted to follow its
   // committed entries in the given order.
@@ -92,6 +94,7 @@ class KvCache {
   bool extend_ = false;                // the next begin_block adds to the pending block
   torch::Tensor committed_mask_;       // for the next begin_block: visible committed entries (undefined: all)
   torch::Tensor prefix_visible_;       // [B, C] bool: which of each row's first C entries queries may see
+  torch::Tensor prefix_hidden_;        // [B] int64: how many of them are hidden
   torch::Tensor slot_index_;          // [B, 1, T, 1] write slots of the pending block when lengths differ
   std::vector<std::vector<int64_t>> node_starts_;  // the pending block's entries per node (empty: one each)
 };
@@ -99,5 +102,8 @@ class KvCache {
 // An attention mask [B, T, S] (true = may attend) for queries at sequence slots query_slots [B, T], with the
 // prefix keys that `visible` [B, C] hides taken out (each query keeps its own slot). Updated in place.
 torch::Tensor apply_prefix_visibility(torch::Tensor mask, const torch::Tensor& visible, const torch::Tensor& query_slots);
+// How many of each row's first C entries `visible` [B, C] hides, [B] int64: a prompt's left padding, which 1D
+// positions skip (they count from a row's first real token).
+torch::Tensor hidden_prefix_count(const torch::Tensor& visible);
 
 }  // namespace vispec
