@@ -101,10 +101,13 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   struct Level {
     int64_t draws = 0;                  // n: draws per expanded node
     torch::Tensor children, drawn_at;   // [c] each
-    torch::Tensor draw_index;           // [1, M * n]: each draw's random-stream index, node * 64 + j
+    int64_t draw_offset = 0;            // where this depth's draws start in the iteration's uniforms
     torch::Tensor next_nodes, parent_slot, mask;  // [K], [K], [K, W]
   };
   std::vector<Level> levels(static_cast<size_t>(L));
+  // Every draw of an iteration, depth by depth: its position past the root and its random-stream index (node *
+  // 64 + j), so that one call draws the iteration's uniforms.
+  std::vector<int64_t> draw_depth, draw_index;
   for (int64_t d = 0; d < L; ++d) {
     const auto& nodes = expanded[size_t(d)];
     auto& lv = levels[size_t(d)];
@@ -117,10 +120,12 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       }
     lv.children = torch::tensor(kids, torch::kInt64).to(device);
     lv.drawn_at = torch::tensor(at, torch::kInt64).to(device);
-    std::vector<int64_t> draw_index;
+    lv.draw_offset = int64_t(draw_index.size());
     for (int64_t i : nodes)
-      for (int64_t j = 0; j < lv.draws; ++j) draw_index.push_back(i * 64 + j);
-    lv.draw_index = torch::tensor(draw_index, torch::kInt64).to(device).view({1, -1});
+      for (int64_t j = 0; j < lv.draws; ++j) {
+        draw_depth.push_back(d + 1);
+        draw_index.push_back(i * 64 + j);
+      }
     if (d + 1 >= L || expanded[size_t(d + 1)].empty()) continue;
     const auto& next = expanded[size_t(d + 1)];
     const int64_t K = int64_t(next.size()), W = entry[size_t(next[0])] + K;
@@ -145,8 +150,6 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     return params_.greedy() ? torch::softmax(logits, -1) : target_probs(logits, params_);
   };
 
-  const auto sample_ids = torch::tensor(std::vector<int64_t>(request.sample_ids.begin(), request.sample_ids.end()), i64)
-                              .to(device);
   auto tcache = target_.make_cache(B, T);
   auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
   EagleRows rows(target_, drafter_, params_, request, tcache);  // the prefill and every row's first token
@@ -156,6 +159,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   auto& root_index = rows.root_index;
   auto& stats = rows.stats;
   auto& pairs = rows.pairs;
+  const int64_t draws = int64_t(draw_index.size());
+  const auto draw_depths = torch::tensor(draw_depth, i64).to(device).view({1, draws});
+  const auto draw_indices = torch::tensor(draw_index, i64).to(device).view({1, draws}).expand({B, draws});
 
   for (;;) {
     const auto active = rows.active();
@@ -175,6 +181,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
     int64_t draft_forwards = 1;
     level_q.push_back(draft_probs(catchup.unsqueeze(1)));
+    const auto u = params_.greedy() ? torch::Tensor()
+                                    : uniforms_at(request.seed, rows.sample_ids(), root_cells + draw_depths,
+                                                  Purpose::kDraft, draw_indices);  // [B, draws]
     for (int64_t d = 0; d < L; ++d) {
       const auto& nodes = expanded[size_t(d)];
       if (nodes.empty()) break;
@@ -185,9 +194,8 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
         drawn = std::get<1>(level_q[size_t(d)].topk(n, -1));
         cond_prob = torch::ones({B, M, n}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
       } else {
-        const auto u = uniforms_at(request.seed, sample_ids, (root_cells + d + 1).expand({B, M * n}), Purpose::kDraft,
-                                   lv.draw_index.expand({B, M * n}));
-        std::tie(drawn, cond_prob) = draw_without_replacement(level_q[size_t(d)], u.view({B, M, n}));
+        std::tie(drawn, cond_prob) =
+            draw_without_replacement(level_q[size_t(d)], u.narrow(1, lv.draw_offset, M * n).reshape({B, M, n}));
       }
       node_tok.index_copy_(1, lv.children, drawn.reshape({B, M * n}).index_select(1, lv.drawn_at));
       node_prob.index_copy_(1, lv.children, cond_prob.reshape({B, M * n}).index_select(1, lv.drawn_at));

@@ -73,6 +73,7 @@ class EagleRows {
   void keep_paths(const std::vector<int64_t>& active, const std::vector<DraftTree>& trees,
                   const std::vector<std::vector<int64_t>>& paths, const torch::Tensor& hidden);
   DecodeResult result();
+  const torch::Tensor& sample_ids() const { return sample_ids_; }  // [B] int64 on the target's device
 
   torch::Tensor tokens;                    // [B, N] committed tokens
   std::vector<int64_t> roots, root_index;  // per row: the newest token and its raster index

@@ -48,7 +48,8 @@ ChainRule chain_rule(const AcceptanceParams& params, const CodebookNeighbours* n
 
 ChainUniforms chain_uniforms(const DecodeRows& rows, int64_t G, const ChainRule& rule, bool greedy) {
   ChainUniforms u;
-  if (!greedy || rule.params.rule == AcceptRule::kCoolSd) u.accept = rows.uniforms(rows.positions(0, G), Purpose::kAccept);
+  if (!greedy || rule.params.rule == AcceptRule::kCoolSd)
+    u.accept = rows.uniforms(rows.positions(0, G), Purpose::kAccept);
   if (!greedy) {
     const auto at = rows.positions(0, G + 1);
     u.resample = rows.uniforms(at, Purpose::kResample);
@@ -164,7 +165,7 @@ bool may_hold(const torch::Tensor& flags) {
 
 // pc [B, V] with each rejected row replaced by its rule's rejection distribution against q_hat. On a device
 // every row is computed and a select keeps the shape fixed (nothing waits); on the CPU, where reading which
-// rows were rejected is free, only those rows are (LANTERN's rule makes a dozen vocabulary-wide passes).
+// rows were rejected is free, only those rows are (LANTERN's rule makes some two dozen vocabulary-wide passes).
 torch::Tensor after_rejections(const ChainRule& rule, const torch::Tensor& pc, const torch::Tensor& q_hat,
                                const torch::Tensor& x, const torch::Tensor& depth, const torch::Tensor& near,
                                const std::vector<int64_t>& lengths, const torch::Tensor& rejected) {
@@ -213,7 +214,8 @@ struct TreeWalk {
   // Levels never reached leave -1 in the path.
   TreeVerdict verdict(int64_t levels) const {
     auto p = torch::stack(path, 1);
-    if (p.size(1) < levels + 2) p = torch::cat({p, torch::full({p.size(0), levels + 2 - p.size(1)}, -1, p.options())}, 1);
+    if (p.size(1) < levels + 2)
+      p = torch::cat({p, torch::full({p.size(0), levels + 2 - p.size(1)}, -1, p.options())}, 1);
     return {p, accepted, next, sampled, tried};
   }
 };
@@ -286,7 +288,8 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
         const auto prob = at_row_lengths(lengths, rule.params.rule, [&](int64_t length) {
           return greedy_accept_probabilities(found, node_values(tree.depth, chosen), length, rule.params);
         });
-        found = found.logical_and(u.accept.select(1, l).gather(1, slot.view({B, 1})).squeeze(1).to(prob.device()).lt(prob));
+        const auto u_slot = u.accept.select(1, l).gather(1, slot.view({B, 1})).squeeze(1).to(prob.device());
+        found = found.logical_and(u_slot.lt(prob));
       }
       found = w.live.logical_and(found);
       // Children tested: up to the accepted one, else all of them.
