@@ -11,11 +11,13 @@
 #   gpt         the target GPT: 8000 steps of 64 (8.5 epochs), peak lr 2e-3; held-out loss every 250 steps
 #   eval_gpt    1000 AR images at the AR baseline's setting (CFG 2, T = 1, 100 per class): class agreement and
 #               FID against the 10k test images -> RUN/eval-gpt/eval.json (floors: bench/results/floors.md)
+#   distill     10000 samples of the new target (both CFG streams, bf16), the heads' training data
+#   eagle_head  EAGLE's draft head and SSD's heads from that data (4000 steps of 16 each)
+#   ssd_heads
 #   draft_gpt   SD's draft GPT on the target's token cache: 3000 steps of 64
 #   mulo_gpt    MuLo-SD's half-resolution GPT: 4000 steps of 64
-#   distill     10000 samples of the new target (both CFG streams, bf16), the heads' training data
-#   eagle_head  EAGLE's draft head and SSD's heads from that data (4000 steps of 16 each, side by side)
-#   ssd_heads
+# The distillation data (1.3 GB, never committed) comes right after the evaluation so that it and the two heads
+# trained from it are made in one sitting, then deleted; the two GPT stages after them resume from checkpoints.
 # MuLo-SD's resamplers map between the VQ's latent grids and do not depend on the GPT: the shipped ones stay.
 # RUN/fmnist.yaml is the embedded config with every weight this run has made so far in place of the shipped
 # one; later stages train against it. Logs: RUN/<stage>.log and each trainer's RUN/<stage>/log.jsonl.
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
     --np) np=$2; shift ;;
     --install) install=1 ;;
     --stop-after) stop_after=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "retrain_embedded: unknown option $1" >&2; exit 2 ;;
     *) run=$1 ;;
   esac
@@ -73,10 +75,12 @@ train() {  # train KIND OUT ARGS...: a trainer under mpirun, exporting OUT/model
   local kind=$1 out=$2; shift 2
   "${mpi[@]}" "$vispec" train "$kind" --config "$run/fmnist.yaml" --out "$out" --threads 1 "$@"
 }
-# SD's draft GPT learns the target's images through the same VQ: it starts from the target's token cache.
+# SD's draft GPT learns the target's images through the same VQ: it starts from the target's token cache where
+# this machine still has it (the cache is not committed with the run; without it the trainer tokenises anew).
 draft_gpt() {
-  mkdir -p "$run/draft_gpt" && cp -n "$run/gpt/tokens.safetensors" "$run/draft_gpt/tokens.safetensors" &&
-    train gpt "$run/draft_gpt" --drafter --steps 3000 --batch-size 64 --lr 2e-3 --warmup 100 --log-every 50 \
+  mkdir -p "$run/draft_gpt"
+  [ ! -f "$run/gpt/tokens.safetensors" ] || cp -n "$run/gpt/tokens.safetensors" "$run/draft_gpt/tokens.safetensors"
+  train gpt "$run/draft_gpt" --drafter --steps 3000 --batch-size 64 --lr 2e-3 --warmup 100 --log-every 50 \
       --checkpoint-every 250
 }
 evaluate() {  # evaluate OUT: 1000 AR images with the new target, judged
@@ -87,13 +91,17 @@ evaluate() {  # evaluate OUT: 1000 AR images with the new target, judged
 
 stage gpt train gpt "$run/gpt" --steps 8000 --batch-size 64 --lr 2e-3 --warmup 200 --log-every 50 --checkpoint-every 250
 stage eval_gpt evaluate "$run/eval-gpt"
-stage draft_gpt draft_gpt
-stage mulo_gpt train gpt "$run/mulo_gpt" --mulo --steps 4000 --batch-size 64 --lr 2e-3 --warmup 100 --log-every 50 --checkpoint-every 250
+# The distillation data is not kept from one machine to the next: gone before both heads are trained, it is made
+# again (the same samples: their randomness is keyed by seed and sample id). Once both are, it is deleted.
+[ -f "$run/ssd_heads.done" ] || [ -d "$run/d10k" ] || rm -f "$run/distill.done"
 stage distill "${mpi[@]}" "$vispec" run "$src/jobs/distill-demo.yaml" --out "$run/d10k" --set model="$run/fmnist.yaml" \
   --set images_per_prompt=1000 --set unit_size=100 --set threads=1
 heads=(--data "$run/d10k" --batch-size 16 --lr 1e-3 --warmup 100 --weight-decay 0.01 --log-every 100
        --checkpoint-every 500 --heldout-rows 200 --steps 4000)
 stage eagle_head train eagle-head "$run/eagle_head" "${heads[@]}"
 stage ssd_heads train ssd-heads "$run/ssd_heads" "${heads[@]}"
+rm -rf "$run/d10k"
+stage draft_gpt draft_gpt
+stage mulo_gpt train gpt "$run/mulo_gpt" --mulo --steps 4000 --batch-size 64 --lr 2e-3 --warmup 100 --log-every 50 --checkpoint-every 250
 write_config
 echo "done: $run/fmnist.yaml names the retrained family; --install copies it into configs/fmnist/"
