@@ -10,7 +10,8 @@ namespace vispec {
 
 namespace {
 // `model: PATH` is shorthand for `model: {config: PATH}`; the map form takes per-job model options. Rewritten
-// before --set so that --set model.dtype=bf16 works on either form (the path keeps its line for errors).
+// before each --set and after the last, so that --set model.dtype=bf16 works on either form (the path keeps its
+// line for errors) and --set model=PATH too, in any order.
 void expand_model_shorthand(YAML::Node& doc) {
   YAML::Node model = doc["model"];
   if (!model.IsScalar()) return;
@@ -24,8 +25,11 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
                           const std::string& out_override) {
   YAML::Node doc = load_yaml_file(path);
   if (!doc.IsMap()) VISPEC_FAIL(path, ": a job file must be a YAML map");
+  for (const auto& o : overrides) {
+    expand_model_shorthand(doc);
+    apply_override(doc, o);
+  }
   expand_model_shorthand(doc);
-  for (const auto& o : overrides) apply_override(doc, o);
   YamlView root(doc, path);
   root.reject_unknown_keys(
       {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads",

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "io/atomic_file.h"
+#include "io/job_config.h"
 #include "io/prompts.h"
 
 namespace vispec {
@@ -126,6 +127,28 @@ TEST_F(JobErrors, ModelMapAndDtypeAreChecked) {
   EXPECT_NE(err.find("model.precision: unknown field"), std::string::npos) << err;
   err = expect_override_rejected("model.dtype=int8");
   EXPECT_NE(err.find("model.dtype: expected fp32, bf16 or fp16, got 'int8'"), std::string::npos) << err;
+}
+
+// --set model=PATH replaces the job's model whether the file writes it as a path or as a map, and combines with
+// --set model.dtype in either order (a scalar model used to be refused: "expected a model config path").
+TEST_F(JobErrors, SetModelTakesAPathInEitherForm) {
+  const std::string other = (dir / "other.yaml").string();
+  write("other.yaml", "");
+  const std::string shipped = std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml";
+  const std::string model_lines[] = {"model: " + shipped + "\n", "model: {config: " + shipped + ", dtype: fp16}\n"};
+  for (const auto& model_line : model_lines) {
+    write("job.yaml", model_line + "prompts: prompts.txt\nout: out\ndecoder: {name: ar}\n");
+    const auto path = (dir / "job.yaml").string();
+    auto job = load_job_config(path, {"model=" + other}, "");
+    EXPECT_EQ(job.model_config, other) << model_line;
+    EXPECT_EQ(job.model_dtype, "") << model_line;
+    job = load_job_config(path, {"model=" + other, "model.dtype=bf16"}, "");
+    EXPECT_EQ(job.model_config, other) << model_line;
+    EXPECT_EQ(job.model_dtype, "bf16") << model_line;
+    job = load_job_config(path, {"model.dtype=bf16", "model=" + other}, "");  // the later --set wins whole
+    EXPECT_EQ(job.model_config, other) << model_line;
+    EXPECT_EQ(job.model_dtype, "") << model_line;
+  }
 }
 
 // cfg_scale 1e300 turns the guided logits into infinities and NaNs, which used to be sampled as token 0 with
