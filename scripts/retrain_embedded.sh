@@ -16,7 +16,7 @@
 #   ssd_heads
 #   draft_gpt   SD's draft GPT on the target's token cache: 3000 steps of 64
 #   mulo_gpt    MuLo-SD's half-resolution GPT: 4000 steps of 64
-# The distillation data (1.3 GB, never committed) comes right after the evaluation so that it and the two heads
+# The distillation data (1.4 GB, never committed) comes right after the evaluation so that it and the two heads
 # trained from it are made in one sitting, then deleted; the two GPT stages after them resume from checkpoints.
 # MuLo-SD's resamplers map between the VQ's latent grids and do not depend on the GPT: the shipped ones stay.
 # RUN/fmnist.yaml is the embedded config with every weight this run has made so far in place of the shipped
