@@ -3,16 +3,27 @@
 its token grids and class ids as the training set, its first six as the test set. For quick training runs (the
 data-parallel test and the throughput bench) that should not spend minutes tokenising Fashion-MNIST's 70,000
 images. The safetensors format by its definition: an 8-byte header length, a JSON header, the raw data.
-    python3 scripts/gpt_token_cache.py OUT DEST.safetensors"""
+    python3 scripts/gpt_token_cache.py OUT DEST.safetensors [--crop N]
+--crop N keeps each grid's top-left N x N tokens: a cache for `train gpt --mulo`, whose half-resolution GPT
+reads an 8x8 grid (valid tokens of the same VQ; for tests of the trainer, not for a model worth keeping)."""
 import json
 import struct
 import sys
 
 import numpy as np
 
-out, dst = sys.argv[1], sys.argv[2]
+args = sys.argv[1:]
+crop = None
+if "--crop" in args:
+    i = args.index("--crop")
+    crop = int(args[i + 1])
+    del args[i:i + 2]
+out, dst = args
 rows = [json.loads(line) for line in open(f"{out}/metrics.jsonl")]
-tokens = np.stack([np.load(f"{out}/tokens/{r['sample_id']:08d}.npy").reshape(-1) for r in rows]).astype(np.int32)
+grids = [np.load(f"{out}/tokens/{r['sample_id']:08d}.npy") for r in rows]
+if crop is not None:
+    grids = [g[:crop, :crop] for g in grids]
+tokens = np.stack([g.reshape(-1) for g in grids]).astype(np.int32)
 labels = np.array([r["class_id"] for r in rows], np.int64)
 header, data = {}, b""
 for name, a, dtype in (("train_tokens", tokens, "I32"), ("train_labels", labels, "I64"),

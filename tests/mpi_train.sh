@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Data-parallel training under real mpirun (train/data_parallel.h). The same global batch and seed give the
-# same loss curve alone and at -np 2 and 4 (train gpt, train vq, train eagle-head), also when a run killed
+# same loss curve alone and at -np 2 and 4 (train gpt, train vq, train eagle-head; the draft and MuLo-SD GPTs
+# alone and at -np 2), also when a run killed
 # under -np 2 resumes under -np 4; every other trainer runs under -np 2 and exports its weights; a rank that
 # fails mid-training ends the job with one line naming it.
 #   bash tests/mpi_train.sh build/vispec .
@@ -76,6 +77,27 @@ train "$work/gptr_b.log" 4 "${gpt[@]}" --out "$work/gptr" || { cat "$work/gptr_b
 grep -q "resumed .* at step 3" "$work/gptr_b.log" || { cat "$work/gptr_b.log"; fail "the -np 4 run did not resume at step 3"; }
 same_curve "$work/gpt1" "$work/gptr" || fail "train gpt: the run resumed at another rank count differs"
 
+# The same trainer's other two models, SD's draft GPT (--drafter) and MuLo-SD's half-resolution GPT (--mulo, on
+# the 8x8 corners of the grids): the same curve at -np 1 and 2.
+"$py" "$src/scripts/gpt_token_cache.py" "$work/distill/out" "$work/gpt_data/tokens8.safetensors" --crop 8
+for kind in drafter mulo; do
+  cache=tokens.safetensors
+  [ $kind = drafter ] || cache=tokens8.safetensors
+  for n in 1 2; do
+    mkdir -p "$work/$kind$n" && cp "$work/gpt_data/$cache" "$work/$kind$n/tokens.safetensors"
+    train "$work/$kind$n.log" $n "${gpt[@]}" --$kind --out "$work/$kind$n" \
+      || { cat "$work/$kind$n.log"; fail "train gpt --$kind -np $n"; }
+  done
+  "$py" - "$work/${kind}2/model.safetensors" $kind <<'PY' || fail "train gpt --$kind: the export is not that model"
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+meta = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]
+want = {"drafter": "draft_gpt", "mulo": "mulo_gpt"}[sys.argv[2]]
+assert meta["kind"] == want, f"{sys.argv[1]}: kind {meta['kind']}, not {want}"
+PY
+  same_curve "$work/${kind}1" "$work/${kind}2" || fail "train gpt --$kind: curves differ"
+done
+
 vq=(vq --config "$config" --threads 1 --seed 3 --steps 4 --batch-size 6 --log-every 1 --checkpoint-every 4 --warmup 1)
 for n in 1 2 4; do
   train "$work/vq$n.log" $n "${vq[@]}" --out "$work/vq$n" || { cat "$work/vq$n.log"; fail "train vq -np $n"; }
@@ -113,4 +135,4 @@ set -e
 [ $rc -eq 3 ] || { cat "$work/fail.log"; fail "a failing rank: exit $rc, expected 3"; }
 [ "$(grep -c '^vispec: error: rank 1: internal error: injected training failure' "$work/fail.log")" = 1 ] \
   || { cat "$work/fail.log"; fail "a failing rank: expected one line naming rank 1"; }
-echo "PASS: data-parallel training (gpt, vq, eagle-head curves at 1/2/4 ranks; resume at another rank count; every trainer under -np 2; a failing rank)"
+echo "PASS: data-parallel training (gpt, vq, eagle-head curves at 1/2/4 ranks, the draft and MuLo-SD GPTs at 1/2; resume at another rank count; every trainer under -np 2; a failing rank)"
