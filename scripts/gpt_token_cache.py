@@ -6,23 +6,22 @@ images. The safetensors format by its definition: an 8-byte header length, a JSO
     python3 scripts/gpt_token_cache.py OUT DEST.safetensors [--crop N]
 --crop N keeps each grid's top-left N x N tokens: a cache for `train gpt --mulo`, whose half-resolution GPT
 reads an 8x8 grid (valid tokens of the same VQ; for tests of the trainer, not for a model worth keeping)."""
+import argparse
 import json
 import struct
-import sys
 
 import numpy as np
 
-args = sys.argv[1:]
-crop = None
-if "--crop" in args:
-    i = args.index("--crop")
-    crop = int(args[i + 1])
-    del args[i:i + 2]
-out, dst = args
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("out")
+parser.add_argument("dst")
+parser.add_argument("--crop", type=int, help="keep each grid's top-left N x N tokens")
+args = parser.parse_args()
+out, dst = args.out, args.dst
 rows = [json.loads(line) for line in open(f"{out}/metrics.jsonl")]
 grids = [np.load(f"{out}/tokens/{r['sample_id']:08d}.npy") for r in rows]
-if crop is not None:
-    grids = [g[:crop, :crop] for g in grids]
+if args.crop is not None:
+    grids = [g[:args.crop, :args.crop] for g in grids]
 tokens = np.stack([g.reshape(-1) for g in grids]).astype(np.int32)
 labels = np.array([r["class_id"] for r in rows], np.int64)
 header, data = {}, b""

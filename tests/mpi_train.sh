@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel training under real mpirun (train/data_parallel.h). The same global batch and seed give the
 # same loss curve alone and at -np 2 and 4 (train gpt, train vq, train eagle-head; the draft and MuLo-SD GPTs
-# alone and at -np 2), also when a run killed
-# under -np 2 resumes under -np 4; every other trainer runs under -np 2 and exports its weights; a rank that
-# fails mid-training ends the job with one line naming it.
+# alone and at -np 2), also when a run killed under -np 2 resumes under -np 4; every other trainer runs under
+# -np 2 and exports its weights; a rank that fails mid-training ends the job with one line naming it.
 #   bash tests/mpi_train.sh build/vispec .
 set -euo pipefail
 vispec=$(realpath "$1")
