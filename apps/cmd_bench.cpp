@@ -34,6 +34,10 @@ void add_step_cost_command(CLI::App& app, Action& action) {
   cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   cmd->add_option("--dtypes", o.dtypes, "fp32, bf16, fp16")->delimiter(',')->capture_default_str();
   cmd->add_option("--batches", o.batches, "batch sizes (CFG doubles the rows)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--modes", o.modes, "eager, graphs (CUDA graphs of the static step); default: both on a GPU, eager on a CPU")
+      ->delimiter(',');
+  cmd->add_option("--max-steps", o.max_steps, "time only the first N steps of each image (0: the whole image)")
+      ->capture_default_str();
   cmd->add_option("--threads", o.threads, "CPU threads, 0 = LibTorch's default")->capture_default_str();
   cmd->add_option("--xl-layers", o.xl_layers, "GPT-XL layers (0: 36 on a GPU, 4 on a CPU)")->capture_default_str();
   cmd->add_option("--xl-grid", o.xl_grid, "GPT-XL grid side (0: 24 on a GPU, 8 on a CPU)")->capture_default_str();

@@ -12,6 +12,7 @@
 #include "io/atomic_file.h"
 #include "models/load.h"
 #include "models/model_config.h"
+#include "models/step_graph.h"
 
 namespace vispec {
 
@@ -55,11 +56,13 @@ struct Case {
 };
 
 // One row without its floor (filled in once the bandwidth is known).
-nlohmann::json measure(const Case& c, int64_t batch, const StepCostOptions& o) {
+nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, const StepCostOptions& o) {
   const auto& cfg = c.gpt->config();
   SamplingParams params;
   params.cfg_scale = o.cfg_scale;
+  set_cuda_graphs(mode == "graphs");  // read when the decoder makes its step's graphs
   ArDecoder decoder(c.gpt, params);
+  decoder.set_step_limit(o.max_steps);
   DecodeRequest request;
   request.conditions.class_ids = torch::arange(batch, torch::kInt64) % cfg.num_classes;
   for (int64_t b = 0; b < batch; ++b) request.sample_ids.push_back(uint64_t(b));
@@ -67,31 +70,37 @@ nlohmann::json measure(const Case& c, int64_t batch, const StepCostOptions& o) {
   decoder.decode(request);  // warm-up: allocator, kernels' first launches
   synchronize(device);
   const auto t0 = Clock::now();
-  decoder.decode(request);  // returns after the tokens are on the host
+  const auto out = decoder.decode(request);  // returns after the tokens are on the host
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const int64_t N = cfg.image_tokens(), rows = params.guided() ? 2 * batch : batch;
+  const int64_t timed = out.stats[0].tokens;  // the prefill's token and the steps after it
   const double element = double(c.gpt->tok_embeddings->weight.element_size());
   // Step i (the prefill, then token i's forward) attends over cls + i + 1 entries: their mean over the image.
   const double mean_length = double(cfg.cls_token_num) + double(N - 1) / 2.0;
   const double kv = 2.0 * double(cfg.n_layer * rows * cfg.kv_heads() * cfg.head_dim()) * mean_length * element;
   const double weights = weight_bytes(c.gpt);
   return {{"model", c.model},   {"layers", cfg.n_layer}, {"tokens", N},           {"dtype", c.dtype},
-          {"batch", batch},     {"rows", rows},          {"ms_per_token", 1e3 * seconds / double(N)},
+          {"batch", batch},     {"rows", rows},          {"ms_per_token", 1e3 * seconds / double(timed)},
+          {"mode", mode},       {"graphs_replayed", decoder.replayed_graphs()}, {"tokens_timed", timed},
           {"weight_bytes", weights}, {"kv_bytes_per_step", kv}};
 }
 
 std::string markdown(const nlohmann::json& r) {
   std::string s = fmt::format(
       "Device {} ({}), {}; copy bandwidth {:.1f} GB/s (read + written). AR with CFG {} (batch B runs 2B rows), "
-      "temperature 1; one timed decode of a whole image after a warm-up. {}\n\n",
+      "temperature 1; one timed decode after a warm-up ({}). eager: every operator launched by the host; graphs: "
+      "each step replayed as a CUDA graph where one ran (the replayed column). {}\n\n",
       r["device"].get<std::string>(), r["device_model"].get<std::string>(), r["software"].get<std::string>(),
-      r["bandwidth_gb_s"].get<double>(), r["cfg_scale"].get<double>(), r["xl_note"].get<std::string>());
-  s += "| model | layers | tokens | dtype | batch (rows) | ms / token | weights read | KV read / step | floor ms | ratio |\n";
-  s += "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      r["bandwidth_gb_s"].get<double>(), r["cfg_scale"].get<double>(), r["timed_note"].get<std::string>(),
+      r["xl_note"].get<std::string>());
+  s += "| model | layers | tokens | dtype | batch (rows) | mode | replayed | ms / token | weights read | KV read / step "
+       "| floor ms | ratio |\n";
+  s += "| --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& x : r["rows"])
-    s += fmt::format("| {} | {} | {} | {} | {} ({}) | {:.3f} | {:.1f} MB | {:.2f} MB | {:.4f} | {:.1f} |\n",
+    s += fmt::format("| {} | {} | {} | {} | {} ({}) | {} | {} | {:.3f} | {:.1f} MB | {:.2f} MB | {:.4f} | {:.1f} |\n",
                      x["model"].get<std::string>(), x["layers"].get<int64_t>(), x["tokens"].get<int64_t>(),
                      x["dtype"].get<std::string>(), x["batch"].get<int64_t>(), x["rows"].get<int64_t>(),
+                     x["mode"].get<std::string>(), x["graphs_replayed"].get<bool>() ? "yes" : "no",
                      x["ms_per_token"].get<double>(), x["weight_bytes"].get<double>() / 1e6,
                      x["kv_bytes_per_step"].get<double>() / 1e6, x["floor_ms"].get<double>(),
                      x["ratio"].get<double>());
@@ -101,11 +110,15 @@ std::string markdown(const nlohmann::json& r) {
 
 std::string run_step_cost(const StepCostOptions& o) {
   for (const auto& d : o.dtypes) VISPEC_CHECK(d == "fp32" || d == "bf16" || d == "fp16", "step-cost: unknown dtype '", d, "'");
-  for (auto b : o.batches) VISPEC_CHECK(b >= 1, "step-cost: batch must be >= 1");
+  for (auto b : o.batches) VISPEC_CHECK(b >= 1 && b <= 1024, "step-cost: batch must be in [1, 1024]");
+  for (const auto& m : o.modes) VISPEC_CHECK(m == "eager" || m == "graphs", "step-cost: unknown mode '", m, "' (eager, graphs)");
+  VISPEC_CHECK(o.max_steps >= 0, "step-cost: --max-steps must be >= 0");
   const auto model = load_model_config(o.model_config);
   set_threads(o.threads);
   const auto device = pick_device(o.device);
   torch::NoGradGuard no_grad;
+  auto modes = o.modes;
+  if (modes.empty()) modes = device.is_cuda() ? std::vector<std::string>{"eager", "graphs"} : std::vector<std::string>{"eager"};
   GptConfig xl = gpt_preset("GPT-XL");
   xl.vocab_size = 16384;
   xl.num_classes = 1000;
@@ -130,11 +143,13 @@ std::string run_step_cost(const StepCostOptions& o) {
     cases.push_back({"GPT-XL shape", dtype, Gpt(xl, options)});
     for (auto& c : cases) {
       c.gpt->eval();
-      for (auto batch : o.batches) {
-        rows.push_back(measure(c, batch, o));
-        const auto& r = rows.back();
-        spdlog::info("{} {} batch {}: {:.3f} ms/token", c.model, dtype, batch, r["ms_per_token"].get<double>());
-      }
+      for (auto batch : o.batches)
+        for (const auto& mode : modes) {
+          rows.push_back(measure(c, batch, mode, o));
+          const auto& r = rows.back();
+          spdlog::info("{} {} batch {} {}{}: {:.3f} ms/token", c.model, dtype, batch, mode,
+                       r["graphs_replayed"].get<bool>() ? " (replayed)" : "", r["ms_per_token"].get<double>());
+        }
     }
   }
   // A shared machine's bandwidth varies from minute to minute: the floor uses the better of two measurements.
@@ -150,6 +165,11 @@ std::string run_step_cost(const StepCostOptions& o) {
                                  {"bandwidth_gb_s", bandwidth / 1e9},
                                  {"cfg_scale", o.cfg_scale},
                                  {"xl_note", xl_note},
+                                 {"max_steps", o.max_steps},
+                                 {"timed_note", o.max_steps > 0 ? fmt::format("the first {} steps after the prefill "
+                                                                              "of each image, not a whole image",
+                                                                              o.max_steps)
+                                                                : std::string("a whole image")},
                                  {"rows", rows}};
   const std::string name = o.name.empty() ? (device.is_cuda() ? "step-cost-cuda" : "step-cost-cpu") : o.name;
   std::filesystem::create_directories(o.results_dir);

@@ -17,6 +17,13 @@ struct StepCostOptions {
   std::string device = "auto";
   std::vector<std::string> dtypes = {"fp32", "bf16"};
   std::vector<int64_t> batches = {1, 32};
+  // eager: every operator launched by the host; graphs: each static step replayed as a CUDA graph
+  // (models/step_graph.h; a CPU runs both eagerly, and the report says whether graphs were replayed). Empty:
+  // both on a GPU, eager on a CPU.
+  std::vector<std::string> modes;
+  // Steps timed after the prefill: 0 = the whole image; N = the first N steps only (the report says so), for
+  // a whole image that would take too long (GPT-XL's 576 tokens eagerly on a GPU).
+  int64_t max_steps = 0;
   double cfg_scale = 2.0;
   int threads = 0;                // CPU threads, 0 = LibTorch's default
   // GPT-XL's depth and grid: 0 = the real ones (36 layers, 24 x 24 = 576 tokens) on a GPU, and 4 layers on an

@@ -3,10 +3,15 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
 #include <fstream>
+#include <mutex>
 
 #ifdef VISPEC_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime_api.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
@@ -23,16 +28,48 @@ c10::Device bind(c10::Device device) {
 }
 }  // namespace
 
+std::string cuda_unusable_reason() {
+#ifdef VISPEC_CUDA
+  if (torch::cuda::is_available()) return "";
+  int driver = 0, count = 0;
+  cudaDriverGetVersion(&driver);  // 0: no driver installed
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  cudaGetLastError();  // not sticky, but leave nothing behind for LibTorch to find
+  const int built = CUDA_VERSION;
+  const auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  if (driver == 0) return "no NVIDIA driver found";
+  if (err == cudaErrorInsufficientDriver || driver < built)
+    return "the NVIDIA driver supports CUDA " + version(driver) + ", this build needs " + version(built);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (err == cudaErrorNoDevice || count == 0)
+    return std::string("no CUDA device visible") + (visible ? " (CUDA_VISIBLE_DEVICES='" + std::string(visible) + "')" : "");
+  return std::string("CUDA reports: ") + cudaGetErrorString(err);
+#else
+  return "this build has no CUDA";
+#endif
+}
+
 c10::Device pick_device(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::kCPU;
   const bool have_cuda = torch::cuda::is_available();
   if (name == "auto") {
-    if (!have_cuda) return torch::kCPU;
+    if (!have_cuda) {
+      // A CUDA build on a machine with an NVIDIA driver was likely meant to use its GPU: say why it does not,
+      // once. Without a driver it is a CPU machine, and the run's per-rank line says "cpu".
+      static std::once_flag once;
+#ifdef VISPEC_CUDA
+      int driver = 0;
+      cudaDriverGetVersion(&driver);
+      if (driver > 0)
+        std::call_once(once, [] { spdlog::warn("device auto: decoding on the CPU: {}", cuda_unusable_reason()); });
+#endif
+      return torch::kCPU;
+    }
     return bind(c10::Device(torch::kCUDA, c10::DeviceIndex(local_rank % int(torch::cuda::device_count()))));
   }
   VISPEC_CHECK(name.rfind("cuda", 0) == 0, "device: unknown device '", name,
                "' (expected auto, cpu, cuda or cuda:N)");
-  VISPEC_CHECK(have_cuda, "device: '", name, "' requested but no CUDA device is available");
+  VISPEC_CHECK(have_cuda, "device: '", name, "' requested but CUDA is not usable: ", cuda_unusable_reason());
   if (name == "cuda")
     return bind(c10::Device(torch::kCUDA, c10::DeviceIndex(local_rank % int(torch::cuda::device_count()))));
   c10::Device device(torch::kCPU);

@@ -19,4 +19,7 @@ std::string device_model(const c10::Device& device);
 std::string software_versions();
 // Whether this build can drive a GPU and one is visible (tests and benchmarks skip CUDA cases otherwise).
 bool cuda_usable();
+// Why not, in a few words ("no CUDA device visible", "the NVIDIA driver supports CUDA 12.4, this build needs
+// 13.0", ...), or "" when it is usable. device: auto on a machine with an NVIDIA driver warns with it once.
+std::string cuda_unusable_reason();
 }  // namespace vispec

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 namespace vispec {
 
@@ -35,14 +36,20 @@ class OpCounter {
     static thread_local Counts c;
     return c;
   }
+  // A static step's marker (models/step_graph.h) wraps the operators of the step without hiding them: it
+  // neither counts nor deepens; its context tells leave() so.
+  struct Transparent : at::ObserverContext {};
   static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
     auto& c = counts();
     const char* name = fn.name();
+    if (std::strcmp(name, "vispec::static_step") == 0) return std::make_unique<Transparent>();
     if (std::strcmp(name, "aten::_local_scalar_dense") == 0 || std::strcmp(name, "vispec::host_read") == 0) ++c.reads;
     if (c.depth++ == 0 && std::strncmp(name, "aten::", 6) == 0) ++c.ops;
     return nullptr;
   }
-  static void leave(const at::RecordFunction&, at::ObserverContext*) { --counts().depth; }
+  static void leave(const at::RecordFunction&, at::ObserverContext* context) {
+    if (!context) --counts().depth;
+  }
 
   at::CallbackHandle handle_;
 };

@@ -1,40 +1,121 @@
 // AR: for each image position i in raster order, p_i = process(target logits), x_i ~ p_i with the uniform
 // keyed by (seed, sample id, i, kSample), then one forward of x_i through the cached target.
+//
+// Every step after the prefill is a static step (docs/decoding_floor.md, "The static step"): it feeds `token`
+// at the image position held in `step`, writes the KV cache at slots computed on the device, samples into
+// `logits`, `tokens` and `token` and advances `step`, all in place on buffers made once per batch size (a
+// Session). On CUDA it is replayed as a graph per length bucket (models/step_graph.h); the host only picks the
+// bucket. Models whose image rows end in an end-of-line token decide a step's width on the host, so they step
+// eagerly over the same buffers.
 #include "decoding/ar.h"
+
+#include <algorithm>
 
 #include "core/rng.h"
 #include "decoding/decode_rows.h"
 #include "decoding/decoder_registry.h"
+#include "models/step_graph.h"
 
 namespace vispec {
+
+namespace {
+struct ArBuffers {
+  torch::Tensor u;       // [B, N] float64: every position's sampling uniform, uploaded per decode
+  torch::Tensor tokens;  // [B, N] int64: the image
+  torch::Tensor token;   // [B, 1] int64: the token the next step feeds
+  torch::Tensor step;    // [1] int64: the image position the next step feeds (then samples the one after)
+  torch::Tensor logits;  // [B, V] float32: the guided logits the last token was sampled from
+  ArBuffers(int64_t B, int64_t N, int64_t V, torch::Device device) {
+    const auto on = torch::TensorOptions().device(device);
+    u = torch::zeros({B, N}, on.dtype(torch::kFloat64));
+    tokens = torch::zeros({B, N}, on.dtype(torch::kInt64));
+    token = torch::zeros({B, 1}, on.dtype(torch::kInt64));
+    step = torch::zeros({1}, on.dtype(torch::kInt64));
+    logits = torch::zeros({B, V}, on.dtype(torch::kFloat32));
+  }
+};
+}  // namespace
+
+struct ArDecoder::Session : ArBuffers {
+  Session(const CfgModel& target, int64_t batch)
+      : ArBuffers(batch, target.gpt()->config().image_tokens(), target.gpt()->config().vocab_size,
+                  target.gpt()->device()),
+        B(batch),
+        cache(target.make_cache(batch)),
+        static_steps(!target.gpt()->config().row_ends()),
+        graphs(target.gpt()->device(), {&u, &tokens, &token, &step, &logits, &lengths()}, {&logits, &tokens}) {}
+
+  const torch::Tensor& lengths() {
+    if (static_steps) cache.use_device_lengths();
+    return cache.lengths_on_device();
+  }
+
+  // Samples position `step` from `logits` into `tokens` and `token`.
+  void sample(const SamplingParams& params) {
+    const auto next = sample_from_probs(target_probs(logits, params), u.index_select(1, step).view({B})).view({B, 1});
+    tokens.index_copy_(1, step, next);
+    token.copy_(next);
+  }
+
+  int64_t B;
+  KvCache cache;
+  bool static_steps;
+  StepGraphs graphs;
+};
+
+ArDecoder::ArDecoder(Gpt target, SamplingParams params)
+    : target_(std::move(target), params.cfg_scale), params_(params) {}
+ArDecoder::~ArDecoder() = default;
+
+ArDecoder::Session& ArDecoder::session(int64_t batch) {
+  // One batch size at a time: a job's batches share theirs, and a last, smaller batch makes a new session.
+  if (!session_ || session_->B != batch) {
+    session_.reset();
+    session_ = std::make_unique<Session>(target_, batch);
+  }
+  return *session_;
+}
+
+bool ArDecoder::replayed_graphs() const { return session_ && session_->graphs.replaying() && session_->graphs.graphs() > 0; }
 
 DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens();
-  const auto device = target_.gpt()->device();
-  const auto on_device = torch::TensorOptions().device(device);
+  auto& s = session(B);
   // Everything a step reads is on the device before the loop, and the tokens come back once after it: no step
-  // waits for the host (on a GPU the host only queues kernels).
-  const auto u = uniform_table(request.seed, request.sample_ids, uint32_t(N), Purpose::kSample).to(device);
-  const auto step_mask = torch::ones({1, 1}, on_device.dtype(torch::kBool));
-  auto tokens = torch::empty({B, N}, on_device.dtype(torch::kInt64));
-  auto cache = target_.make_cache(B);
-  auto out = target_.prefill(cache, request.conditions);
-  cache.keep_all();
-  for (int64_t i = 0; i < N; ++i) {
-    auto probs = target_probs(out.logits.select(1, out.logits.size(1) - 1), params_);  // [B, V]
-    auto next = sample_from_probs(probs, u.select(1, i));                               // [B]
-    tokens.select(1, i).copy_(next);
-    if (i + 1 == N) break;
-    auto pos = torch::full({B, 1}, i, on_device.dtype(torch::kInt64));
-    out = target_.decode_block(cache, next.view({B, 1}), pos, step_mask);
-    cache.keep_all();
+  // waits for the host (on a GPU the host only queues kernels, or replays a graph).
+  s.u.copy_(uniform_table(request.seed, request.sample_ids, uint32_t(N), Purpose::kSample));
+  s.cache.reset();
+  auto out = target_.prefill(s.cache, request.conditions);
+  s.cache.keep_all();
+  s.step.zero_();
+  s.logits.copy_(out.logits.select(1, out.logits.size(1) - 1));
+  s.sample(params_);
+  const auto positions = s.step.view({1, 1}).expand({B, 1});
+  const auto forward = [&] {
+    const auto o = target_.decode_block(s.cache, s.token, positions, torch::Tensor());
+    if (s.static_steps) s.cache.keep_all_on_device();
+    else s.cache.keep_all();
+    s.logits.copy_(o.logits.select(1, 0));
+    s.step.add_(1);
+    s.sample(params_);
+  };
+  const int64_t last = step_limit_ > 0 ? std::min(N, step_limit_ + 1) : N;
+  for (int64_t i = 1; i < last; ++i) {
+    if (!s.static_steps) {
+      forward();
+      continue;
+    }
+    const int64_t keys = s.cache.plan_static_block(1);
+    s.graphs.run({s.cache.batch(), 1, keys}, forward);
+    s.cache.keep_all_on_host();
   }
-  tokens = read_to_host(tokens);
+  // A copy even on the CPU (where reading to the host is the tensor itself): the next decode reuses s.tokens.
+  auto tokens = read_to_host(s.tokens).clone();
   DecodeResult result{tokens, std::vector<SampleStats>(B)};
-  for (auto& s : result.stats) {
-    s.target_forwards = N;  // the prefill plus N - 1 single-token steps
-    s.tokens = N;
+  for (auto& st : result.stats) {
+    st.target_forwards = last;  // the prefill plus last - 1 single-token steps
+    st.tokens = last;
   }
   return result;
 }

@@ -1,6 +1,8 @@
 // Plain autoregressive decoding: one target forward per token. The reference for every speed and quality ratio.
 #pragma once
 
+#include <memory>
+
 #include "decoding/cfg_model.h"
 #include "decoding/decoder.h"
 
@@ -8,13 +10,24 @@ namespace vispec {
 
 class ArDecoder : public Decoder {
  public:
-  ArDecoder(Gpt target, SamplingParams params) : target_(std::move(target), params.cfg_scale), params_(params) {}
+  ArDecoder(Gpt target, SamplingParams params);
+  ~ArDecoder() override;
   std::string name() const override { return "ar"; }
   DecodeResult decode(const DecodeRequest& request) override;
+  // Whether the last decode replayed its steps as CUDA graphs (models/step_graph.h).
+  bool replayed_graphs() const;
+  // vispec step-cost only: decode just the first `steps` steps after the prefill (0: the whole image), for a
+  // model whose whole image would take too long to time; the tokens past them are meaningless.
+  void set_step_limit(int64_t steps) { step_limit_ = steps; }
 
  private:
+  struct Session;
+  Session& session(int64_t batch);
+
   CfgModel target_;
   SamplingParams params_;
+  std::unique_ptr<Session> session_;
+  int64_t step_limit_ = 0;  // the static buffers of the last batch size decoded
 };
 
 }  // namespace vispec

@@ -21,11 +21,25 @@ CfgOutput CfgModel::prefill(KvCache& cache, const Conditions& conditions) {
   return combine(gpt_->prefill(cache, prefix.embeddings, prefix.visible));
 }
 
+KvCache CfgModel::make_cache(int64_t batch, int64_t extra, bool static_steps) const {
+  if (static_steps && !gpt_->config().row_ends()) return statics_->make_cache(gpt_, rows(batch), extra);
+  return gpt_->make_cache(rows(batch), extra);
+}
+
 CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                                  const torch::Tensor& block_mask) {
   const auto device = gpt_->device();
-  auto mask = block_mask.dim() == 3 ? twice(block_mask) : block_mask;
-  return combine(gpt_->decode_block(cache, twice(tokens.to(device)), twice(positions.to(device)), mask));
+  const auto forward = [&](const torch::Tensor& t, const torch::Tensor& p, const torch::Tensor& m) {
+    const auto mask = m.defined() && m.dim() == 3 ? twice(m) : m;
+    const auto out = combine(gpt_->decode_block(cache, twice(t.to(device)), twice(p.to(device)), mask));
+    return GptOutput{out.logits, out.hidden};
+  };
+  if (!statics_->owns(cache)) {
+    const auto out = forward(tokens, positions, block_mask);
+    return {out.logits, out.hidden};
+  }
+  const auto out = statics_->forward(cache, tokens, positions, block_mask, forward);
+  return {out.logits, out.hidden};
 }
 
 void CfgModel::keep(KvCache& cache, int64_t row, const std::vector<int64_t>& block_indices) const {

@@ -6,7 +6,10 @@
 
 #include <torch/torch.h>
 
+#include <memory>
+
 #include "decoding/sampler.h"
+#include "decoding/static_forwards.h"
 #include "models/gpt.h"
 
 namespace vispec {
@@ -18,13 +21,17 @@ struct CfgOutput {
 
 class CfgModel {
  public:
-  CfgModel(Gpt gpt, double cfg_scale) : gpt_(std::move(gpt)), scale_(cfg_scale) {}
+  CfgModel(Gpt gpt, double cfg_scale)
+      : gpt_(std::move(gpt)), scale_(cfg_scale), statics_(std::make_shared<StaticForwards>()) {}
 
   bool guided() const { return scale_ > 1.0; }
   int64_t rows(int64_t batch) const { return guided() ? 2 * batch : batch; }
   const Gpt& gpt() const { return gpt_; }
 
-  KvCache make_cache(int64_t batch, int64_t extra = 0) const { return gpt_->make_cache(rows(batch), extra); }
+  // static_steps: a pooled static cache, whose forwards are static steps replayed as CUDA graphs on a GPU
+  // (decoding/static_forwards.h), for a decoder that neither extends pending blocks nor restricts committed
+  // entries in it; a model whose rows end in an end-of-line token gets a dynamic cache either way.
+  KvCache make_cache(int64_t batch, int64_t extra = 0, bool static_steps = false) const;
   // B conditions -> outputs at the condition positions; the last predicts image token 0. The unconditional
   // rows take the null class, or uncond_embedding under their conditional row's caption mask.
   CfgOutput prefill(KvCache& cache, const Conditions& conditions);
@@ -51,6 +58,7 @@ class CfgModel {
 
   Gpt gpt_;
   double scale_;
+  std::shared_ptr<StaticForwards> statics_;  // shared by copies: one pool of static caches per model
 };
 
 }  // namespace vispec

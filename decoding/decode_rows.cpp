@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "decoding/sampler.h"
+
 namespace vispec {
 
 torch::Tensor read_to_host(const torch::Tensor& t) {
@@ -40,6 +42,12 @@ torch::Tensor DecodeRows::uniforms(const torch::Tensor& positions, Purpose purpo
 
 torch::Tensor DecodeRows::tokens_at(int64_t offset) const {
   return tokens.gather(1, (n + offset).clamp(0, cells_ - 1).view({-1, 1}));
+}
+
+void DecodeRows::start(const torch::Tensor& prefill_logits, const SamplingParams& params) {
+  const auto u = uniforms(positions(0, 1), Purpose::kSample).select(1, 0);
+  tokens.select(1, 0).copy_(next_tokens(prefill_logits.select(1, prefill_logits.size(1) - 1), params, u));
+  set_committed(1);
 }
 
 void DecodeRows::set_committed(int64_t count) {

@@ -12,6 +12,7 @@
 
 #include "core/rng.h"
 #include "decoding/decoder.h"
+#include "decoding/sampling_params.h"
 
 namespace vispec {
 
@@ -45,6 +46,9 @@ class DecodeRows {
 
   // Every row has committed its first `count` tokens (after the prefill's first token: 1).
   void set_committed(int64_t count);
+  // Token 0 of every row from the prefill's guided logits [B, C, V] (the last position's), drawn as AR draws
+  // it (the kSample uniform at position 0); every row has then committed 1 token.
+  void start(const torch::Tensor& prefill_logits, const SamplingParams& params);
   // The iteration's commit: columns [B, K] int64 on the device, column 0 how far each row advances (0 for
   // finished rows), the others whatever the caller's bookkeeping needs (accepted counts). One read brings
   // them to the host, [B, K] on the CPU; `committed` follows.

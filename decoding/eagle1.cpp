@@ -150,7 +150,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     return params_.greedy() ? torch::softmax(logits, -1) : target_probs(logits, params_);
   };
 
-  auto tcache = target_.make_cache(B, T);
+  auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
   auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
   EagleRows rows(target_, drafter_, params_, request, tcache);  // the prefill and every row's first token
   auto& clock = rows.clock;

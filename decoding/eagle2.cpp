@@ -49,7 +49,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
     return params_.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params_).log();
   };
-  auto tcache = target_.make_cache(B, shape_.total_tokens);
+  auto tcache = target_.make_cache(B, shape_.total_tokens, /*static_steps=*/true);
   // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.
   TreeShape widest = shape_;
   if (adt_) widest = {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};

@@ -119,7 +119,8 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   auto key = [&](int64_t b) { return RngKey{request.seed, request.sample_ids[size_t(b)]}; };
 
   PhaseClock clock(device);
-  auto tcache = target_.make_cache(B, 2 * L), dcache = drafter_.make_cache(B);
+  auto tcache = target_.make_cache(B, 2 * L, /*static_steps=*/true),
+       dcache = drafter_.make_cache(B, 0, /*static_steps=*/true);
   const auto p_first = target_probs(target_.prefill(tcache, request.conditions).logits.select(1, -1), params_);
   tcache.keep_all();
   auto q_logits = drafter_.prefill(dcache, request.drafter_conditions_or_target()).logits.select(1, -1);

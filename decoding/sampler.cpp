@@ -30,13 +30,18 @@ torch::Tensor apply_top_p(const torch::Tensor& logits, double p) {
 
 namespace nonfinite_watch {
 namespace {
-thread_local torch::Tensor flag;  // 0-dim bool on the device of the logits, undefined = nothing seen yet
+// 0-dim bool on the device of the logits, made at the first note and from then on only written in place: a
+// replayed CUDA graph ORs into the same flag that seen() reads (models/step_graph.h).
+thread_local torch::Tensor flag;
 void note(const torch::Tensor& logits) {
   const auto bad = torch::isfinite(logits).logical_not().any();
-  flag = flag.defined() ? flag.logical_or(bad.to(flag.device())) : bad;
+  if (!flag.defined() || flag.device() != bad.device()) flag = torch::zeros({}, bad.options());
+  flag.logical_or_(bad);
 }
 }  // namespace
-void reset() { flag = torch::Tensor(); }
+void reset() {
+  if (flag.defined()) flag.fill_(false);
+}
 bool seen() { return flag.defined() && flag.item<bool>(); }
 }  // namespace nonfinite_watch
 

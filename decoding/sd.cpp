@@ -38,14 +38,12 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   auto& stats = rows.stats;
 
   PhaseClock clock(device);
-  auto tcache = target_.make_cache(B, G + 1), dcache = drafter_.make_cache(B, G + 1);
-  const auto first = target_.prefill(tcache, request.conditions).logits.select(1, -1);
+  auto tcache = target_.make_cache(B, G + 1, /*static_steps=*/true),
+       dcache = drafter_.make_cache(B, G + 1, /*static_steps=*/true);
+  rows.start(target_.prefill(tcache, request.conditions).logits, params_);
   tcache.keep_all();
   drafter_.prefill(dcache, request.conditions);
   dcache.keep_all();
-  rows.tokens.select(1, 0).copy_(
-      next_tokens(first, params_, rows.uniforms(rows.positions(0, 1), Purpose::kSample).select(1, 0)));
-  rows.set_committed(1);
   std::vector<int64_t> drafter_length(size_t(B), dcache.length(0));
   for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);

@@ -39,12 +39,9 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   auto& stats = rows.stats;
 
   PhaseClock clock(device);
-  auto cache = target_.make_cache(B, W + 1);
-  const auto first = target_.prefill(cache, request.conditions).logits.select(1, -1);
+  auto cache = target_.make_cache(B, W + 1, /*static_steps=*/true);
+  rows.start(target_.prefill(cache, request.conditions).logits, params_);
   cache.keep_all();
-  rows.tokens.select(1, 0).copy_(
-      next_tokens(first, params_, rows.uniforms(rows.positions(0, 1), Purpose::kSample).select(1, 0)));
-  rows.set_committed(1);
   for (auto& s : stats) s.target_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
   // The carried drafts of every row, [B, W], their q [B, W, V] (sampling only) and how many there are [B].

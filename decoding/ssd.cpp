@@ -89,14 +89,12 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   };
 
   PhaseClock clock(device);
-  auto cache = target_.make_cache(B, std::max(K + 1, ssd_.kv * W));
+  auto cache = target_.make_cache(B, std::max(K + 1, ssd_.kv * W), /*static_steps=*/true);
   const auto pre = target_.prefill(cache, request.conditions);
   cache.keep_all();
   states = torch::zeros({R, N + 1, D}, pre.hidden.options());
   states.select(1, 0).copy_(pre.hidden.select(1, pre.hidden.size(1) - 1));
-  rows.tokens.select(1, 0).copy_(next_tokens(pre.logits.select(1, -1), params_,
-                                             rows.uniforms(rows.positions(0, 1), Purpose::kSample).select(1, 0)));
-  rows.set_committed(1);
+  rows.start(pre.logits, params_);
   for (auto& s : stats) s.target_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 

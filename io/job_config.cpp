@@ -33,7 +33,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   YamlView root(doc, path);
   root.reject_unknown_keys(
       {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads",
-       "unit_size", "schedule", "read_weights", "distill"});
+       "cuda_graphs", "unit_size", "schedule", "read_weights", "distill"});
 
   JobConfig job;
   job.file = path;
@@ -55,6 +55,9 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   job.out_dir = out_override.empty() ? root.need<std::string>("out") : out_override;
   job.device = root.get<std::string>("device", job.device);
   job.threads = root.get<int>("threads", job.threads);
+  job.cuda_graphs = root.get<std::string>("cuda_graphs", job.cuda_graphs);
+  if (job.cuda_graphs != "auto" && job.cuda_graphs != "off")
+    root.at("cuda_graphs").fail("expected 'auto' or 'off', got '" + job.cuda_graphs + "'");
   job.unit_size = root.get<int64_t>("unit_size", job.unit_size);
   if (job.unit_size < 1) root.at("unit_size").fail("must be >= 1");
   job.schedule = root.get<std::string>("schedule", job.schedule);

@@ -10,6 +10,7 @@
 //   out: out/demo                      # relative to the working directory
 //   device: auto                       # auto | cpu | cuda | cuda:N
 //   threads: 0                         # CPU threads per rank, 0 = LibTorch default, at most cores / ranks per node
+//   cuda_graphs: auto                  # auto (static steps replayed as CUDA graphs on a GPU) | off (eager)
 //   unit_size: 64                      # samples per unit of work (the journal's grain)
 //   schedule: dynamic                  # dynamic (units on request) | static (unit i -> rank i mod N)
 //   distill: {streams: cond, dtype: bf16, compression: 0}   # optional: hidden states to HDF5 (io/distill_schema.h)
@@ -38,6 +39,10 @@ struct JobConfig {
   std::string out_dir;
   std::string device = "auto";
   int threads = 0;
+  // auto: on a GPU, static decode steps are replayed as CUDA graphs (models/step_graph.h), each checked against
+  // the eager step at its first use; off: every step eager. The same images either way, so not in the
+  // fingerprint.
+  std::string cuda_graphs = "auto";
   int64_t unit_size = 64;
   std::string schedule = "dynamic";
   // every_rank: each rank reads the weight files itself (a node's ranks share its page cache, so a file is

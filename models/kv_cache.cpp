@@ -37,6 +37,7 @@ void KvCache::spread_committed(const torch::Tensor& source) {
 }
 
 AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
+  if (device_lengths()) return begin_static_block(T, block_mask);
   VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
   node_starts_.clear();
   const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
@@ -93,8 +94,86 @@ AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   return {mask.unsqueeze(1)};
 }
 
+void KvCache::use_device_lengths(int64_t hidden_prefix) {
+  if (device_lengths()) return;
+  const auto device = k_[0].device();
+  lengths_device_ = torch::tensor(length_, torch::kInt64).to(device);
+  key_index_ = torch::arange(capacity_, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  if (hidden_prefix > 0 && !prefix_visible_.defined()) {
+    prefix_visible_ = torch::ones({batch(), hidden_prefix}, torch::TensorOptions().dtype(torch::kBool).device(device));
+    prefix_hidden_ = torch::zeros({batch()}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  }
+}
+
+void KvCache::upload_lengths() {
+  // Lazily: a decoder's per-row commits (keep_prefix, truncate of each row) then cost one upload, made by the
+  // next static block's host half, not one per row.
+  if (device_lengths()) lengths_stale_ = true;
+}
+
+void KvCache::sync_lengths() {
+  if (!lengths_stale_) return;
+  lengths_device_.copy_(torch::tensor(length_, torch::kInt64));
+  lengths_stale_ = false;
+}
+
+int64_t KvCache::plan_static_block(int64_t T) {
+  VISPEC_ASSERT(device_lengths(), "a static block needs use_device_lengths()");
+  VISPEC_ASSERT(!extend_ && !committed_mask_.defined(),
+                "a static block neither extends a pending block nor restricts the committed entries");
+  const int64_t need = max_length() + T;
+  VISPEC_ASSERT(T >= 1 && need <= capacity_, "KV cache overflow: need ", need, " of ", capacity_, " slots");
+  sync_lengths();
+  bucket_ = std::min(capacity_, (need + kLengthBucket - 1) / kLengthBucket * kLengthBucket);
+  pending_ = T;
+  written_from_ = 0;
+  node_starts_.clear();
+  return bucket_;
+}
+
+// Every shape below is (B, T, bucket) and every scalar T: the same at every step of a bucket. Row b's block sits
+// at slots [L_b, L_b + T) with L_b = lengths_device_[b]; key slot s is seen where s < L_b (committed) or where
+// the block mask lets the query see block entry s - L_b.
+AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_mask) {
+  const int64_t S = plan_static_block(T), B = batch();
+  const auto device = k_[0].device();
+  const auto& L = lengths_device_;
+  const auto rel = key_index_.narrow(0, 0, S).view({1, 1, S}) - L.view({B, 1, 1});  // [B, 1, S]: slot - L_b
+  slot_index_ = L.view({B, 1, 1, 1}) + key_index_.narrow(0, 0, T).view({1, 1, T, 1});
+  torch::Tensor mask;
+  if (T == 1) {
+    mask = rel.le(0);  // a lone query sees its row's committed keys and itself, whatever its [1, 1] block mask
+  } else {
+    auto bm = block_mask.defined() ? block_mask.to(device, torch::kBool) : causal_mask_block(T, device);
+    if (bm.dim() == 2) bm = bm.unsqueeze(0).expand({B, T, T});
+    VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == T, "block mask shape");
+    const auto in_block = rel.ge(0).logical_and(rel.lt(T));
+    const auto block_seen = bm.gather(2, rel.clamp(0, T - 1).expand({B, T, S})).logical_and(in_block);
+    mask = rel.lt(0).logical_or(block_seen);  // [B, T, S]
+  }
+  if (prefix_visible_.defined()) mask = apply_prefix_visibility(mask, prefix_visible_, slot_index_.view({B, T}));
+  return {mask.unsqueeze(1)};
+}
+
+void KvCache::keep_all_on_device() {
+  VISPEC_ASSERT(device_lengths() && !lengths_stale_, "keep_all_on_device without current device lengths");
+  lengths_device_.add_(pending_);
+}
+
+void KvCache::keep_all_on_host() {
+  for (size_t b = 0; b < length_.size(); ++b) length_[b] += node_starts_.empty() ? pending_ : node_starts_[b].back();
+  pending_ = 0;
+}
+
 void KvCache::hide_prefix_keys(const torch::Tensor& visible) {
-  prefix_visible_ = visible.to(k_[0].device(), torch::kBool);
+  auto v = visible.to(k_[0].device(), torch::kBool);
+  if (device_lengths() && prefix_visible_.defined() && prefix_visible_.sizes() == v.sizes()) {
+    // In place, so that a replayed static step reads this prefill's visibility, not a freed tensor.
+    prefix_visible_.copy_(v);
+    prefix_hidden_.copy_(hidden_prefix_count(v));
+    return;
+  }
+  prefix_visible_ = v;
   prefix_hidden_ = hidden_prefix_count(prefix_visible_);
 }
 
@@ -117,6 +196,12 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torc
   auto& vc = v_[layer];
   const int64_t T = k.size(2), S = max_length() + pending_;
   VISPEC_ASSERT(T == pending_ - written_from_, "write of ", T, " entries into a block of ", pending_ - written_from_);
+  if (device_lengths()) {  // the static step: slots from the device lengths, a fixed-width view
+    auto idx = slot_index_.expand({k.size(0), k.size(1), T, k.size(3)});
+    kc.scatter_(2, idx, k.to(kc.scalar_type()));
+    vc.scatter_(2, idx, v.to(vc.scalar_type()));
+    return {kc.narrow(2, 0, bucket_), vc.narrow(2, 0, bucket_)};
+  }
   if (!slot_index_.defined()) {
     const int64_t L = length_[0] + written_from_;
     kc.narrow(2, L, T).copy_(k);
@@ -130,8 +215,11 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torc
 }
 
 void KvCache::keep_all() {
-  for (size_t b = 0; b < length_.size(); ++b) length_[b] += node_starts_.empty() ? pending_ : node_starts_[b].back();
-  pending_ = 0;
+  if (device_lengths()) {
+    sync_lengths();
+    keep_all_on_device();
+  }
+  keep_all_on_host();
 }
 
 std::vector<int64_t> KvCache::entries_of(int64_t row, const std::vector<int64_t>& nodes) const {
@@ -147,6 +235,7 @@ std::vector<int64_t> KvCache::entries_of(int64_t row, const std::vector<int64_t>
 
 void KvCache::keep(int64_t row, const std::vector<int64_t>& block_indices) {
   keep_entries(row, entries_of(row, block_indices));
+  upload_lengths();
 }
 
 void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows) {
@@ -154,6 +243,7 @@ void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows) {
   std::vector<std::vector<int64_t>> entries;
   for (size_t b = 0; b < rows.size(); ++b) entries.push_back(entries_of(int64_t(b), rows[b]));
   keep_entry_rows(entries);
+  upload_lengths();
 }
 
 void KvCache::keep_entries(int64_t row, const std::vector<int64_t>& block_indices) {
@@ -224,11 +314,13 @@ void KvCache::keep_prefix(int64_t row, int64_t n) {
   }
   VISPEC_ASSERT(n >= 0 && n <= pending_ && length_[row] + n <= capacity_, "keep_prefix of ", n, " of a block of ", pending_);
   length_[row] += n;
+  upload_lengths();
 }
 
 void KvCache::truncate(int64_t row, int64_t length) {
   VISPEC_ASSERT(length >= 0 && length <= length_[row], "truncate to ", length, " of ", length_[row]);
   length_[row] = length;
+  upload_lengths();
 }
 
 void KvCache::reset() {
@@ -237,6 +329,13 @@ void KvCache::reset() {
   pending_ = 0;
   extend_ = false;
   committed_mask_ = torch::Tensor();
+  if (device_lengths()) {
+    // A static cache keeps its hidden-prefix tensors for the next prefill to overwrite in place (a caption or
+    // prompt model hides a prefix at every prefill, a class model never).
+    lengths_device_.zero_();
+    lengths_stale_ = false;
+    return;
+  }
   prefix_visible_ = torch::Tensor();
   prefix_hidden_ = torch::Tensor();
 }

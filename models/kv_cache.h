@@ -13,6 +13,11 @@
 // token (models/sequence_layout.h) the model adds that token's entry after a row's last token. The model then
 // tells the cache which entries each fed token ("node") owns (set_block_nodes), and every keep call, which
 // names nodes, keeps their entries.
+// The static step (docs/decoding_floor.md, "The static step"): after use_device_lengths() the committed lengths
+// also live in a device tensor, and a block writes at slots computed from it and attends over a fixed-width
+// view of the cache (the length bucket: the longest row plus the block, rounded up to kLengthBucket keys)
+// masked by each row's length. A forward then has the same operators, shapes and scalars at every step of a
+// bucket and reads nothing from the host, which is what a CUDA graph (models/step_graph.h) replays.
 // The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
 #pragma once
 
@@ -61,7 +66,8 @@ class KvCache {
   void restrict_committed(const torch::Tensor& mask) { committed_mask_ = mask; }
   // visible [B, C] bool: from now until reset(), entry j < C of row b is seen only where visible[b][j], or by
   // the query at that same entry (LlamaGen's emb_mask keeps the diagonal, so a padded position still attends
-  // to itself). Call before the block that writes those entries.
+  // to itself). Call before the block that writes those entries. A static cache (use_device_lengths) writes
+  // it in place and keeps it across reset(), for its next prefill to overwrite.
   void hide_prefix_keys(const torch::Tensor& visible);
   const torch::Tensor& prefix_visible() const { return prefix_visible_; }  // undefined: nothing hidden
   // [B] int64: how many of each row's first entries are hidden (counted once, not per forward).
@@ -78,6 +84,26 @@ class KvCache {
   void truncate(int64_t row, int64_t length);
   void reset();
 
+  // --- the static step ---
+  // Keys a static block's view grows by: one captured graph per bucket (a 256-token image: 5 buckets).
+  static constexpr int64_t kLengthBucket = 64;
+  // From now on (until the cache is destroyed) lengths are mirrored on the device and every block is static.
+  // One upload of the host lengths; later host-side commits (keep, truncate, ...) upload them again, so only
+  // keep_all() and its two halves stay on the device. hidden_prefix C > 0 makes the buffers hide_prefix_keys()
+  // will write in place (nothing hidden until then), so that copies of this cache share them.
+  void use_device_lengths(int64_t hidden_prefix = 0);
+  bool device_lengths() const { return lengths_device_.defined(); }
+  const torch::Tensor& lengths_on_device() const { return lengths_device_; }  // [B] int64, never reallocated
+  // The host half of opening a static block of T entries per row: the block's shape and the bucket its keys are
+  // read through, from the host lengths, which the device half never changes. begin_block() calls it; a
+  // replayed graph does not, so a caller replaying one calls it first. Returns the bucket.
+  int64_t plan_static_block(int64_t T);
+  int64_t bucket() const { return bucket_; }
+  // keep_all() in two halves, for a step whose device half is replayed: lengths += block on the device (inside
+  // the step), then on the host (after it).
+  void keep_all_on_device();
+  void keep_all_on_host();
+
  private:
   bool uniform_lengths() const;
   int64_t max_length() const;
@@ -85,6 +111,9 @@ class KvCache {
   std::vector<int64_t> entries_of(int64_t row, const std::vector<int64_t>& nodes) const;
   void keep_entries(int64_t row, const std::vector<int64_t>& entries);
   void keep_entry_rows(const std::vector<std::vector<int64_t>>& rows);
+  AttentionMask begin_static_block(int64_t T, const torch::Tensor& block_mask);
+  void upload_lengths();  // after a host-side commit in static mode: marks the device lengths stale
+  void sync_lengths();    // uploads them if stale (the host half of a static block, keep_all)
 
   std::vector<torch::Tensor> k_, v_;  // per layer [B, Hkv, capacity, Dh]
   std::vector<int64_t> length_;       // committed entries per row
@@ -97,6 +126,10 @@ class KvCache {
   torch::Tensor prefix_hidden_;        // [B] int64: how many of them are hidden
   torch::Tensor slot_index_;          // [B, 1, T, 1] write slots of the pending block when lengths differ
   std::vector<std::vector<int64_t>> node_starts_;  // the pending block's entries per node (empty: one each)
+  torch::Tensor lengths_device_;       // [B] int64 on the device: the static step's committed lengths
+  torch::Tensor key_index_;            // [capacity] int64 on the device: 0 .. capacity - 1
+  int64_t bucket_ = 0;                 // keys of the static block's view
+  bool lengths_stale_ = false;         // host-side commits not yet uploaded to lengths_device_
 };
 
 // An attention mask [B, T, S] (true = may attend) for queries at sequence slots query_slots [B, T], with the

@@ -188,6 +188,8 @@ TEST_F(JobErrors, AnUnusableDeviceIsRejectedBeforeAnythingIsWritten) {
   EXPECT_NE(err.find("device: unknown device 'tpu'"), std::string::npos) << err;
   err = expect_rejected(job("decoder: {name: ar}\ndevice: cuda:99\n"));  // no machine has 100 GPUs
   EXPECT_NE(err.find("device: 'cuda:99'"), std::string::npos) << err;
+  err = expect_rejected(job("decoder: {name: ar}\ncuda_graphs: always\n"));
+  EXPECT_NE(err.find("job.yaml:5: cuda_graphs: expected 'auto' or 'off', got 'always'"), std::string::npos) << err;
 }
 
 // Text inputs in the encodings and shapes people make by accident: a UTF-8 or UTF-16 byte-order mark and CRLF

@@ -21,6 +21,7 @@
 #include "io/png.h"
 #include "io/run_layout.h"
 #include "models/node_weights.h"
+#include "models/step_graph.h"
 #include "workers/distill_capture.h"
 #include "workers/loaded_models.h"
 #include "workers/request_builder.h"
@@ -176,14 +177,19 @@ std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const Worker
   // across a rounding boundary now and then (measured: 1 of 18 images, mpirun vs plain). LibTorch's own
   // convolutions (im2col + BLAS) give the same bits whatever those are, at a small cost for the VQ decode.
   if (w->device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);
+  set_cuda_graphs(plan.job.cuda_graphs != "off");  // read by the decoders' static steps
   w->models = load_models(plan.model, w->device);
   w->decoder = make_decoder(plan.decoder, load_decoder_models(plan.decoder, plan.model, w->models.gpt, w->models.vq, w->device));
   w->make_request = std::make_unique<RequestBuilder>(plan.model, plan.job.seed, w->device);
   const auto traffic = weight_traffic();
   w->load = {seconds_since(t0), traffic.read_bytes - traffic0.read_bytes,
              traffic.received_bytes - traffic0.received_bytes};
-  spdlog::debug("rank {}: {} on {} with {} threads, models ready in {:.2f} s", o.rank, w->decoder->name(),
-                w->device.str(), w->threads, w->load.seconds);
+  // Where the work runs, per rank: the first thing to check when a GPU job runs slowly.
+  spdlog::info("rank {}: {} on {}{} in {}{}, models ready in {:.2f} s", o.rank, w->decoder->name(), w->device.str(),
+               w->device.is_cuda() ? " (" + device_model(w->device) + ")" : std::string(), plan.model.dtype,
+               w->device.is_cuda() ? fmt::format(", CUDA graphs {}", plan.job.cuda_graphs)
+                                   : fmt::format(", {} threads", w->threads),
+               w->load.seconds);
   return w;
 }
 

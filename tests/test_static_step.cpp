@@ -1,0 +1,318 @@
+// The static decode step (docs/decoding_floor.md, "The static step") proven on the CPU: what a CUDA graph needs
+// of a step, checked without a GPU.
+//   - tokens: AR over static steps (device lengths, a length bucket, device counters) picks the tokens the
+//     dynamic cache's AR loop picks (written out below as it was before the static step), at T = 0 and 1;
+//   - trace: the ATen operators of consecutive steps, with their input shapes and scalar arguments, are the same
+//     within a length bucket (nothing from the host leaks into a step), change only where the bucket does, and
+//     no step reads the host;
+//   - storage: a step that rebinds a state tensor instead of writing it in place is refused;
+//   - a static block of several entries (a chain or tree) over ragged rows equals the dynamic cache's.
+// And on a GPU (skipped visibly without one): graph replays pick the eager steps' tokens bit for bit.
+#include <gtest/gtest.h>
+
+#include <ATen/record_function.h>
+
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/device.h"
+#include "core/rng.h"
+#include "decoding/ar.h"
+#include "decoding/eagle1.h"
+#include "decoding/eagle2.h"
+#include "decoding/sd.h"
+#include "decoding/sjd.h"
+#include "decoding/ssd.h"
+#include "exact_distribution.h"
+#include "models/load.h"
+#include "models/model_config.h"
+#include "models/step_graph.h"
+#include "tiny_models.h"
+
+namespace vispec {
+
+namespace {
+
+// A tiny GPT on a 12x12 grid: 144 tokens, so its steps cross three length buckets (64, 128, 145 keys).
+Gpt bucketed_gpt(uint64_t seed, torch::Dtype dtype = torch::kFloat32, torch::Device device = torch::kCPU) {
+  torch::manual_seed(seed);
+  auto c = test::tiny_gpt_config();
+  c.grid_size = 12;
+  Gpt g(c, torch::TensorOptions().dtype(dtype).device(device));
+  torch::NoGradGuard no_grad;
+  for (auto& p : g->parameters()) p.normal_(0.0, 0.3);
+  g->eval();
+  return g;
+}
+
+// AR as it was written before the static step: the dynamic cache (attention over exactly the committed keys,
+// host-chosen write slots), host-chosen positions and uniform columns.
+torch::Tensor dynamic_ar(const Gpt& gpt, const SamplingParams& params, const DecodeRequest& request) {
+  torch::NoGradGuard no_grad;
+  CfgModel target(gpt, params.cfg_scale);
+  const int64_t B = request.batch(), N = gpt->config().image_tokens();
+  const auto device = gpt->device();
+  const auto u = uniform_table(request.seed, request.sample_ids, uint32_t(N), Purpose::kSample).to(device);
+  auto tokens = torch::empty({B, N}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto cache = target.make_cache(B);
+  auto out = target.prefill(cache, request.conditions);
+  cache.keep_all();
+  for (int64_t i = 0; i < N; ++i) {
+    auto next = sample_from_probs(target_probs(out.logits.select(1, out.logits.size(1) - 1), params), u.select(1, i));
+    tokens.select(1, i).copy_(next);
+    if (i + 1 == N) break;
+    auto pos = torch::full({B, 1}, i, torch::TensorOptions().dtype(torch::kInt64).device(device));
+    out = target.decode_block(cache, next.view({B, 1}), pos, torch::ones({1, 1}, torch::kBool));
+    cache.keep_all();
+  }
+  return tokens.cpu();
+}
+
+// Every top-level ATen operator inside each static step, as "name(input, input, ...)" with tensors as their
+// dtype and shape and scalars as their values; host reads as "HOST_READ".
+class StepTrace {
+ public:
+  StepTrace() {
+    active() = this;
+    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&StepTrace::enter, &StepTrace::leave)
+                                             .needsInputs(true)
+                                             .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+  }
+  ~StepTrace() {
+    at::removeCallback(handle_);
+    active() = nullptr;
+  }
+  std::vector<std::vector<std::string>> steps;
+
+ private:
+  struct Marker : at::ObserverContext {};
+  static StepTrace*& active() {
+    static thread_local StepTrace* a = nullptr;
+    return a;
+  }
+  static std::string describe(const c10::IValue& v) {
+    std::ostringstream s;
+    if (v.isTensor()) {
+      const auto& t = v.toTensor();
+      if (t.defined()) s << t.scalar_type() << t.sizes() << (t.is_contiguous() ? "" : "nc");
+      else s << "undef";
+    } else if (v.isTensorList()) {
+      s << "[";
+      for (const auto& t : v.toTensorList()) s << describe(c10::IValue(at::Tensor(t))) << ",";
+      s << "]";
+    } else if (v.isNone()) {
+      s << "None";
+    } else {
+      s << v;  // ints, doubles, bools, int lists, strings, scalars: their values
+    }
+    return s.str();
+  }
+  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
+    auto* self = active();
+    const std::string name = fn.name();
+    if (name == "vispec::static_step") {
+      self->steps.emplace_back();
+      self->in_step_ = true;
+      self->depth_ = 0;
+      return std::make_unique<Marker>();
+    }
+    if (!self->in_step_) return nullptr;
+    if (name == "aten::_local_scalar_dense" || name == "vispec::host_read") self->steps.back().push_back("HOST_READ");
+    if (self->depth_++ == 0) {
+      std::string op = name + "(";
+      for (const auto& input : fn.inputs()) op += describe(input) + ", ";
+      self->steps.back().push_back(op + ")");
+    }
+    return nullptr;
+  }
+  static void leave(const at::RecordFunction&, at::ObserverContext* context) {
+    auto* self = active();
+    if (context) self->in_step_ = false;
+    else if (self->in_step_) --self->depth_;
+  }
+  at::CallbackHandle handle_;
+  bool in_step_ = false;
+  int64_t depth_ = 0;
+};
+
+// The bucket the static step at image position i (feeding token i - 1) reads its keys through.
+int64_t bucket_of(int64_t i, int64_t cls, int64_t capacity) {
+  const int64_t need = cls + i;  // committed before the step (cls + i - 1) plus the step's entry
+  return std::min(capacity, (need + KvCache::kLengthBucket - 1) / KvCache::kLengthBucket * KvCache::kLengthBucket);
+}
+
+}  // namespace
+
+TEST(StaticStep, ArTokensEqualTheDynamicCacheAtBothTemperatures) {
+  const auto gpt = bucketed_gpt(5);
+  for (double temperature : {0.0, 1.0}) {
+    const auto p = test::guided_sampling(temperature);
+    const auto r = test::requests(0, 6);
+    ArDecoder ar(gpt, p);
+    const auto got = ar.decode(r).tokens;
+    const auto want = dynamic_ar(gpt, p, r);
+    EXPECT_TRUE(torch::equal(got, want)) << "T = " << temperature << ": " << got.ne(want).sum().item<int64_t>()
+                                         << " of " << got.numel() << " tokens moved";
+    // The decoder keeps its buffers between batches: a second batch of another size, then the first again.
+    EXPECT_TRUE(torch::equal(ar.decode(test::requests(6, 3)).tokens, dynamic_ar(gpt, p, test::requests(6, 3))));
+    EXPECT_TRUE(torch::equal(ar.decode(r).tokens, want));
+  }
+}
+
+// The demo's tokens (jobs/demo.yaml: the embedded model, 40 samples, classes in order, CFG 2, seed 0, batches of
+// 20) through five buckets, and greedy ones: byte for byte those of the dynamic cache.
+TEST(StaticStep, DemoTokensEqualTheDynamicCache) {
+  const auto model = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
+  Gpt gpt(model.gpt, torch::TensorOptions(), /*random_init=*/false);
+  load_weights(*gpt, model.gpt_weights);
+  gpt->eval();
+  for (double temperature : {1.0, 0.0}) {
+    const auto p = test::guided_sampling(temperature);  // CFG 2, as the demo
+    ArDecoder ar(gpt, p);
+    for (int64_t first : {0, 20}) {
+      DecodeRequest r;
+      std::vector<int64_t> classes;
+      for (int64_t i = first; i < first + 20; ++i) {
+        classes.push_back(i / 4);
+        r.sample_ids.push_back(uint64_t(i));
+      }
+      r.conditions.class_ids = torch::tensor(classes, torch::kInt64);
+      const auto got = ar.decode(r).tokens, want = dynamic_ar(gpt, p, r);
+      EXPECT_TRUE(torch::equal(got, want)) << "T = " << temperature << ", samples from " << first << ": "
+                                           << got.ne(want).sum().item<int64_t>() << " tokens moved";
+    }
+  }
+}
+
+TEST(StaticStep, ConsecutiveStepsIssueTheSameOperatorsWithinABucket) {
+  const auto gpt = bucketed_gpt(6);
+  const auto& c = gpt->config();
+  for (double temperature : {0.0, 1.0}) {
+    ArDecoder ar(gpt, test::guided_sampling(temperature));
+    const auto r = test::requests(0, 4);
+    ar.decode(r);  // the session's buffers are made once
+    StepTrace trace;
+    ar.decode(r);
+    const int64_t N = c.image_tokens(), capacity = c.max_seq_len();
+    ASSERT_EQ(int64_t(trace.steps.size()), N - 1);
+    std::set<int64_t> buckets;
+    for (int64_t i = 1; i < N; ++i) {
+      const auto& step = trace.steps[size_t(i - 1)];
+      EXPECT_FALSE(step.empty());
+      EXPECT_EQ(std::count(step.begin(), step.end(), "HOST_READ"), 0) << "step " << i << " reads the host";
+      buckets.insert(bucket_of(i, c.cls_token_num, capacity));
+      if (i == 1) continue;
+      const auto& previous = trace.steps[size_t(i - 2)];
+      if (bucket_of(i, c.cls_token_num, capacity) == bucket_of(i - 1, c.cls_token_num, capacity)) {
+        ASSERT_EQ(step, previous) << "steps " << i - 1 << " and " << i << " differ within a bucket (T = " << temperature << ")";
+      } else {
+        EXPECT_NE(step, previous) << "a new bucket must change the keys' shape";
+        EXPECT_EQ(step.size(), previous.size()) << "only shapes change between buckets";
+      }
+    }
+    EXPECT_EQ(buckets.size(), 3u);  // 64, 128 and the capacity, 145
+  }
+}
+
+// The speculative decoders' cached forwards (drafter steps, verify chains, windows, trees, rows) run as static
+// steps over pooled caches (decoding/static_forwards.h): a forward's operators depend only on its key (block
+// shape and length bucket), never on a host value, and none reads the host. So over a whole decode, with many
+// forwards, only a handful of distinct forward traces occur.
+TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
+  const auto target = bucketed_gpt(9), drafter = bucketed_gpt(10);
+  torch::manual_seed(3);
+  SsdHeads heads(target->config(), 3, 2);
+  heads->eval();
+  const auto eagle = test::tiny_eagle_drafter(target->config(), 4);
+  const test::TinyMulo tiny_mulo;
+  const auto p = test::guided_sampling(1.0);
+  MuloParams mp;
+  mp.tau = 0.08;
+  mp.radius = 1;
+  std::vector<std::pair<std::string, std::unique_ptr<Decoder>>> decoders;
+  decoders.emplace_back("sd", std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr));
+  decoders.emplace_back("sjd", std::make_unique<SjdDecoder>(target, p, 6));
+  decoders.emplace_back("ssd", std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1}));
+  decoders.emplace_back("eagle2", std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{3, 4, 16},
+                                                                  AcceptanceParams{}, nullptr));
+  decoders.emplace_back("eagle1", std::make_unique<Eagle1Decoder>(
+                                      "eagle1", target, eagle, p,
+                                      static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
+                                      AcceptanceParams{}, nullptr));
+  decoders.emplace_back("mulo_sd", std::make_unique<MuloSdDecoder>(tiny_mulo.decoder(p, mp)));
+  for (auto& [name, decoder] : decoders) {
+    const auto r = test::requests(0, 3);
+    const auto first = decoder->decode(r).tokens;  // the pooled caches and their buffers are made once
+    StepTrace trace;
+    const auto again = decoder->decode(r).tokens;
+    EXPECT_TRUE(torch::equal(first, again)) << name << ": a reused pooled cache changed the tokens";
+    std::set<std::vector<std::string>> distinct;
+    for (const auto& step : trace.steps) {
+      EXPECT_EQ(std::count(step.begin(), step.end(), "HOST_READ"), 0) << name << ": a forward reads the host";
+      distinct.insert(step);
+    }
+    std::cout << name << ": " << trace.steps.size() << " cached forwards, " << distinct.size() << " distinct\n";
+    EXPECT_GE(trace.steps.size(), name == "mulo_sd" ? 10u : 20u) << name;  // MuLo-SD's tiny pair: a 4x4 image
+    EXPECT_LE(distinct.size(), 12u) << name << ": forwards differ by more than their block shape and bucket";
+  }
+}
+
+TEST(StaticStep, AStepThatMovesItsStateIsRefused) {
+  auto a = torch::zeros({4}), b = torch::zeros({4});
+  StepGraphs graphs(torch::kCPU, {&a, &b}, {&a});
+  graphs.run({1, 1, 64}, [&] { a.add_(1); });
+  EXPECT_EQ(a[0].item<float>(), 1.0f);
+  EXPECT_FALSE(graphs.replaying());  // a CPU never replays
+  graphs.run({1, 1, 64}, [&] { b = b + 1; });  // rebinds b: a graph would keep writing the old storage
+  EXPECT_THROW(graphs.run({1, 1, 64}, [&] {}), std::exception);
+}
+
+TEST(StaticStep, AStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
+  // Two rows of different committed lengths, then a 3-entry block under a tree mask, through both caches.
+  auto gpt = bucketed_gpt(7);
+  torch::NoGradGuard no_grad;
+  const auto cond = gpt->embed_classes(torch::tensor({0, 2}, torch::kInt64));
+  const auto tree = torch::tensor({1, 0, 0, 1, 1, 0, 1, 0, 1}, torch::kBool).view({3, 3});
+  std::vector<GptOutput> outs;
+  for (bool static_block : {false, true}) {
+    auto cache = gpt->make_cache(2, 3);
+    gpt->prefill(cache, cond);
+    cache.keep_all();
+    if (static_block) cache.use_device_lengths();
+    const auto i64 = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).view({2, 3}); };
+    gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}), i64({0, 1, 2, 0, 1, 2}), torch::Tensor());
+    cache.keep_prefix(0, 3);
+    cache.keep_prefix(1, 1);  // ragged: 4 and 2 committed entries
+    outs.push_back(gpt->decode_block(cache, i64({9, 10, 11, 12, 13, 14}), i64({3, 4, 4, 1, 2, 2}), tree));
+    if (static_block) EXPECT_EQ(cache.bucket(), KvCache::kLengthBucket);
+  }
+  EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
+      << (outs[0].logits - outs[1].logits).abs().max().item<double>();
+}
+
+TEST(StaticStep, CudaGraphTokensEqualEagerTokens) {
+  if (!cuda_usable()) GTEST_SKIP() << "no CUDA device here: graph replay is checked by scripts/gpu_check.sh on a GPU machine";
+  const torch::Device cuda(torch::kCUDA, 0);
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto gpt = bucketed_gpt(8, dtype, cuda);
+    for (double temperature : {0.0, 1.0}) {
+      const auto p = test::guided_sampling(temperature);
+      const auto r = test::requests(0, 5);
+      set_cuda_graphs(false);
+      ArDecoder eager(gpt, p);
+      const auto want = eager.decode(r).tokens;
+      EXPECT_FALSE(eager.replayed_graphs());
+      set_cuda_graphs(true);
+      ArDecoder graphs(gpt, p);
+      const auto first = graphs.decode(r).tokens;   // captures, checks, replays
+      const auto second = graphs.decode(r).tokens;  // replays only
+      EXPECT_TRUE(graphs.replayed_graphs()) << "the graphs fell back to eager (see the warning above)";
+      EXPECT_TRUE(torch::equal(first, want)) << dtype << " T = " << temperature;
+      EXPECT_TRUE(torch::equal(second, want)) << dtype << " T = " << temperature;
+    }
+  }
+}
+
+}  // namespace vispec
