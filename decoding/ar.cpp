@@ -45,6 +45,7 @@ struct ArDecoder::Session : ArBuffers {
         static_steps(!target.gpt()->config().row_ends()),
         graphs(target.gpt()->device(), {&u, &tokens, &token, &step, &logits, &lengths()}, {&logits, &tokens}) {}
 
+  // Makes the cache static (where the model allows) and names its device lengths among the graphs' state.
   const torch::Tensor& lengths() {
     if (static_steps) cache.use_device_lengths();
     return cache.lengths_on_device();

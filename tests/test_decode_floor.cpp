@@ -1,0 +1,128 @@
+// Unit tests of the pieces every decoder stands on (docs/decoding_floor.md), each on its own: the decode state
+// (DecodeRows), guidance and its cache commits (CfgModel, its pooled static caches), and the chain verdicts
+// (verify_chain, verify_chain_greedy, commit_chain) on hand-made distributions whose answers are known.
+#include <gtest/gtest.h>
+
+#include "core/rng.h"
+#include "decoding/cfg_model.h"
+#include "decoding/decode_rows.h"
+#include "decoding/verify.h"
+#include "exact_distribution.h"
+#include "tiny_models.h"
+
+namespace vispec {
+
+namespace {
+DecodeRequest three_rows() {
+  auto r = test::requests(0, 3);
+  r.seed = 11;
+  return r;
+}
+torch::Tensor i64(std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64); }
+}  // namespace
+
+TEST(DecodeRows, PositionsAdvanceAndTheFirstTokenIsArs) {
+  const auto r = three_rows();
+  DecodeRows rows(r, /*cells=*/16, /*pad=*/3, torch::kCPU);
+  EXPECT_EQ(rows.tokens.sizes(), (std::vector<int64_t>{3, 19}));
+  // Token 0 from logits: AR's draw (the kSample uniform at position 0 of each sample).
+  const auto logits = torch::randn({3, 2, 64});
+  const auto p = test::guided_sampling(1.0);
+  rows.start(logits, p);
+  const auto u = uniforms(r.seed, r.sample_ids, 0, Purpose::kSample);
+  EXPECT_TRUE(torch::equal(rows.tokens.select(1, 0), sample_from_probs(target_probs(logits.select(1, 1), p), u)));
+  EXPECT_EQ(rows.committed, (std::vector<int64_t>{1, 1, 1}));
+  // Rows advance by their first column (the others are the caller's); positions follow each row and stop at
+  // the last cell; a row whose image is full is no longer active.
+  const auto host = rows.advance(i64({2, 7, 0, 7, 15, 7}).view({3, 2}));
+  EXPECT_EQ(host[2][1].item<int64_t>(), 7);
+  EXPECT_EQ(rows.committed, (std::vector<int64_t>{3, 1, 16}));
+  EXPECT_TRUE(torch::equal(rows.n, i64({3, 1, 16})));
+  EXPECT_TRUE(torch::equal(rows.positions(0, 2), i64({3, 4, 1, 2, 15, 15}).view({3, 2})));
+  EXPECT_EQ(rows.active(), (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(torch::equal(rows.tokens_at(-1).view({3}), rows.tokens.gather(1, i64({2, 0, 15}).view({3, 1})).view({3})));
+}
+
+TEST(CfgModel, GuidedLogitsMixTheTwoStreamsAndCommitsKeepBoth) {
+  const auto gpt = test::tiny_gpt(3);
+  torch::NoGradGuard no_grad;
+  CfgModel guided(gpt, 3.0), plain(gpt, 1.0);
+  Conditions c;
+  c.class_ids = i64({0, 2});
+  auto cache = guided.make_cache(2, 4);
+  EXPECT_EQ(cache.batch(), 4);  // [cond; uncond]
+  const auto out = guided.prefill(cache, c);
+  cache.keep_all();
+  // The same prefill through the unguided model, once per stream.
+  auto cond_cache = plain.make_cache(2), null_cache = plain.make_cache(2);
+  const auto cond = plain.prefill(cond_cache, c).logits;
+  Conditions null;
+  null.class_ids = i64({3, 3});  // the null class of a 3-class model
+  const auto uncond = plain.prefill(null_cache, null).logits;
+  EXPECT_TRUE(torch::allclose(out.logits, uncond + 3.0 * (cond - uncond), 1e-5, 1e-5));
+  // A block of 3, then row 0 keeps 2 entries and row 1 none: both streams of each sample follow.
+  guided.decode_block(cache, i64({5, 6, 7, 8, 9, 10}).view({2, 3}), i64({0, 1, 2, 0, 1, 2}).view({2, 3}),
+                      causal_mask(3));
+  guided.keep_paths(cache, {{0, 1}, {}});
+  EXPECT_EQ(cache.length(0), 3);
+  EXPECT_EQ(cache.length(2), 3);
+  EXPECT_EQ(cache.length(1), 1);
+  EXPECT_EQ(cache.length(3), 1);
+}
+
+TEST(CfgModel, PooledStaticCachesAreReusedOnlyWhenFree) {
+  const auto gpt = test::tiny_gpt(4);
+  CfgModel target(gpt, 2.0);
+  const void* first_keys = nullptr;
+  {
+    auto a = target.make_cache(2, 3, /*static_steps=*/true);
+    auto b = target.make_cache(2, 3, /*static_steps=*/true);  // a is in use: another pooled cache
+    ASSERT_TRUE(a.device_lengths() && b.device_lengths());
+    EXPECT_NE(a.lengths_on_device().data_ptr(), b.lengths_on_device().data_ptr());
+    first_keys = a.lengths_on_device().data_ptr();
+  }
+  auto again = target.make_cache(2, 3, /*static_steps=*/true);  // both free: the first is handed out again
+  EXPECT_EQ(again.lengths_on_device().data_ptr(), first_keys);
+  EXPECT_EQ(again.length(0), 0);
+  EXPECT_EQ(again.lengths_on_device().sum().item<int64_t>(), 0);
+  EXPECT_FALSE(target.make_cache(2, 3).device_lengths());  // not asked for: dynamic
+}
+
+TEST(VerifyChain, GreedyAcceptsTheLeadingMatchesAndTakesTheTargetsNextToken) {
+  ChainRule rule;  // exact
+  // Row 0: drafts 4 5 6 against argmaxes 4 5 9 | 1 -> 2 accepted, next 9. Row 1: first draft wrong -> 0, next 7.
+  // Row 2: all three right -> 3, next the bonus argmax 3. Row 3: only 1 draft takes part -> 1, next 5.
+  const auto drafts = i64({4, 5, 6, 1, 1, 1, 2, 2, 2, 8, 0, 0}).view({4, 3});
+  const auto target = i64({4, 5, 9, 1, 7, 1, 1, 1, 2, 2, 2, 3, 8, 5, 0, 0}).view({4, 4});
+  const auto count = i64({3, 3, 3, 1});
+  const auto v = verify_chain_greedy(rule, target, drafts, count, ChainUniforms{});
+  EXPECT_TRUE(torch::equal(v.accepted, i64({2, 0, 3, 1})));
+  EXPECT_TRUE(torch::equal(v.next, i64({9, 7, 3, 5})));
+  // commit_chain writes each row's accepted drafts and its next token after n, never past the image (N = 7).
+  auto tokens = torch::zeros({4, 11}, torch::kInt64);
+  commit_chain(tokens, i64({0, 2, 4, 7}), /*N=*/7, drafts, v);  // row 3: a full image (n = N)
+  EXPECT_TRUE(torch::equal(tokens[0].narrow(0, 0, 4), i64({4, 5, 9, 0})));
+  EXPECT_TRUE(torch::equal(tokens[1].narrow(0, 2, 2), i64({7, 0})));
+  EXPECT_TRUE(torch::equal(tokens[2].narrow(0, 4, 4), i64({2, 2, 2, 0})));  // the next token falls past N
+  EXPECT_EQ(tokens[3].sum().item<int64_t>(), 0);
+}
+
+TEST(VerifyChain, ExactRuleAcceptsDraftsTheTargetAgreesWithAndResamplesTheRest) {
+  ChainRule rule;
+  const int64_t V = 4;
+  // p puts all mass on token 1 at every position. Row 0 drafts 1, 1 with q = p: both accepted (probability 1),
+  // then the bonus sample is 1. Row 1 drafts 2 (p = 0): rejected at once, and the rejection distribution
+  // (p - q)+ is all on 1.
+  const auto p = torch::zeros({2, 3, V}).index_fill_(2, i64({1}), 1.0);
+  auto q = torch::zeros({2, 2, V});
+  q.select(0, 0).index_fill_(1, i64({1}), 1.0);
+  q.select(0, 1).index_fill_(1, i64({2}), 1.0);
+  const auto drafts = i64({1, 1, 2, 2}).view({2, 2});
+  ChainUniforms u{torch::full({2, 2}, 0.999, torch::kFloat64), torch::full({2, 3}, 0.5, torch::kFloat64),
+                  torch::full({2, 3}, 0.5, torch::kFloat64)};
+  const auto v = verify_chain(rule, p, q, drafts, i64({2, 2}), u);
+  EXPECT_TRUE(torch::equal(v.accepted, i64({2, 0})));
+  EXPECT_TRUE(torch::equal(v.next, i64({1, 1})));
+}
+
+}  // namespace vispec
