@@ -124,10 +124,11 @@ class KvCache {
   torch::Tensor committed_mask_;       // for the next begin_block: visible committed entries (undefined: all)
   torch::Tensor prefix_visible_;       // [B, C] bool: which of each row's first C entries queries may see
   torch::Tensor prefix_hidden_;        // [B] int64: how many of them are hidden
-  torch::Tensor slot_index_;          // [B, 1, T, 1] write slots of the pending block when lengths differ
+  torch::Tensor slot_index_;          // write slots of the pending block: [B, 1, T, 1] when lengths differ, [B, 1, T] static
   std::vector<std::vector<int64_t>> node_starts_;  // the pending block's entries per node (empty: one each)
   torch::Tensor lengths_device_;       // [B] int64 on the device: the static step's committed lengths
   torch::Tensor key_index_;            // [capacity] int64 on the device: 0 .. capacity - 1
+  torch::Tensor row_index_, head_index_;  // [B, 1, 1] and [1, Hkv, 1]: with slot_index_, a static write's indices
   int64_t bucket_ = 0;                 // keys of the static block's view
   bool lengths_stale_ = false;         // host-side commits not yet uploaded to lengths_device_
 };

@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# scripts/gpu_check.sh --cpu on this build: the same steps the GPU machine runs (configure, build, tests, the
-# demo in fp32 and bf16, vispec step-cost, the summary), here without CUDA and with a few quick tests and a
-# small step-cost, so that the script cannot rot between the rare runs on a GPU machine.
+# scripts/gpu_check.sh --cpu --quick on this build's binaries: the steps the GPU machine runs with --quick (the
+# dependency decisions, the binaries' start check, the CUDA test cases (skipped here, visibly), vispec step-cost,
+# the gpu-quick bench at batch 1 and 8, the demo in fp32 and bf16, the summary), here without CUDA and at small
+# sizes (the bench on one prompt with SSD alone, its own baseline: every run of a bench also loads the models and
+# the quality judge's 10,000 reference images, ~25 s here; step-cost at one batch with a 1-layer GPT-XL), so that
+# the script cannot rot between the rare runs on a GPU machine. --binaries: it never builds (2 cores), and it
+# reads the build as it is.
+#   bash tests/gpu_check_cpu.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
 build=$1 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-bash "$src/scripts/gpu_check.sh" --cpu --build-dir "$build" --tests '^Sampler\.|^Devices\.HalfPrecision' \
-  --step-cost-args "--batches 1 --xl-layers 1 --xl-grid 4" "$work/out" > "$work/log" 2>&1 \
-  || { cat "$work/log"; echo "FAIL: gpu_check.sh --cpu"; exit 1; }
+# Every decoder of bench/gpu-quick.yaml parses (the GPU machine runs them all): a bench file is checked whole
+# before any work, decoders before the baseline, so an unknown baseline fails on the baseline alone.
+"$build/vispec" bench "$src/bench/gpu-quick.yaml" --set baseline=none-such > "$work/parse" 2>&1 && exit 1
+grep -q "'none-such' is not the label of a decoder" "$work/parse" || { cat "$work/parse"; echo "FAIL: gpu-quick.yaml"; exit 1; }
+printf 't-shirt/top\n' > "$work/prompts.txt"
+bash "$src/scripts/gpu_check.sh" --cpu --quick --binaries "$build" --deadline 500 \
+  --step-cost-args "--dtypes fp32,bf16 --batches 1 --modes eager --xl-layers 1 --xl-grid 4 --max-steps 8" \
+  --bench-set "prompts=$work/prompts.txt" \
+  --bench-set "decoders=[{label: ssd-r2, decoder: {name: ssd, cfg_scale: 2.0, r: 2}}]" --bench-set baseline=ssd-r2 \
+  "$work/out" > "$work/log" 2>&1 || { cat "$work/log"; echo "FAIL: gpu_check.sh --cpu --quick"; exit 1; }
 "$py" - "$work/out" <<'PY'
 import json, sys
 out = sys.argv[1]
 s = json.load(open(f"{out}/summary.json"))
-assert s["mode"] == "cpu" and s["failed"] == 0, s
-for step in ["configure", "build", "tests", "demo_fp32", "demo_bf16", "step_cost"]:
+assert s["mode"] == "cpu" and s["quick"] and s["failed"] == 0, s
+assert s["binaries"] in ("carried", "prebuilt"), (s["binaries"], s["binaries_reason"])
+every = {"mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "gtest", "png", "zlib",
+         "sentencepiece", "pcre2", "utf8proc", "fashion-mnist"}
+assert set(s["deps"]) == every and set(s["deps"].values()) <= {"machine", "prefix"}, s["deps"]
+assert s["libs"] and "missing" not in s["libs"].values(), s["libs"]
+for step in ["binaries", "cuda_tests", "step_cost", "bench_b1", "bench_b8", "demo_fp32", "demo_bf16"]:
     assert s["steps"][step]["exit"] == 0, (step, s["steps"])
-assert "100% tests passed" in s["tests"], s["tests"]
+assert "configure" not in s["steps"] and "build" not in s["steps"], s["steps"]
+assert "PASSED" in s["tests"] and "FAILED" not in s["tests"], s["tests"]
 for demo, dtype in [("demo_fp32", "fp32"), ("demo_bf16", "bf16")]:
     d = s[demo]
     assert d["images"] == 40 and d["complete"] and d["device"] == "cpu" and d["dtype"] == dtype, d
@@ -25,6 +43,12 @@ rows = s["step_cost"]["rows"]
 assert {(r["model"].split()[0], r["dtype"]) for r in rows} == {(m, t) for m in ["embedded", "GPT-XL"] for t in ["fp32", "bf16"]}, rows
 assert all(r["ms_per_token"] > 0 and r["floor_ms"] > 0 and r["ratio"] > 0 for r in rows), rows
 assert open(f"{out}/step-cost-cpu.md").read().startswith("Device cpu"), "markdown"
-assert "===== tests.log =====" in open(f"{out}/logs.txt").read()
-print("ok: gpu_check.sh --cpu:", s["tests"], "; steps", {k: v["seconds"] for k, v in s["steps"].items()})
+for key, batch in [("batch_1", 1), ("batch_8", 8)]:
+    b = s["bench"][key]
+    assert b["name"] == "gpu-quick" and b["batch_size"] == batch and b["images_per_decoder"] == 1, b
+    assert b["device"] == "cpu" and [d["label"] for d in b["decoders"]] == ["ssd-r2"], b["decoders"]
+    assert b["decoders"][0]["images_per_s"] > 0 and b["decoders"][0]["mean_accepted_length"] > 1, b["decoders"]
+assert "===== cuda_tests.log =====" in open(f"{out}/logs.txt").read()
+print("ok: gpu_check.sh --cpu --quick:", s["binaries"], "binaries;", s["tests"], "; steps",
+      {k: v["seconds"] for k, v in s["steps"].items()})
 PY

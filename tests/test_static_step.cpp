@@ -102,6 +102,10 @@ class StepTrace {
       s << "[";
       for (const auto& t : v.toTensorList()) s << describe(c10::IValue(at::Tensor(t))) << ",";
       s << "]";
+    } else if (v.isList()) {  // e.g. index_put_'s optional tensors: their shapes, not their values
+      s << "[";
+      for (const auto& e : v.toListRef()) s << describe(e) << ",";
+      s << "]";
     } else if (v.isNone()) {
       s << "None";
     } else {
@@ -206,7 +210,11 @@ TEST(StaticStep, ConsecutiveStepsIssueTheSameOperatorsWithinABucket) {
       if (i == 1) continue;
       const auto& previous = trace.steps[size_t(i - 2)];
       if (bucket_of(i, c.cls_token_num, capacity) == bucket_of(i - 1, c.cls_token_num, capacity)) {
-        ASSERT_EQ(step, previous) << "steps " << i - 1 << " and " << i << " differ within a bucket (T = " << temperature << ")";
+        const auto differ = std::mismatch(step.begin(), step.end(), previous.begin(), previous.end());
+        ASSERT_EQ(step, previous) << "steps " << i - 1 << " and " << i << " differ within a bucket (T = " << temperature
+                                  << "), first at operator " << (differ.first - step.begin()) << ": "
+                                  << (differ.second != previous.end() ? *differ.second : "(end)") << " then "
+                                  << (differ.first != step.end() ? *differ.first : "(end)");
       } else {
         EXPECT_NE(step, previous) << "a new bucket must change the keys' shape";
         EXPECT_EQ(step.size(), previous.size()) << "only shapes change between buckets";
