@@ -32,23 +32,20 @@ KvCache StaticForwards::make_cache(const Gpt& gpt, int64_t rows, int64_t extra) 
   return copy;
 }
 
-bool StaticForwards::owns(const KvCache& cache) const {
-  if (!cache.device_lengths()) return false;
+StaticForwards::Pooled* StaticForwards::pooled_of(const KvCache& cache) const {
+  if (!cache.device_lengths()) return nullptr;
   for (const auto& p : pool_)
-    if (p->cache.lengths_on_device().data_ptr() == cache.lengths_on_device().data_ptr()) return true;
-  return false;
+    if (p->cache.lengths_on_device().data_ptr() == cache.lengths_on_device().data_ptr()) return p.get();
+  return nullptr;
 }
 
-StaticForwards::Pooled& StaticForwards::pooled_of(const KvCache& cache) {
-  for (auto& p : pool_)
-    if (cache.device_lengths() && p->cache.lengths_on_device().data_ptr() == cache.lengths_on_device().data_ptr())
-      return *p;
-  VISPEC_FAIL("a static forward on a cache that is not pooled");
-}
+bool StaticForwards::owns(const KvCache& cache) const { return pooled_of(cache) != nullptr; }
 
 GptOutput StaticForwards::forward(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                                   const torch::Tensor& block_mask, const Forward& run) {
-  auto& p = pooled_of(cache);
+  auto* pooled = pooled_of(cache);
+  VISPEC_ASSERT(pooled, "a static forward on a cache that is not pooled");
+  auto& p = *pooled;
   const int64_t B = tokens.size(0), T = tokens.size(1);
   const int64_t keys = cache.plan_static_block(T);
   std::vector<int64_t> shape{T};

@@ -44,7 +44,7 @@ class StaticForwards {
     KvCache cache;
     std::map<std::vector<int64_t>, std::unique_ptr<Block>> blocks;  // by (T, the mask's shape)
   };
-  Pooled& pooled_of(const KvCache& cache);
+  Pooled* pooled_of(const KvCache& cache) const;  // the pooled cache `cache` copies, or null
   std::vector<std::unique_ptr<Pooled>> pool_;
 };
 
