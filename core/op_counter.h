@@ -36,13 +36,15 @@ class OpCounter {
     static thread_local Counts c;
     return c;
   }
-  // A static step's marker (models/step_graph.h) wraps the operators of the step without hiding them: it
-  // neither counts nor deepens; its context tells leave() so.
+  // The markers of a static step (models/step_graph.h), of a decoder's iteration (decoding/decode_rows.h) and
+  // of the cache's length upload wrap operators without hiding them: they neither count nor deepen; their
+  // context tells leave() so.
   struct Transparent : at::ObserverContext {};
   static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
     auto& c = counts();
     const char* name = fn.name();
-    if (std::strcmp(name, "vispec::static_step") == 0) return std::make_unique<Transparent>();
+    for (const char* marker : {"vispec::static_step", "vispec::iteration", "vispec::host_upload"})
+      if (std::strcmp(name, marker) == 0) return std::make_unique<Transparent>();
     if (std::strcmp(name, "aten::_local_scalar_dense") == 0 || std::strcmp(name, "vispec::host_read") == 0) ++c.reads;
     if (c.depth++ == 0 && std::strncmp(name, "aten::", 6) == 0) ++c.ops;
     return nullptr;

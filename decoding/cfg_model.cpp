@@ -42,28 +42,16 @@ CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, co
   return {out.logits, out.hidden};
 }
 
-void CfgModel::keep(KvCache& cache, int64_t row, const std::vector<int64_t>& block_indices) const {
-  cache.keep(row, block_indices);
-  if (guided()) cache.keep(row + cache.batch() / 2, block_indices);
-}
-
 void CfgModel::keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const {
   auto rows = paths;
   if (guided()) rows.insert(rows.end(), paths.begin(), paths.end());
   cache.keep_rows(rows);
 }
 
-void CfgModel::keep_prefixes(KvCache& cache, const std::vector<int64_t>& counts) const {
-  const int64_t B = int64_t(counts.size());
-  for (int64_t b = 0; b < B; ++b) {
-    cache.keep_prefix(b, counts[size_t(b)]);
-    if (guided()) cache.keep_prefix(b + B, counts[size_t(b)]);
-  }
-}
-
-void CfgModel::truncate(KvCache& cache, int64_t row, int64_t length) const {
-  cache.truncate(row, length);
-  if (guided()) cache.truncate(row + cache.batch() / 2, length);
+void CfgModel::shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device) const {
+  auto rows = delta;
+  if (guided()) rows.insert(rows.end(), delta.begin(), delta.end());
+  cache.shift_lengths(rows, on_device.defined() ? twice(on_device) : on_device);
 }
 
 }  // namespace vispec

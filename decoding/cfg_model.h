@@ -38,13 +38,11 @@ class CfgModel {
   // tokens, positions [B, T]; block_mask [T, T] or [B, T, T] (see Gpt::decode_block).
   CfgOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                          const torch::Tensor& block_mask);
-  // Commit a subset of the pending block for sample `row` (both of its streams).
-  void keep(KvCache& cache, int64_t row, const std::vector<int64_t>& block_indices) const;
-  void truncate(KvCache& cache, int64_t row, int64_t length) const;
-  // Every sample's path (block indices; empty: none) committed at once, both streams (KvCache::keep_rows).
+  // The cache's commits (models/kv_cache.h) for B samples, given to both streams: every sample's path (block
+  // indices; empty: none), or every sample's length moved by delta[b] (`on_device`: the same [B] counts on the
+  // device, so that a static cache adds them there).
   void keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const;
-  // Every sample's first counts[b] block entries committed (both streams): lengths only, no kernel.
-  void keep_prefixes(KvCache& cache, const std::vector<int64_t>& counts) const;
+  void shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device = {}) const;
 
   // Drafters that read the target's states (EAGLE heads, SSD heads) run under the same guidance: their token
   // inputs [B, ...] fed to both streams, and the target's output head on their (normed) features

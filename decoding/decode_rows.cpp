@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "decoding/sampler.h"
+#include "decoding/verify.h"
 
 namespace vispec {
 
@@ -19,14 +20,16 @@ DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad,
   const int64_t B = request.batch();
   tokens = torch::zeros({B, cells + pad}, i64);
   n = torch::zeros({B}, i64);
+  iteration = torch::full({1}, -1, i64);
   std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.end());
   sample_ids_ = torch::tensor(ids, torch::kInt64).to(device);
 }
 
-std::vector<int64_t> DecodeRows::active() const {
+std::vector<int64_t> DecodeRows::active(int64_t limit) const {
+  if (limit < 0) limit = cells_;
   std::vector<int64_t> rows;
   for (int64_t b = 0; b < batch(); ++b)
-    if (committed[size_t(b)] < cells_) rows.push_back(b);
+    if (committed[size_t(b)] < limit) rows.push_back(b);
   return rows;
 }
 
@@ -38,6 +41,10 @@ torch::Tensor DecodeRows::positions(int64_t offset, int64_t count) const {
 torch::Tensor DecodeRows::uniforms(const torch::Tensor& positions, Purpose purpose, int64_t draw) const {
   return uniforms_at(seed_, sample_ids_, positions, purpose,
                      draw ? torch::full_like(positions, draw) : torch::Tensor());
+}
+
+torch::Tensor DecodeRows::uniforms(const torch::Tensor& positions, Purpose purpose, const torch::Tensor& draw) const {
+  return uniforms_at(seed_, sample_ids_, positions, purpose, draw.expand_as(positions));
 }
 
 torch::Tensor DecodeRows::tokens_at(int64_t offset) const {
@@ -55,12 +62,30 @@ void DecodeRows::set_committed(int64_t count) {
   std::fill(committed.begin(), committed.end(), count);
 }
 
-torch::Tensor DecodeRows::advance(const torch::Tensor& columns) {
-  n = n + columns.select(1, 0);
-  auto host = read_to_host(columns).contiguous();
+bool DecodeRows::next_iteration(int64_t limit) {
+  iteration_record_.reset();  // ends the last iteration's record
+  if (active(limit).empty()) return false;
+  iteration_record_.emplace(at::RecordScope::USER_SCOPE);
+  if (iteration_record_->isActive()) iteration_record_->before("vispec::iteration");
+  iteration.add_(1);
+  return true;
+}
+
+DecodeRows::Advance DecodeRows::commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict,
+                                             const torch::Tensor& count, int64_t limit) {
+  ::vispec::commit_chain(tokens, n, limit, drafts, verdict);
+  const auto advance = torch::minimum(verdict.accepted + 1, limit - n);  // no token past the limit
+  n.add_(advance);
+  const auto host = read_to_host(torch::stack({advance, verdict.accepted, count})).contiguous();
   const auto a = host.accessor<int64_t, 2>();
-  for (int64_t b = 0; b < batch(); ++b) committed[size_t(b)] += a[b][0];
-  return host;
+  Advance out{advance, std::vector<int64_t>(size_t(batch()))};
+  for (int64_t b = 0; b < batch(); ++b) {
+    out.host[size_t(b)] = a[0][b];
+    committed[size_t(b)] += a[0][b];
+    stats[size_t(b)].accepted += a[1][b];
+    stats[size_t(b)].drafted += a[2][b];
+  }
+  return out;
 }
 
 DecodeResult DecodeRows::result() {

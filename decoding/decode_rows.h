@@ -4,10 +4,12 @@
 // iteration, through read_to_host(): the only place a decoder waits for the device.
 #pragma once
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/rng.h"
@@ -15,6 +17,8 @@
 #include "decoding/sampling_params.h"
 
 namespace vispec {
+
+struct ChainVerdict;
 
 // A device-to-host copy that a decoder waits for, recorded as "vispec::host_read" so profiles and the op-count
 // tests see every one (item() shows up as aten::_local_scalar_dense).
@@ -34,13 +38,15 @@ class DecodeRows {
 
   int64_t batch() const { return int64_t(committed.size()); }
   int64_t cells() const { return cells_; }
-  // Rows with tokens still to commit, as of the last read.
-  std::vector<int64_t> active() const;
+  // Rows with cells still to commit below `limit` (-1: the image), as of the last read.
+  std::vector<int64_t> active(int64_t limit = -1) const;
 
   // Raster positions n[b] + offset + j, j < count, clamped to the image: [B, count] int64 on the device.
   torch::Tensor positions(int64_t offset, int64_t count) const;
-  // Every row's uniforms at `positions` [B, C] for `purpose` (draw index `draw`, or per entry `draws`).
+  // Every row's uniforms at `positions` [B, C] for `purpose`, draw index `draw` (a host number, or a device
+  // counter such as `iteration`, so that the iteration's operators stay the same).
   torch::Tensor uniforms(const torch::Tensor& positions, Purpose purpose, int64_t draw = 0) const;
+  torch::Tensor uniforms(const torch::Tensor& positions, Purpose purpose, const torch::Tensor& draw) const;
   // The tokens at n[b] + offset, [B, 1] (offset -1: each row's newest token).
   torch::Tensor tokens_at(int64_t offset) const;
 
@@ -49,16 +55,29 @@ class DecodeRows {
   // Token 0 of every row from the prefill's guided logits [B, C, V] (the last position's), drawn as AR draws
   // it (the kSample uniform at position 0); every row has then committed 1 token.
   void start(const torch::Tensor& prefill_logits, const SamplingParams& params);
-  // The iteration's commit: columns [B, K] int64 on the device, column 0 how far each row advances (0 for
-  // finished rows), the others whatever the caller's bookkeeping needs (accepted counts). One read brings
-  // them to the host, [B, K] on the CPU; `committed` follows.
-  torch::Tensor advance(const torch::Tensor& columns);
+  // The decode loop: `while (rows.next_iteration())` runs iterations while a row has committed fewer than
+  // `limit` cells (-1: the image). Each iteration is recorded as "vispec::iteration" (the unit of the trace
+  // tests and of profiles) and counted in `iteration` on the device.
+  bool next_iteration(int64_t limit = -1);
+
+  // The chain decoders' commit (SD, SJD, SSD's first row) after a chain verdict on drafts [B, G]: each row's
+  // accepted drafts and next token written at its next cells below `limit` (the image's end, or its image
+  // row's), the row advanced by as many, its statistics counted (count [B]: the drafts it verified). One read,
+  // the iteration's only wait, brings the advances to the host. They are also the block entries each row
+  // keeps, [newest, accepted drafts] (a row reaching `limit` keeps none past it): pass both to the cache.
+  struct Advance {
+    torch::Tensor on_device;    // [B] int64
+    std::vector<int64_t> host;  // the same
+  };
+  Advance commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
+                       int64_t limit);
 
   // tokens [B, cells] on the CPU and the statistics, every row's `tokens` set.
   DecodeResult result();
 
   torch::Tensor tokens;                  // [B, cells + pad] int64, device
-  torch::Tensor n;                       // [B] int64, device: tokens committed per row
+  torch::Tensor n;                       // [B] int64, device: tokens committed per row (updated in place)
+  torch::Tensor iteration;               // [1] int64, device: iterations begun, minus one
   std::vector<int64_t> committed;        // n as of the last read
   std::vector<SampleStats> stats;
 
@@ -66,6 +85,7 @@ class DecodeRows {
   int64_t cells_;
   uint64_t seed_;
   torch::Tensor sample_ids_;  // [B] int64, device
+  std::optional<at::RecordFunction> iteration_record_;  // the current "vispec::iteration"
 };
 
 }  // namespace vispec

@@ -41,8 +41,10 @@ torch::Tensor EaglePairs::catch_up(KvCache& cache, const std::vector<int64_t>& r
   }
   const auto in = host.to(device);
   auto out = drafter_(features_, target_->embed_image(in[0]), in[1], causal_mask(P, device), &cache);
-  for (int64_t b = 0; b < B_; ++b)  // the pairs stay where they were written: bookkeeping, no data moves
-    for (int64_t s = 0; s < R_ / B_; ++s) cache.keep_prefix(b + s * B_, int64_t(tokens_[size_t(b)].size()));
+  // The pairs stay where they were written: bookkeeping, no data moves.
+  std::vector<int64_t> kept;
+  for (int64_t row = 0; row < R_; ++row) kept.push_back(int64_t(tokens_[size_t(row % B_)].size()));
+  cache.shift_lengths(kept);
   return out.reshape({R_ * P, -1}).index_select(0, torch::tensor(newest, torch::kInt64).to(device));
 }
 

@@ -163,7 +163,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       q_logits = drafter_.decode_block(dcache, y.view({B, 1}), pos, one).logits.select(1, 0);
       dcache.keep_all();
     }
-    for (int64_t b = 0; b < B; ++b) drafter_.truncate(dcache, b, drafter_committed);
+    drafter_.shift_lengths(dcache, std::vector<int64_t>(size_t(B), drafter_committed - dcache.length(0)));
     times.draft = clock.lap();
 
     // ---- 2 up-sample: the low-res rows so far -> the span's high-res rows
@@ -212,7 +212,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       s.extra["rejected"] += double(rejected.size());
       s.extra["expanded"] += double(rx.size());
     }
-    target_.keep_prefixes(tcache, kept_now);  // lengths only: the entries are already in place
+    target_.shift_lengths(tcache, kept_now);  // lengths only: the entries are already in place
     accept_lap = clock.lap();
 
     // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position, every row at once
@@ -256,7 +256,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
         ua[b] = uniform(key(b), uint32_t(at), Purpose::kSample);
         ++stats[size_t(b)].target_forwards;
       }
-      target_.keep_prefixes(tcache, ahead);  // each row keeps what it fed before its position
+      target_.shift_lengths(tcache, ahead);  // each row keeps what it fed before its position
       write_cells(tokens, cell, write, sample_from_probs(target_probs(row_entries(logits, entry), params_), u));
     }
     times.resample = clock.lap();

@@ -44,16 +44,13 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   tcache.keep_all();
   drafter_.prefill(dcache, request.conditions);
   dcache.keep_all();
-  std::vector<int64_t> drafter_length(size_t(B), dcache.length(0));
   for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
   const auto one = torch::ones({1, 1}, torch::TensorOptions().dtype(torch::kBool).device(device));
   const auto chain_mask = causal_mask(G + 1, device);
 
-  for (;;) {
+  while (rows.next_iteration()) {
     const auto active = rows.active();
-    if (active.empty()) break;
-
     // ---- draft
     IterationTimes times;
     clock.restart();
@@ -85,24 +82,14 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
     const auto verdict = params_.greedy()
                              ? verify_chain_greedy(rule_, greedy_tokens(out.logits), drafts, count, u)
                              : verify_chain(rule_, target_probs(out.logits, params_), torch::stack(q_steps, 1), drafts, count, u);
-    commit_chain(rows.tokens, rows.n, N, drafts, verdict);
-    const auto host = rows.advance(torch::stack({torch::minimum(verdict.accepted + 1, N - rows.n), verdict.accepted}, 1));
+    const auto kept = rows.commit_chain(drafts, verdict, count, N);
     times.resample = clock.lap();
 
-    // ---- keep [newest, accepted drafts] in both caches
-    const auto h = host.accessor<int64_t, 2>();
-    std::vector<int64_t> kept(size_t(B), 0);
-    for (int64_t b : active) {
-      const int64_t before = rows.committed[size_t(b)] - h[b][0];
-      stats[size_t(b)].drafted += std::min(G, N - before);
-      stats[size_t(b)].accepted += h[b][1];
-      kept[size_t(b)] = 1 + h[b][1];
-    }
-    target_.keep_prefixes(tcache, kept);
-    for (int64_t b = 0; b < B; ++b) {
-      drafter_length[size_t(b)] += kept[size_t(b)];
-      drafter_.truncate(dcache, b, drafter_length[size_t(b)]);
-    }
+    // ---- keep [newest, accepted drafts] in the target's cache; the drafter's fed all G + 1, so it drops the rest
+    target_.shift_lengths(tcache, kept.host, kept.on_device);
+    std::vector<int64_t> dropped(kept.host.size());
+    for (int64_t b = 0; b < B; ++b) dropped[size_t(b)] = kept.host[size_t(b)] - (G + 1);
+    drafter_.shift_lengths(dcache, dropped, kept.on_device - (G + 1));
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, G + 1);
   }

@@ -46,18 +46,19 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
   // The carried drafts of every row, [B, W], their q [B, W, V] (sampling only) and how many there are [B].
   auto carry = torch::zeros({B, W}, i64), carry_len = torch::zeros({B}, i64);
-  torch::Tensor carry_q;
+  // (Zeros before the first iteration, where nothing is carried: every iteration then issues the same
+  // operators.)
+  auto carry_q = params_.greedy() ? torch::Tensor() : torch::zeros({B, W, V}, i64.dtype(torch::kFloat32));
   const auto column = torch::arange(W, i64).view({1, W});
   const auto window_mask = causal_mask(W + 1, device);
 
-  for (int64_t iteration = 0;; ++iteration) {
+  while (rows.next_iteration()) {
     const auto active = rows.active();
-    if (active.empty()) break;
     IterationTimes times;
     clock.restart();
 
     // ---- the window of every row: newest, carried drafts, new uniform drafts
-    const auto u_init = rows.uniforms(rows.positions(0, W), Purpose::kInit, iteration);
+    const auto u_init = rows.uniforms(rows.positions(0, W), Purpose::kInit, rows.iteration);
     const auto fresh = (u_init * double(V)).to(torch::kInt64).clamp_max(V - 1);
     const auto carried = column < carry_len.view({B, 1});
     const auto drafts = torch::where(carried, carry, fresh);
@@ -78,29 +79,20 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
     } else {
       p = target_probs(out.logits, params_);  // [B, W + 1, V]
       auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
-      const auto q = carry_q.defined() ? torch::where(carried.unsqueeze(2), carry_q, one_hot) : one_hot;
+      const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
       verdict = verify_chain(rule_, p, q, drafts, count, u);
-      const auto u_carry = rows.uniforms(rows.positions(0, W + 1), Purpose::kDraft, iteration);
+      const auto u_carry = rows.uniforms(rows.positions(0, W + 1), Purpose::kDraft, rows.iteration);
       y = sample_from_probs(p.reshape({B * (W + 1), V}), u_carry.reshape(-1)).view({B, W + 1});
     }
-    commit_chain(rows.tokens, rows.n, N, drafts, verdict);
     // ---- carry: y_{a+1} .. y_count (those inside the image) become the next window's drafts
     const auto from = (verdict.accepted + 1).view({B, 1}) + column;  // [B, W]
     carry = y.gather(1, from.clamp_max(W));
     if (p.defined()) carry_q = p.gather(1, from.clamp_max(W).unsqueeze(2).expand({B, W, V}));
     carry_len = (torch::minimum(count, N - rows.n - 1) - verdict.accepted).clamp_min(0);
-    const auto host = rows.advance(torch::stack({torch::minimum(verdict.accepted + 1, N - rows.n), verdict.accepted}, 1));
+    const auto kept = rows.commit_chain(drafts, verdict, count, N);
     times.resample = clock.lap();
 
-    const auto h = host.accessor<int64_t, 2>();
-    std::vector<int64_t> kept(size_t(B), 0);
-    for (int64_t b : active) {
-      const int64_t before = rows.committed[size_t(b)] - h[b][0];
-      stats[size_t(b)].drafted += std::min(W, N - before);
-      stats[size_t(b)].accepted += h[b][1];
-      kept[size_t(b)] = 1 + h[b][1];  // newest + accepted drafts
-    }
-    target_.keep_prefixes(cache, kept);
+    target_.shift_lengths(cache, kept.host, kept.on_device);  // newest + accepted drafts
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, 0);
   }

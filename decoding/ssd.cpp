@@ -102,11 +102,8 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   // pending (not in the cache yet).
   const auto first_row_mask = causal_mask(1 + K, device);
   const auto block_index = torch::arange(K + 1, i64).view({1, K + 1});
-  for (;;) {
-    std::vector<int64_t> active;
-    for (int64_t b = 0; b < B; ++b)
-      if (rows.committed[size_t(b)] < W) active.push_back(b);
-    if (active.empty()) break;
+  while (rows.next_iteration(W)) {
+    const auto active = rows.active(W);
     IterationTimes times;
     clock.restart();
     // Every stream of sample b drafts from the state and token of b's newest cell.
@@ -132,24 +129,14 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
         greedy ? verify_chain_greedy(first_row_rule_, greedy_tokens(out.logits), drafts, count, u)
                : verify_chain(first_row_rule_, target_probs(out.logits, params_), torch::stack(q_heads, 1), drafts,
                               count, u);
-    const auto advance = torch::minimum(verdict.accepted + 1, W - rows.n);  // no bonus past the row's end
-    // Block entries j < advance hold cells n - 1 + j, whose contexts are all committed: their outputs are the
-    // states of cells n + j.
+    const auto kept = rows.commit_chain(drafts, verdict, count, W);  // no bonus past the row's end
+    // Block entries j < kept hold cells n - 1 + j (n as the iteration began), whose contexts are all committed:
+    // their outputs are the states of cells n + j.
     const auto cols = (n_streams + block_index).clamp_max(N).unsqueeze(-1).expand({R, K + 1, D});
-    const auto fresh = block_index.lt(advance.repeat({R / B}).view({R, 1})).unsqueeze(-1);
+    const auto fresh = block_index.lt(kept.on_device.repeat({R / B}).view({R, 1})).unsqueeze(-1);
     states.scatter_(1, cols, torch::where(fresh, out.hidden, states.gather(1, cols)));
-    commit_chain(rows.tokens, rows.n, W, drafts, verdict);
-    const auto host = rows.advance(torch::stack({advance, verdict.accepted, count}, 1));
     times.resample = clock.lap();
-
-    const auto h = host.accessor<int64_t, 2>();
-    std::vector<int64_t> kept(size_t(B), 0);
-    for (int64_t b : active) {
-      stats[size_t(b)].drafted += h[b][2];
-      stats[size_t(b)].accepted += h[b][1];
-      kept[size_t(b)] = h[b][0];
-    }
-    target_.keep_prefixes(cache, kept);
+    target_.shift_lengths(cache, kept.host, kept.on_device);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, 1);
   }

@@ -1,5 +1,7 @@
 #include "models/kv_cache.h"
 
+#include <ATen/record_function.h>
+
 #include <algorithm>
 
 #include "core/check.h"
@@ -109,13 +111,14 @@ void KvCache::use_device_lengths(int64_t hidden_prefix) {
 }
 
 void KvCache::upload_lengths() {
-  // Lazily: a decoder's per-row commits (keep_prefix, truncate of each row) then cost one upload, made by the
-  // next static block's host half, not one per row.
+  // Lazily: a decoder's host-only commits (keep_rows, shift_lengths without device counts) cost one upload,
+  // made by the next static block's host half.
   if (device_lengths()) lengths_stale_ = true;
 }
 
 void KvCache::sync_lengths() {
   if (!lengths_stale_) return;
+  RECORD_FUNCTION("vispec::host_upload", std::vector<c10::IValue>());  // counted by traces and profiles
   lengths_device_.copy_(torch::tensor(length_, torch::kInt64));
   lengths_stale_ = false;
 }
@@ -237,38 +240,12 @@ std::vector<int64_t> KvCache::entries_of(int64_t row, const std::vector<int64_t>
   return entries;
 }
 
-void KvCache::keep(int64_t row, const std::vector<int64_t>& block_indices) {
-  keep_entries(row, entries_of(row, block_indices));
-  upload_lengths();
-}
-
 void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows) {
   VISPEC_ASSERT(int64_t(rows.size()) == batch(), "keep_rows of ", rows.size(), " rows in a cache of ", batch());
   std::vector<std::vector<int64_t>> entries;
   for (size_t b = 0; b < rows.size(); ++b) entries.push_back(entries_of(int64_t(b), rows[b]));
   keep_entry_rows(entries);
   upload_lengths();
-}
-
-void KvCache::keep_entries(int64_t row, const std::vector<int64_t>& block_indices) {
-  const int64_t L = length_[row], n = int64_t(block_indices.size());
-  VISPEC_ASSERT(L + n <= capacity_, "keep past capacity");
-  if (n == 0) return;
-  bool identity = true;
-  for (int64_t i = 0; i < n; ++i) {
-    VISPEC_ASSERT(block_indices[i] >= 0 && block_indices[i] < pending_, "keep index outside the block");
-    identity = identity && block_indices[i] == i;
-  }
-  if (!identity) {
-    auto idx = torch::tensor(block_indices, torch::kInt64).to(k_[0].device()) + L;
-    for (size_t l = 0; l < k_.size(); ++l) {
-      auto kr = k_[l][row], vr = v_[l][row];  // [Hkv, capacity, Dh]
-      auto kk = kr.index_select(1, idx), vv = vr.index_select(1, idx);  // copies, so overlap is safe
-      kr.narrow(1, L, n).copy_(kk);
-      vr.narrow(1, L, n).copy_(vv);
-    }
-  }
-  length_[row] = L + n;
 }
 
 void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {
@@ -311,20 +288,23 @@ void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {
   for (int64_t b = 0; b < B; ++b) length_[b] += int64_t(rows[size_t(b)].size());
 }
 
-void KvCache::keep_prefix(int64_t row, int64_t n) {
-  if (!node_starts_.empty()) {
-    VISPEC_ASSERT(n >= 0 && n < int64_t(node_starts_[size_t(row)].size()), "keep_prefix of ", n, " nodes");
-    n = node_starts_[size_t(row)][size_t(n)];
+void KvCache::shift_lengths(const std::vector<int64_t>& delta, const torch::Tensor& on_device) {
+  VISPEC_ASSERT(int64_t(delta.size()) == batch(), "shift_lengths of ", delta.size(), " rows in a cache of ", batch());
+  for (int64_t b = 0; b < batch(); ++b) {
+    int64_t n = delta[size_t(b)];
+    if (n > 0 && !node_starts_.empty()) {  // nodes -> their entries
+      VISPEC_ASSERT(n < int64_t(node_starts_[size_t(b)].size()), "shift_lengths commits ", n, " nodes");
+      n = node_starts_[size_t(b)][size_t(n)];
+    }
+    VISPEC_ASSERT(n <= pending_ && length_[b] + n >= 0 && length_[b] + n <= capacity_, "shift_lengths of row ", b,
+                  " by ", n, ": length ", length_[b], ", pending block ", pending_, ", capacity ", capacity_);
+    length_[b] += n;
   }
-  VISPEC_ASSERT(n >= 0 && n <= pending_ && length_[row] + n <= capacity_, "keep_prefix of ", n, " of a block of ", pending_);
-  length_[row] += n;
-  upload_lengths();
-}
-
-void KvCache::truncate(int64_t row, int64_t length) {
-  VISPEC_ASSERT(length >= 0 && length <= length_[row], "truncate to ", length, " of ", length_[row]);
-  length_[row] = length;
-  upload_lengths();
+  if (!device_lengths()) return;
+  if (!on_device.defined() || lengths_stale_) return upload_lengths();
+  VISPEC_ASSERT(node_starts_.empty() && on_device.numel() == batch(), "shift_lengths: device counts of ",
+                on_device.numel(), " rows");
+  lengths_device_.add_(on_device);
 }
 
 void KvCache::reset() {

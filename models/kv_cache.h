@@ -2,8 +2,9 @@
 //
 // Each batch row holds `length(row)` committed entries. A forward appends a *pending* block of T entries after
 // them, attending under an arbitrary [T, T] block mask (causal, tree, parallel verification). The decoder then
-// decides what stays: keep_all() (AR), keep(row, indices) (an accepted tree path, compacted in order), or
-// nothing (the next block overwrites the pending one). truncate(row, n) drops committed entries.
+// decides what stays: keep_all() (AR), keep_rows(indices) (accepted tree paths, compacted in order),
+// shift_lengths(delta) (accepted chain prefixes, where they are; a negative delta drops committed entries), or
+// nothing (the next block overwrites the pending one).
 // extend_pending() makes the next forward add its entries to the pending block instead (a draft tree grown
 // level by level runs only its new nodes; their mask also covers the block's earlier entries).
 // By default a block sees every committed entry; restrict_committed() narrows that for the next forward (ZipAR
@@ -72,24 +73,28 @@ class KvCache {
   const torch::Tensor& prefix_visible() const { return prefix_visible_; }  // undefined: nothing hidden
   // [B] int64: how many of each row's first entries are hidden (counted once, not per forward).
   const torch::Tensor& prefix_hidden() const { return prefix_hidden_; }
+  // The commit protocol: three calls cover every decoder.
+  // Commits the whole pending block of every row (AR, a drafter's steps, a committed image row).
   void keep_all();
-  // Commits block entries `block_indices` (ascending, each < pending) of one row, compacted to follow its
-  // committed entries in the given order.
-  void keep(int64_t row, const std::vector<int64_t>& block_indices);
-  // The same for every row at once (rows[b]: row b's block indices, empty to keep none), as one gather and one
-  // scatter per layer and tensor whatever the batch: how tree decoders commit their accepted paths.
+  // Commits block entries rows[b] (ascending, each < pending; empty: none) of every row, compacted to follow
+  // its committed entries in the given order, as one gather and one scatter per layer and tensor whatever the
+  // batch: how tree decoders commit their accepted paths.
   void keep_rows(const std::vector<std::vector<int64_t>>& rows);
-  // Commits the first n entries of one row's block, where they already are: no data moves.
-  void keep_prefix(int64_t row, int64_t n);
-  void truncate(int64_t row, int64_t length);
+  // Moves every row's committed length by delta[b] at once: a positive delta commits the first delta[b] entries
+  // (nodes) of the pending block where they already are, a negative one drops the row's last committed
+  // entries; no data moves. How chain decoders keep [newest, accepted drafts] and roll their drafter back.
+  // `on_device`: the same numbers as a [B] int64 tensor on the cache's device (the accepted counts a decoder
+  // read), which a static cache adds to its device lengths in one operation; without it the next static
+  // block uploads the lengths.
+  void shift_lengths(const std::vector<int64_t>& delta, const torch::Tensor& on_device = {});
   void reset();
 
   // --- the static step ---
   // Keys a static block's view grows by: one captured graph per bucket (a 256-token image: 5 buckets).
   static constexpr int64_t kLengthBucket = 64;
   // From now on (until the cache is destroyed) lengths are mirrored on the device and every block is static.
-  // One upload of the host lengths; later host-side commits (keep, truncate, ...) upload them again, so only
-  // keep_all() and its two halves stay on the device. hidden_prefix C > 0 makes the buffers hide_prefix_keys()
+  // One upload of the host lengths; later commits upload them again except keep_all() (and its two halves)
+  // and shift_lengths() given its device counts, which stay on the device. hidden_prefix C > 0 makes the buffers hide_prefix_keys()
   // will write in place (nothing hidden until then), so that copies of this cache share them.
   void use_device_lengths(int64_t hidden_prefix = 0);
   bool device_lengths() const { return lengths_device_.defined(); }
@@ -109,10 +114,9 @@ class KvCache {
   int64_t max_length() const;
   // The block entries of nodes `nodes` of one row (themselves when the block is one entry per node).
   std::vector<int64_t> entries_of(int64_t row, const std::vector<int64_t>& nodes) const;
-  void keep_entries(int64_t row, const std::vector<int64_t>& entries);
   void keep_entry_rows(const std::vector<std::vector<int64_t>>& rows);
   AttentionMask begin_static_block(int64_t T, const torch::Tensor& block_mask);
-  void upload_lengths();  // after a host-side commit in static mode: marks the device lengths stale
+  void upload_lengths();  // after a host-only commit in static mode: marks the device lengths stale
   void sync_lengths();    // uploads them if stale (the host half of a static block, keep_all)
 
   std::vector<torch::Tensor> k_, v_;  // per layer [B, Hkv, capacity, Dh]

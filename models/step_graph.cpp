@@ -154,8 +154,8 @@ int64_t StepGraphs::graphs() const {
 }
 
 void StepGraphs::run(const StepKey& key, const std::function<void()>& step) {
-  // Marks the step for traces (tests/test_static_step.cpp); the op counter sees through it.
-  RECORD_FUNCTION("vispec::static_step", std::vector<c10::IValue>());
+  // Marks the step, with its key, for traces (tests/test_static_step.cpp); the op counter sees through it.
+  RECORD_FUNCTION("vispec::static_step", std::vector<c10::IValue>({key[0], key[1], key[2]}));
   impl_->check_addresses();
 #ifdef VISPEC_CUDA
   if (impl_->enabled) {

@@ -32,15 +32,34 @@ TEST(DecodeRows, PositionsAdvanceAndTheFirstTokenIsArs) {
   const auto u = uniforms(r.seed, r.sample_ids, 0, Purpose::kSample);
   EXPECT_TRUE(torch::equal(rows.tokens.select(1, 0), sample_from_probs(target_probs(logits.select(1, 1), p), u)));
   EXPECT_EQ(rows.committed, (std::vector<int64_t>{1, 1, 1}));
-  // Rows advance by their first column (the others are the caller's); positions follow each row and stop at
-  // the last cell; a row whose image is full is no longer active.
-  const auto host = rows.advance(i64({2, 7, 0, 7, 15, 7}).view({3, 2}));
-  EXPECT_EQ(host[2][1].item<int64_t>(), 7);
-  EXPECT_EQ(rows.committed, (std::vector<int64_t>{3, 1, 16}));
-  EXPECT_TRUE(torch::equal(rows.n, i64({3, 1, 16})));
-  EXPECT_TRUE(torch::equal(rows.positions(0, 2), i64({3, 4, 1, 2, 15, 15}).view({3, 2})));
+  // A chain commit: row 0 accepted 1 of 2 drafts (advances 2), row 1 none of 0 (a chain cut to nothing,
+  // advances 1), row 2 all 3 and its bonus would pass the image's end (16 cells): it advances 3 to 4, not 5.
+  const auto before = rows.tokens.clone();
+  rows.n.copy_(i64({1, 1, 13}));
+  rows.committed = {1, 1, 13};
+  const auto drafts = i64({21, 22, 23, 31, 32, 33, 41, 42, 43}).view({3, 3});
+  const auto kept = rows.commit_chain(drafts, ChainVerdict{i64({1, 0, 3}), i64({50, 51, 52})}, i64({2, 0, 3}), 16);
+  EXPECT_EQ(kept.host, (std::vector<int64_t>{2, 1, 3}));
+  EXPECT_TRUE(torch::equal(kept.on_device, i64({2, 1, 3})));
+  EXPECT_EQ(rows.committed, (std::vector<int64_t>{3, 2, 16}));
+  EXPECT_TRUE(torch::equal(rows.n, i64({3, 2, 16})));
+  EXPECT_TRUE(torch::equal(rows.tokens.select(0, 0).narrow(0, 1, 2), i64({21, 50})));
+  EXPECT_EQ(rows.tokens[1][1].item<int64_t>(), 51);
+  EXPECT_TRUE(torch::equal(rows.tokens.select(0, 2).narrow(0, 13, 3), i64({41, 42, 43})));  // no bonus at cell 16
+  EXPECT_TRUE(torch::equal(rows.tokens.select(0, 2).narrow(0, 16, 3), before.select(0, 2).narrow(0, 16, 3)));
+  EXPECT_EQ(rows.stats[0].drafted, 2);
+  EXPECT_EQ(rows.stats[0].accepted, 1);
+  EXPECT_EQ(rows.stats[2].accepted, 3);
+  // Positions follow each row and stop at the last cell; a row whose image is full is no longer active, and
+  // the loop runs while one is.
+  EXPECT_TRUE(torch::equal(rows.positions(0, 2), i64({3, 4, 2, 3, 15, 15}).view({3, 2})));
   EXPECT_EQ(rows.active(), (std::vector<int64_t>{0, 1}));
-  EXPECT_TRUE(torch::equal(rows.tokens_at(-1).view({3}), rows.tokens.gather(1, i64({2, 0, 15}).view({3, 1})).view({3})));
+  EXPECT_EQ(rows.active(3), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(torch::equal(rows.tokens_at(-1).view({3}), rows.tokens.gather(1, i64({2, 1, 15}).view({3, 1})).view({3})));
+  EXPECT_TRUE(rows.next_iteration());
+  EXPECT_TRUE(rows.next_iteration());
+  EXPECT_EQ(rows.iteration.item<int64_t>(), 1);  // counted from 0
+  EXPECT_FALSE(rows.next_iteration(2));
 }
 
 TEST(CfgModel, GuidedLogitsMixTheTwoStreamsAndCommitsKeepBoth) {

@@ -67,7 +67,7 @@ TEST(KvCache, TruncateEqualsRecomputation) {
   auto wrong = (f.tokens.narrow(1, 3, 5) + 1) % 64;
   f.gpt->decode_block(cache, wrong, positions(2, {3, 4, 5, 6, 7}), causal_mask(5));
   cache.keep_all();
-  for (int64_t row = 0; row < 2; ++row) cache.truncate(row, 1 + 3);
+  cache.shift_lengths({-5, -5});
   auto out = f.gpt->decode_block(cache, f.tokens.narrow(1, 3, 4), positions(2, {3, 4, 5, 6}), causal_mask(4));
   const double d = max_diff(out.logits, ref.narrow(1, 4, 4));
   std::printf("after truncate vs full: max |diff| = %.3g\n", d);
@@ -140,7 +140,7 @@ TEST(KvCache, ExtendedBlockEqualsOneBlock) {
       caches.back().keep_all();
       f.gpt->decode_block(caches.back(), f.tokens.narrow(1, 0, 5), positions(2, {0, 1, 2, 3, 4}), causal_mask(5));
       caches.back().keep_all();
-      if (ragged) caches.back().truncate(1, 1 + 3);
+      if (ragged) caches.back().shift_lengths({0, 1 + 3 - caches.back().length(1)});
     }
     // Row 1 continues at position 3 when ragged.
     const int64_t s1 = ragged ? 3 : 5;
@@ -152,8 +152,7 @@ TEST(KvCache, ExtendedBlockEqualsOneBlock) {
     EXPECT_EQ(caches[1].pending(), 4);
     double d = max_diff(one.logits, torch::cat({a.logits, b.logits}, 1));
     for (auto& c : caches) {
-      c.keep(0, {0, 2, 3});
-      c.keep(1, {0, 1});
+      c.keep_rows({{0, 2, 3}, {0, 1}});
     }
     auto next = torch::randint(64, {2, 1}, torch::kInt64);
     auto npos = torch::tensor(std::vector<int64_t>{8, s1 + 2}).view({2, 1});

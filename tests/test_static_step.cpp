@@ -71,7 +71,9 @@ torch::Tensor dynamic_ar(const Gpt& gpt, const SamplingParams& params, const Dec
 }
 
 // Every top-level ATen operator inside each static step, as "name(input, input, ...)" with tensors as their
-// dtype and shape and scalars as their values; host reads as "HOST_READ".
+// dtype and shape and scalars as their values; host reads as "HOST_READ". And the same inside each decoder
+// iteration ("vispec::iteration"), where a static step is one entry "STEP(rows, width, bucket, )" and host
+// reads and length uploads ("HOST_UPLOAD") are listed wherever they happen.
 class StepTrace {
  public:
   StepTrace() {
@@ -84,10 +86,11 @@ class StepTrace {
     at::removeCallback(handle_);
     active() = nullptr;
   }
-  std::vector<std::vector<std::string>> steps;
+  std::vector<std::vector<std::string>> steps, iterations;
 
  private:
-  struct Marker : at::ObserverContext {};
+  struct StepMarker : at::ObserverContext {};
+  struct IterationMarker : at::ObserverContext {};
   static StepTrace*& active() {
     static thread_local StepTrace* a = nullptr;
     return a;
@@ -113,32 +116,51 @@ class StepTrace {
     }
     return s.str();
   }
+  static std::string call(const at::RecordFunction& fn, const std::string& name) {
+    std::string op = name + "(";
+    for (const auto& input : fn.inputs()) op += describe(input) + ", ";
+    return op + ")";
+  }
   static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
     auto* self = active();
     const std::string name = fn.name();
+    if (name == "vispec::iteration") {
+      self->iterations.emplace_back();
+      self->in_iteration_ = true;
+      self->iteration_depth_ = 0;
+      return std::make_unique<IterationMarker>();
+    }
     if (name == "vispec::static_step") {
+      if (self->in_iteration_ && self->iteration_depth_++ == 0) self->iterations.back().push_back(call(fn, "STEP"));
       self->steps.emplace_back();
       self->in_step_ = true;
       self->depth_ = 0;
-      return std::make_unique<Marker>();
+      return std::make_unique<StepMarker>();
     }
-    if (!self->in_step_) return nullptr;
-    if (name == "aten::_local_scalar_dense" || name == "vispec::host_read") self->steps.back().push_back("HOST_READ");
-    if (self->depth_++ == 0) {
-      std::string op = name + "(";
-      for (const auto& input : fn.inputs()) op += describe(input) + ", ";
-      self->steps.back().push_back(op + ")");
-    }
+    for (const auto& [marker, entry] : {std::pair<std::string, std::string>{"aten::_local_scalar_dense", "HOST_READ"},
+                                        {"vispec::host_read", "HOST_READ"},
+                                        {"vispec::host_upload", "HOST_UPLOAD"}})
+      if (name == marker) {
+        if (self->in_step_) self->steps.back().push_back(entry);
+        if (self->in_iteration_) self->iterations.back().push_back(entry);
+      }
+    if (self->in_step_ && self->depth_++ == 0) self->steps.back().push_back(call(fn, name));
+    if (self->in_iteration_ && self->iteration_depth_++ == 0) self->iterations.back().push_back(call(fn, name));
     return nullptr;
   }
   static void leave(const at::RecordFunction&, at::ObserverContext* context) {
     auto* self = active();
-    if (context) self->in_step_ = false;
+    if (dynamic_cast<IterationMarker*>(context)) {
+      self->in_iteration_ = false;
+      return;
+    }
+    if (dynamic_cast<StepMarker*>(context)) self->in_step_ = false;
     else if (self->in_step_) --self->depth_;
+    if (self->in_iteration_) --self->iteration_depth_;
   }
   at::CallbackHandle handle_;
-  bool in_step_ = false;
-  int64_t depth_ = 0;
+  bool in_step_ = false, in_iteration_ = false;
+  int64_t depth_ = 0, iteration_depth_ = 0;
 };
 
 // The bucket the static step at image position i (feeding token i - 1) reads its keys through.
@@ -267,6 +289,55 @@ TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
   }
 }
 
+// Whole iterations of the chain decoders (SD, SJD, SSD's first row): two consecutive iterations whose static
+// steps have the same keys (rows, width, bucket) issue the same operators with the same shapes and scalars.
+// Nothing from the host leaks into an iteration: SJD's draw index is a device counter, and the commits add
+// the accepted counts to the caches' device lengths. Each iteration reads the host once (the accepted counts,
+// which only its bookkeeping and the loop's end need) and uploads nothing.
+TEST(StaticStep, ConsecutiveChainIterationsIssueTheSameOperators) {
+  const auto target = bucketed_gpt(9), drafter = bucketed_gpt(10);
+  torch::manual_seed(3);
+  SsdHeads heads(target->config(), 3, 2);
+  heads->eval();
+  const auto keys = [](const std::vector<std::string>& iteration) {
+    std::vector<std::string> k;
+    for (const auto& op : iteration)
+      if (op.rfind("STEP(", 0) == 0) k.push_back(op);
+    return k;
+  };
+  for (double temperature : {0.0, 1.0}) {
+    const auto p = test::guided_sampling(temperature);
+    std::vector<std::pair<std::string, std::unique_ptr<Decoder>>> decoders;
+    decoders.emplace_back("sd", std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr));
+    decoders.emplace_back("sjd", std::make_unique<SjdDecoder>(target, p, 6));
+    decoders.emplace_back("ssd", std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1}));
+    for (auto& [name, decoder] : decoders) {
+      const auto r = test::requests(0, 3);
+      decoder->decode(r);  // the pooled caches and their buffers are made once
+      StepTrace trace;
+      decoder->decode(r);
+      const auto& its = trace.iterations;
+      ASSERT_GE(its.size(), 3u) << name;
+      size_t compared = 0;
+      for (size_t i = 0; i < its.size(); ++i) {
+        EXPECT_EQ(std::count(its[i].begin(), its[i].end(), "HOST_READ"), 1) << name << " iteration " << i;
+        EXPECT_EQ(std::count(its[i].begin(), its[i].end(), "HOST_UPLOAD"), 0) << name << " iteration " << i;
+        EXPECT_FALSE(keys(its[i]).empty()) << name << ": an iteration without a static step";
+        if (i == 0 || keys(its[i]) != keys(its[i - 1])) continue;
+        ++compared;
+        const auto differ = std::mismatch(its[i].begin(), its[i].end(), its[i - 1].begin(), its[i - 1].end());
+        ASSERT_EQ(its[i], its[i - 1]) << name << " (T = " << temperature << "): iterations " << i - 1 << " and " << i
+                                      << " differ at operator " << (differ.first - its[i].begin()) << ": "
+                                      << (differ.second != its[i - 1].end() ? *differ.second : "(end)") << " then "
+                                      << (differ.first != its[i].end() ? *differ.first : "(end)");
+      }
+      std::cout << name << " (T = " << temperature << "): " << its.size() << " iterations of " << its[0].size()
+                << " operators, " << compared << " compared with the one before\n";
+      EXPECT_GE(compared, its.size() / 2) << name << ": too few consecutive iterations share their buckets";
+    }
+  }
+}
+
 TEST(StaticStep, AStepThatMovesItsStateIsRefused) {
   auto a = torch::zeros({4}), b = torch::zeros({4});
   StepGraphs graphs(torch::kCPU, {&a, &b}, {&a});
@@ -291,8 +362,8 @@ TEST(StaticStep, AStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
     if (static_block) cache.use_device_lengths();
     const auto i64 = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).view({2, 3}); };
     gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}), i64({0, 1, 2, 0, 1, 2}), torch::Tensor());
-    cache.keep_prefix(0, 3);
-    cache.keep_prefix(1, 1);  // ragged: 4 and 2 committed entries
+    // Ragged: 4 and 2 committed entries; the static cache adds the counts on the device.
+    cache.shift_lengths({3, 1}, static_block ? torch::tensor({3, 1}, torch::kInt64) : torch::Tensor());
     outs.push_back(gpt->decode_block(cache, i64({9, 10, 11, 12, 13, 14}), i64({3, 4, 4, 1, 2, 2}), tree));
     if (static_block) EXPECT_EQ(cache.bucket(), KvCache::kLengthBucket);
   }
