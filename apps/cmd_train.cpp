@@ -76,6 +76,9 @@ void add_train_commands(CLI::App& app, Action& action) {
   static HeadTrainOptions eagle, ssd;
   auto* vq_cmd = train->add_subcommand("vq", "the VQ tokenizer on Fashion-MNIST");
   add_common(vq_cmd, vq);
+  vq_cmd->add_option("--eval-images", vq.eval_images, "test images reconstructed at each checkpoint")
+      ->check(CLI::Range(int64_t(1), int64_t(10000)))
+      ->capture_default_str();
   vq_cmd->callback([&action] { action = [] { return run_trainer(vq, [] { train_vq(vq); }); }; });
   auto* gpt_cmd = train->add_subcommand("gpt", "the class-conditional GPT on VQ tokens of Fashion-MNIST");
   add_common(gpt_cmd, gpt);

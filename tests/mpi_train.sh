@@ -97,7 +97,8 @@ PY
   same_curve "$work/${kind}1" "$work/${kind}2" || fail "train gpt --$kind: curves differ"
 done
 
-vq=(vq --config "$config" --threads 1 --seed 3 --steps 4 --batch-size 6 --log-every 1 --checkpoint-every 4 --warmup 1)
+vq=(vq --config "$config" --threads 1 --seed 3 --steps 4 --batch-size 6 --log-every 1 --checkpoint-every 4 --warmup 1
+    --eval-images 64)  # the default 2,000 take half a minute per run on one thread
 for n in 1 2 4; do
   train "$work/vq$n.log" $n "${vq[@]}" --out "$work/vq$n" || { cat "$work/vq$n.log"; fail "train vq -np $n"; }
 done

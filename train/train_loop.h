@@ -40,6 +40,7 @@ struct TrainOptions {
   int64_t checkpoint_every = 200;
   uint64_t seed = 0;
   int64_t max_images = 0;       // mulo-resamplers: the first N training images only (0 = all), for quick runs
+  int64_t eval_images = 2000;   // train vq: test images reconstructed at each checkpoint (1 .. 10,000)
   bool eval_at_start = false;   // also evaluate (and log) before the first step of a fresh run
   bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target
   bool mulo = false;            // train gpt: drafters.mulo.gpt on half-resolution images instead

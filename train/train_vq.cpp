@@ -37,7 +37,8 @@ void train_vq(const TrainOptions& o) {
   const auto model = load_model_config(o.config);
   const auto device = prepare_training(o);
   auto train = load_fashion_tensors("train", model.image_size());
-  auto eval_images = load_fashion_tensors("test", model.image_size()).images.narrow(0, 0, 2000);
+  auto eval_images = load_fashion_tensors("test", model.image_size()).images;
+  eval_images = eval_images.narrow(0, 0, std::min(o.eval_images, eval_images.size(0)));
   VqModel vq(model.vq);
   vq->to(device);
   torch::optim::AdamW opt(vq->parameters(), torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
