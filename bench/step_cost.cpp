@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/device.h"
+#include "core/op_counter.h"
 #include "decoding/ar.h"
 #include "io/atomic_file.h"
 #include "models/load.h"
@@ -72,6 +73,17 @@ nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, co
   const auto t0 = Clock::now();
   const auto out = decoder.decode(request);  // returns after the tokens are on the host
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  // What the host dispatches per step (untimed: the hook costs time on every op): two decodes of 4 and 12
+  // steps, whose difference is 8 steps without the prefill. A replayed graph dispatches none of its kernels.
+  const auto count = [&](int64_t steps) {
+    decoder.set_step_limit(steps);
+    OpCounter counter;
+    decoder.decode(request);
+    return std::make_pair(counter.ops(), counter.conversions());
+  };
+  const auto [ops4, conversions4] = count(4);
+  const auto [ops12, conversions12] = count(12);
+  decoder.set_step_limit(o.max_steps);
   const int64_t N = cfg.image_tokens(), rows = params.guided() ? 2 * batch : batch;
   const int64_t timed = out.stats[0].tokens;  // the prefill's token and the steps after it
   const double element = double(c.gpt->tok_embeddings->weight.element_size());
@@ -82,25 +94,30 @@ nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, co
   return {{"model", c.model},   {"layers", cfg.n_layer}, {"tokens", N},           {"dtype", c.dtype},
           {"batch", batch},     {"rows", rows},          {"ms_per_token", 1e3 * seconds / double(timed)},
           {"mode", mode},       {"graphs_replayed", decoder.replayed_graphs()}, {"tokens_timed", timed},
-          {"weight_bytes", weights}, {"kv_bytes_per_step", kv}};
+          {"weight_bytes", weights}, {"kv_bytes_per_step", kv},
+          {"ops_per_step", double(ops12 - ops4) / 8.0}, {"conversions_per_step", double(conversions12 - conversions4) / 8.0}};
 }
 
 std::string markdown(const nlohmann::json& r) {
   std::string s = fmt::format(
       "Device {} ({}), {}; copy bandwidth {:.1f} GB/s (read + written). AR with CFG {} (batch B runs 2B rows), "
       "temperature 1; one timed decode after a warm-up ({}). eager: every operator launched by the host; graphs: "
-      "each step replayed as a CUDA graph where one ran (the replayed column). {}\n\n",
+      "each step replayed as a CUDA graph where one ran (the replayed column). ops and casts: the top-level ATen "
+      "operators the host dispatches per step and the conversions among them (dtype casts, a kernel each), "
+      "counted on untimed decodes; a replayed graph dispatches none. {}\n\n",
       r["device"].get<std::string>(), r["device_model"].get<std::string>(), r["software"].get<std::string>(),
       r["bandwidth_gb_s"].get<double>(), r["cfg_scale"].get<double>(), r["timed_note"].get<std::string>(),
       r["xl_note"].get<std::string>());
-  s += "| model | layers | tokens | dtype | batch (rows) | mode | replayed | ms / token | weights read | KV read / step "
-       "| floor ms | ratio |\n";
-  s += "| --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
+  s += "| model | layers | tokens | dtype | batch (rows) | mode | replayed | ops / step | casts / step | ms / token "
+       "| weights read | KV read / step | floor ms | ratio |\n";
+  s += "| --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& x : r["rows"])
-    s += fmt::format("| {} | {} | {} | {} | {} ({}) | {} | {} | {:.3f} | {:.1f} MB | {:.2f} MB | {:.4f} | {:.1f} |\n",
+    s += fmt::format("| {} | {} | {} | {} | {} ({}) | {} | {} | {:.0f} | {:.0f} | {:.3f} | {:.1f} MB | {:.2f} MB | "
+                     "{:.4f} | {:.1f} |\n",
                      x["model"].get<std::string>(), x["layers"].get<int64_t>(), x["tokens"].get<int64_t>(),
                      x["dtype"].get<std::string>(), x["batch"].get<int64_t>(), x["rows"].get<int64_t>(),
                      x["mode"].get<std::string>(), x["graphs_replayed"].get<bool>() ? "yes" : "no",
+                     x["ops_per_step"].get<double>(), x["conversions_per_step"].get<double>(),
                      x["ms_per_token"].get<double>(), x["weight_bytes"].get<double>() / 1e6,
                      x["kv_bytes_per_step"].get<double>() / 1e6, x["floor_ms"].get<double>(),
                      x["ratio"].get<double>());

@@ -1,6 +1,9 @@
 // Counts what a piece of code asks of LibTorch on this thread, through the hook LibTorch's profiler uses
 // (RecordFunction callbacks): top-level ATen operator calls (the ops a decoder issues, not the ones they call
-// inside) and host reads (item(), which shows up as aten::_local_scalar_dense, and decoding's read_to_host()).
+// inside), host reads (item(), which shows up as aten::_local_scalar_dense, and decoding's read_to_host()) and
+// conversions: the dtype casts and device copies the code asks for (a top-level aten::to that copies), each a
+// kernel of its own. (Arithmetic with a Python-style scalar converts that 0-dim scalar inside the op, on the
+// host: not counted.)
 // On a GPU each top-level op is at least one kernel launch and each host read a synchronisation. Used by the
 // op-count tests and by `vispec bench` (on an untimed chunk: the hook costs time on every op).
 #pragma once
@@ -27,10 +30,12 @@ class OpCounter {
 
   int64_t ops() const { return counts().ops; }
   int64_t host_reads() const { return counts().reads; }
+  int64_t conversions() const { return counts().conversions; }
 
  private:
   struct Counts {
-    int64_t ops = 0, reads = 0, depth = 0;
+    int64_t ops = 0, reads = 0, conversions = 0, depth = 0;
+    bool top_is_to = false;  // the current top-level operator is aten::to
   };
   static Counts& counts() {
     static thread_local Counts c;
@@ -46,6 +51,8 @@ class OpCounter {
     for (const char* marker : {"vispec::static_step", "vispec::iteration", "vispec::host_upload"})
       if (std::strcmp(name, marker) == 0) return std::make_unique<Transparent>();
     if (std::strcmp(name, "aten::_local_scalar_dense") == 0 || std::strcmp(name, "vispec::host_read") == 0) ++c.reads;
+    if (c.depth == 0) c.top_is_to = std::strcmp(name, "aten::to") == 0;
+    if (std::strcmp(name, "aten::_to_copy") == 0 && (c.depth == 0 || (c.depth == 1 && c.top_is_to))) ++c.conversions;
     if (c.depth++ == 0 && std::strncmp(name, "aten::", 6) == 0) ++c.ops;
     return nullptr;
   }

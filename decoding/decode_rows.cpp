@@ -51,9 +51,15 @@ torch::Tensor DecodeRows::tokens_at(int64_t offset) const {
   return tokens.gather(1, (n + offset).clamp(0, cells_ - 1).view({-1, 1}));
 }
 
+torch::Tensor first_tokens(const torch::Tensor& prefill_logits, const SamplingParams& params, uint64_t seed,
+                           const torch::Tensor& sample_ids) {
+  const auto position = torch::zeros({sample_ids.size(0), 1}, sample_ids.options());
+  const auto u = uniforms_at(seed, sample_ids, position, Purpose::kSample, torch::Tensor()).select(1, 0);
+  return next_tokens(prefill_logits.select(1, prefill_logits.size(1) - 1), params, u);
+}
+
 void DecodeRows::start(const torch::Tensor& prefill_logits, const SamplingParams& params) {
-  const auto u = uniforms(positions(0, 1), Purpose::kSample).select(1, 0);
-  tokens.select(1, 0).copy_(next_tokens(prefill_logits.select(1, prefill_logits.size(1) - 1), params, u));
+  tokens.select(1, 0).copy_(first_tokens(prefill_logits, params, seed_, sample_ids_));
   set_committed(1);
 }
 

@@ -31,6 +31,11 @@ inline double double_from_bits(int64_t bits) {
   return d;
 }
 
+// Token 0 of every sample from the prefill's guided logits [B, C, V] (the last position's), drawn as AR draws
+// it: the kSample uniform at position 0 (the argmax at T = 0). [B] int64 on the logits' device.
+torch::Tensor first_tokens(const torch::Tensor& prefill_logits, const SamplingParams& params, uint64_t seed,
+                           const torch::Tensor& sample_ids);
+
 class DecodeRows {
  public:
   // `pad` columns past the image take writes that fall beyond it (a chain of G drafts: G + 1).
@@ -52,8 +57,7 @@ class DecodeRows {
 
   // Every row has committed its first `count` tokens (after the prefill's first token: 1).
   void set_committed(int64_t count);
-  // Token 0 of every row from the prefill's guided logits [B, C, V] (the last position's), drawn as AR draws
-  // it (the kSample uniform at position 0); every row has then committed 1 token.
+  // Token 0 of every row (first_tokens); every row has then committed 1 token.
   void start(const torch::Tensor& prefill_logits, const SamplingParams& params);
   // The decode loop: `while (rows.next_iteration())` runs iterations while a row has committed fewer than
   // `limit` cells (-1: the image). Each iteration is recorded as "vispec::iteration" (the unit of the trace

@@ -82,10 +82,8 @@ EagleRows::EagleRows(CfgModel& target, EagleDrafter drafter, const SamplingParam
   done_.assign(size_t(B), 0);
   auto pre = target.prefill(cache, request.conditions);
   cache.keep_all();
-  // Every row's first token at once (kSample at raster index 0, as AR samples it), one read.
-  const auto p0 = target_probs(pre.logits.select(1, -1), params).to(torch::kFloat64);
-  const auto u0 = uniforms(request.seed, request.sample_ids, 0, Purpose::kSample).to(p0.device());
-  const auto first = read_to_host(sample_from_probs(p0, u0));
+  // Every row's first token at once, as AR draws it; one read.
+  const auto first = read_to_host(first_tokens(pre.logits, params, seed_, sample_ids_));
   const auto fa = first.accessor<int64_t, 1>();  // (an item() per row would be a read per row)
   auto ta = tokens.accessor<int64_t, 2>();
   for (int64_t b = 0; b < B; ++b) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "core/op_counter.h"
@@ -90,6 +91,39 @@ TEST(DecodeOpCounts, RebuiltDecodersIssueTheSameOpsAtEveryBatchSize) {
     auto mulo = tiny_mulo.decoder(p, mp);  // one read of the verdicts per span, one at the end
     expect_flat_counts(mulo, "mulo_sd" + t, 1.5);
   }
+}
+
+}  // namespace vispec
+
+namespace vispec {
+
+// The casts of an AR step are the model's float32 islands and nothing else: in bf16, RMSNorm and RoPE compute
+// in float32 as LlamaGen does (two casts each: in and out), so a step casts 8 times per layer plus the final
+// norm and the float32 logits; in fp32 those casts are no-ops. Counted over steps 4 .. 12, without the prefill.
+TEST(DecodeOpCounts, ArStepCastsAreTheFloat32IslandsOnly) {
+  const auto config = test::tiny_gpt_config();
+  torch::NoGradGuard no_grad;
+  std::map<torch::Dtype, double> casts;
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    torch::manual_seed(5);
+    Gpt gpt(config, torch::TensorOptions().dtype(dtype));
+    gpt->eval();
+    ArDecoder ar(gpt, test::guided_sampling(1.0));
+    const auto r = test::requests(0, 2);
+    const auto count = [&](int64_t steps) {
+      ar.set_step_limit(steps);
+      OpCounter counter;
+      ar.decode(r);
+      return counter.conversions();
+    };
+    const int64_t four = count(4);
+    casts[dtype] = double(count(12) - four) / 8.0;
+  }
+  std::cout << "casts per AR step: fp32 " << casts[torch::kFloat32] << ", bf16 " << casts[torch::kBFloat16] << " ("
+            << config.n_layer << " layers)\n";
+  EXPECT_LE(casts[torch::kFloat32], 1.0);
+  EXPECT_LE(casts[torch::kBFloat16], 8.0 * double(config.n_layer) + 4.0);
+  EXPECT_GE(casts[torch::kBFloat16], 8.0 * double(config.n_layer));  // the counter sees them
 }
 
 }  // namespace vispec
