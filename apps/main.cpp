@@ -27,7 +27,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help: the help text, exit 0
+    // A bad command line is bad input like any other: one line with the prefix, exit 2 (CLI11's own codes,
+    // 105 to 109, are not the documented contract).
+    std::cerr << ("vispec: error: " + std::string(e.what()) + " (vispec --help, or --help after the command)\n")
+              << std::flush;
+    return vispec::kExitUserError;
   }
   vispec::init_logging(log_level);
   try {

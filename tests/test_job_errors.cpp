@@ -246,3 +246,19 @@ TEST(Prompts, InvalidUtf8IsFoundAtItsFirstByte) {
 }
 
 }  // namespace vispec
+
+namespace vispec {
+// A bad command line is bad input: one line with the prefix and exit 2, whatever CLI11 calls the error; help
+// still exits 0.
+TEST(CommandLine, ErrorsAreOneLineAndExitTwo) {
+  for (const std::string args : {"", "run", "frobnicate", "train vq --config x.yaml --out /tmp/x --eval-images 0",
+                                 "step-cost --batches many"}) {
+    const auto r = test::run_vispec(args);
+    EXPECT_EQ(r.exit_code, 2) << "vispec " << args << ": " << r.text;
+    EXPECT_EQ(r.text.rfind("vispec: error: ", 0), 0u) << "vispec " << args << ": " << r.text;
+    EXPECT_EQ(test::count_lines(r.text), 1) << "vispec " << args << ": " << r.text;
+  }
+  EXPECT_EQ(test::run_vispec("--help").exit_code, 0);
+  EXPECT_EQ(test::run_vispec("train vq --help").exit_code, 0);
+}
+}  // namespace vispec
