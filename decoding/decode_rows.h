@@ -81,7 +81,7 @@ class DecodeRows {
 
   torch::Tensor tokens;                  // [B, cells + pad] int64, device
   torch::Tensor n;                       // [B] int64, device: tokens committed per row (updated in place)
-  torch::Tensor iteration;               // [1] int64, device: iterations begun, minus one
+  torch::Tensor iteration;               // [1] int64, device: the current iteration, from 0 (-1 before the first)
   std::vector<int64_t> committed;        // n as of the last read
   std::vector<SampleStats> stats;
 

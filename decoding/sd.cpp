@@ -88,8 +88,9 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
     // ---- keep [newest, accepted drafts] in the target's cache; the drafter's fed all G + 1, so it drops the rest
     target_.shift_lengths(tcache, kept.host, kept.on_device);
     std::vector<int64_t> dropped(kept.host.size());
-    // (Entries, not tokens: where image rows end in an end-of-line entry the two differ; both caches hold the
-    // same layout, so the drafter keeps what the target kept.)
+    // Entries, not tokens: where image rows end in an end-of-line entry (a dynamic cache) the two differ, and
+    // the drafter, of the same layout, keeps the entries the target kept; in a static cache they are the
+    // device counts' kept - (G + 1).
     for (int64_t b = 0; b < B; ++b) dropped[size_t(b)] = tcache.length(b) - dcache.length(b);
     drafter_.shift_lengths(dcache, dropped, kept.on_device - (G + 1));
     times.bookkeeping = clock.lap();

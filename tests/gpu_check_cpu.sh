@@ -42,6 +42,9 @@ for demo, dtype in [("demo_fp32", "fp32"), ("demo_bf16", "bf16")]:
 rows = s["step_cost"]["rows"]
 assert {(r["model"].split()[0], r["dtype"]) for r in rows} == {(m, t) for m in ["embedded", "GPT-XL"] for t in ["fp32", "bf16"]}, rows
 assert all(r["ms_per_token"] > 0 and r["floor_ms"] > 0 and r["ratio"] > 0 for r in rows), rows
+# What the host dispatches per step: eager steps issue operators; bf16's float32 islands cast, fp32's do not.
+assert all(r["ops_per_step"] > 0 for r in rows), rows
+assert all(r["conversions_per_step"] > (1 if r["dtype"] == "bf16" else -1) for r in rows), rows
 assert open(f"{out}/step-cost-cpu.md").read().startswith("Device cpu"), "markdown"
 for key, batch in [("batch_1", 1), ("batch_8", 8)]:
     b = s["bench"][key]
