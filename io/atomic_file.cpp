@@ -91,6 +91,13 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-bool file_exists(const std::string& path) { return fs::exists(path); }
+bool file_exists(const std::string& path) {
+  // The non-throwing form: a name too long, a directory without search permission... are errors naming the
+  // path, never "absent" and never an uncaught filesystem_error.
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  VISPEC_CHECK(!ec, path, ": cannot check whether it exists: ", ec.message());
+  return exists;
+}
 
 }  // namespace vispec

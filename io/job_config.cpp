@@ -41,8 +41,10 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   if (!model.node().IsMap()) model.fail("expected a model config path or a map {config: PATH, dtype: bf16}");
   model.reject_unknown_keys({"config", "dtype"});
   job.model_config = model.need_path("config");
-  if (!std::filesystem::exists(job.model_config))
-    model.at("config").fail("model config '" + job.model_config + "' does not exist");
+  std::error_code ec;  // a name too long for the file system is this field's error, not an exception
+  const bool found = std::filesystem::exists(job.model_config, ec);
+  if (ec) model.at("config").fail("model config '" + job.model_config + "': " + ec.message());
+  if (!found) model.at("config").fail("model config '" + job.model_config + "' does not exist");
   job.model_dtype = model.get<std::string>("dtype", "");
   if (!job.model_dtype.empty() && !is_model_dtype(job.model_dtype))
     model.at("dtype").fail("expected fp32, bf16 or fp16, got '" + job.model_dtype + "'");

@@ -85,6 +85,22 @@ TEST_F(JobErrors, UnreadablePromptsFile) {
   EXPECT_NE(err.find("nowhere.txt: cannot read prompts file"), std::string::npos) << err;
 }
 
+// A path the file system refuses to look at (a name longer than it allows: found by fuzz_job_config) is that
+// field's one-line error, never an uncaught exception (exit 3), whether it is the model config or the prompts.
+TEST_F(JobErrors, APathTooLongForTheFileSystemIsTheFieldsError) {
+  const std::string huge(300, 'x');
+  auto text = job("decoder: {name: ar}\n");
+  const auto model_at = text.find(VISPEC_SOURCE_DIR);
+  text.replace(model_at, text.find('\n', model_at) - model_at, huge + ".yaml");
+  auto err = expect_rejected(text);
+  EXPECT_NE(err.find("model"), std::string::npos) << err;
+  EXPECT_NE(err.find("File name too long"), std::string::npos) << err;
+  text = job("decoder: {name: ar}\n");
+  text.replace(text.find("prompts.txt"), 11, huge + ".txt");
+  err = expect_rejected(text);
+  EXPECT_NE(err.find(huge), std::string::npos) << err;
+}
+
 // A bad prompt line does not stop a job of millions: it is recorded, the rest is generated, the exit code says so.
 TEST_F(JobErrors, UnknownClassNameIsRecordedAndTheJobGoesOn) {
   write("prompts.txt", "# socks are not in Fashion-MNIST\nsock\ntrouser\n");
