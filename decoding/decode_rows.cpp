@@ -15,7 +15,8 @@ torch::Tensor read_to_host(const torch::Tensor& t) {
 }
 
 DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device)
-    : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), seed_(request.seed) {
+    : committed(size_t(request.batch()), 0), newest(size_t(request.batch()), 0), stats(size_t(request.batch())),
+      cells_(cells), seed_(request.seed) {
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const int64_t B = request.batch();
   tokens = torch::zeros({B, cells + pad}, i64);
@@ -63,6 +64,18 @@ void DecodeRows::start(const torch::Tensor& prefill_logits, const SamplingParams
   set_committed(1);
 }
 
+void DecodeRows::read_newest() {
+  const auto host = read_to_host(tokens_at(-1).view({-1})).contiguous();
+  const auto h = host.accessor<int64_t, 1>();  // (an item() per row would be a read per row)
+  for (int64_t b = 0; b < batch(); ++b) newest[size_t(b)] = h[b];
+}
+
+std::vector<int64_t> DecodeRows::newest_index() const {
+  std::vector<int64_t> index(committed);
+  for (auto& i : index) i -= 1;
+  return index;
+}
+
 void DecodeRows::set_committed(int64_t count) {
   n.fill_(count);
   std::fill(committed.begin(), committed.end(), count);
@@ -77,21 +90,51 @@ bool DecodeRows::next_iteration(int64_t limit) {
   return true;
 }
 
+torch::Tensor DecodeRows::commit(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
+                                 int64_t limit, const torch::Tensor& extra, Advance& advance) {
+  const auto below = active(limit);
+  ::vispec::commit_chain(tokens, n, limit, drafts, verdict);
+  advance.on_device = torch::minimum(verdict.accepted + 1, limit - n);  // no token past the limit
+  n.add_(advance.on_device);
+  auto columns = torch::stack({advance.on_device, verdict.accepted, count}, 1);
+  if (extra.defined()) columns = torch::cat({columns, extra}, 1);
+  const auto host = read_to_host(columns).contiguous();
+  const auto a = host.accessor<int64_t, 2>();
+  advance.host.assign(size_t(batch()), 0);
+  for (int64_t b = 0; b < batch(); ++b) {
+    advance.host[size_t(b)] = a[b][0];
+    committed[size_t(b)] += a[b][0];
+  }
+  for (int64_t b : below) {
+    stats[size_t(b)].accepted += a[b][1];
+    stats[size_t(b)].drafted += a[b][2];
+  }
+  return host.narrow(1, 3, host.size(1) - 3);
+}
+
 DecodeRows::Advance DecodeRows::commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict,
                                              const torch::Tensor& count, int64_t limit) {
-  ::vispec::commit_chain(tokens, n, limit, drafts, verdict);
-  const auto advance = torch::minimum(verdict.accepted + 1, limit - n);  // no token past the limit
-  n.add_(advance);
-  const auto host = read_to_host(torch::stack({advance, verdict.accepted, count})).contiguous();
-  const auto a = host.accessor<int64_t, 2>();
-  Advance out{advance, std::vector<int64_t>(size_t(batch()))};
-  for (int64_t b = 0; b < batch(); ++b) {
-    out.host[size_t(b)] = a[0][b];
-    committed[size_t(b)] += a[0][b];
-    stats[size_t(b)].accepted += a[1][b];
-    stats[size_t(b)].drafted += a[2][b];
+  Advance advance;
+  commit(drafts, verdict, count, limit, torch::Tensor(), advance);
+  return advance;
+}
+
+std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& verdict, const torch::Tensor& node_tokens) {
+  const auto walked = active();
+  const int64_t P = verdict.path.size(1);
+  // The accepted nodes after the root, as a chain of drafts (-1 past the path's end reads the root: never kept).
+  const auto drafts = node_tokens.gather(1, verdict.path.narrow(1, 1, P - 1).clamp_min(0));
+  Advance advance;
+  const auto extra =
+      torch::cat({verdict.path, verdict.next.view({-1, 1}), verdict.sampled.to(torch::kInt64).view({-1, 1})}, 1);
+  const auto host = commit(drafts, ChainVerdict{verdict.accepted, verdict.next}, verdict.tried, cells_, extra, advance);
+  const auto h = host.accessor<int64_t, 2>();
+  std::vector<std::vector<int64_t>> paths(static_cast<size_t>(batch()));
+  for (int64_t b : walked) {
+    for (int64_t j = 0; j < P && h[b][j] >= 0; ++j) paths[size_t(b)].push_back(h[b][j]);
+    if (h[b][P + 1]) newest[size_t(b)] = h[b][P];
   }
-  return out;
+  return paths;
 }
 
 DecodeResult DecodeRows::result() {

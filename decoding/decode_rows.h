@@ -19,6 +19,7 @@
 namespace vispec {
 
 struct ChainVerdict;
+struct TreeVerdict;
 
 // A device-to-host copy that a decoder waits for, recorded as "vispec::host_read" so profiles and the op-count
 // tests see every one (item() shows up as aten::_local_scalar_dense).
@@ -59,6 +60,11 @@ class DecodeRows {
   void set_committed(int64_t count);
   // Token 0 of every row (first_tokens); every row has then committed 1 token.
   void start(const torch::Tensor& prefill_logits, const SamplingParams& params);
+  // For decoders that build drafts on the host (EAGLE's pairs and trees): brings every row's newest token to
+  // `newest`, once after start(); commit_tree's read keeps it from then on.
+  void read_newest();
+  // Each row's newest token's raster index (its tree's root), as of the last read: committed - 1.
+  std::vector<int64_t> newest_index() const;
   // The decode loop: `while (rows.next_iteration())` runs iterations while a row has committed fewer than
   // `limit` cells (-1: the image). Each iteration is recorded as "vispec::iteration" (the unit of the trace
   // tests and of profiles) and counted in `iteration` on the device.
@@ -75,6 +81,12 @@ class DecodeRows {
   };
   Advance commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
                        int64_t limit);
+  // The tree decoders' commit (EAGLE-1/2, LANTERN, ADT-Tree) after a walk (decoding/verify.h) of trees whose
+  // node tokens are node_tokens [B, T]: the accepted path after the root is a chain, written with the sampled
+  // token as commit_chain writes one (the pad must hold T columns), its statistics counted (drafted: the
+  // children tested). One read, the iteration's only wait. Returns each row's accepted path, root first (empty
+  // for rows that had finished), and sets `newest` where a token was sampled.
+  std::vector<std::vector<int64_t>> commit_tree(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
 
   // tokens [B, cells] on the CPU and the statistics, every row's `tokens` set.
   DecodeResult result();
@@ -83,9 +95,16 @@ class DecodeRows {
   torch::Tensor n;                       // [B] int64, device: tokens committed per row (updated in place)
   torch::Tensor iteration;               // [1] int64, device: the current iteration, from 0 (-1 before the first)
   std::vector<int64_t> committed;        // n as of the last read
+  std::vector<int64_t> newest;           // each row's newest token, as of the last read (read_newest)
   std::vector<SampleStats> stats;
 
  private:
+  // What both commits share: the chain written at n, n advanced (not past `limit`), and ONE read of the
+  // advances (into `advance`), the accepted counts, `count` and `extra` [B, E] int64 (returned, on the host);
+  // the statistics counted for the rows that were below `limit`.
+  torch::Tensor commit(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
+                       int64_t limit, const torch::Tensor& extra, Advance& advance);
+
   int64_t cells_;
   uint64_t seed_;
   torch::Tensor sample_ids_;  // [B] int64, device

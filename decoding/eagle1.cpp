@@ -28,6 +28,8 @@
 #include "decoding/decoder_registry.h"
 #include "decoding/eagle_pairs.h"
 #include "decoding/iteration_stats.h"
+#include "decoding/phase_clock.h"
+#include "decoding/verify.h"
 
 namespace vispec {
 
@@ -95,6 +97,11 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     for (size_t m = 0; m < expanded[size_t(d)].size(); ++m) q_slot[0][expanded[size_t(d)][m]] = offset + int64_t(m);
   q_slot = q_slot.to(device);
   const auto node_depth = torch::tensor(tree_.depth, torch::kInt64).to(device).view({1, T});
+  // The verification forward's mask: every node attends itself and its ancestors, the same in every row.
+  DraftTree shape;
+  shape.parent = tree_.parent;
+  shape.token.assign(size_t(T), 0);
+  const auto tree_mask = tree_masks(std::vector<DraftTree>(size_t(B), shape), T).to(device);
   // Per depth d, constant over iterations: where the draws of expanded[d]'s nodes go (children[d]: the child
   // nodes, drawn_at[d]: each one's entry m * n + rank in that level's [M, n] draws), and the next depth's
   // drafter block: its nodes, their parents' entries and their ancestry within the block.
@@ -152,38 +159,35 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
 
   auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
   auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
-  EagleRows rows(target_, drafter_, params_, request, tcache);  // the prefill and every row's first token
-  auto& clock = rows.clock;
-  auto& tokens = rows.tokens;
-  auto& roots = rows.roots;
-  auto& root_index = rows.root_index;
+  DecodeRows rows(request, N, T, device);
   auto& stats = rows.stats;
-  auto& pairs = rows.pairs;
+  PhaseClock clock(device);
+  EaglePairs pairs(target_, tcache, drafter_, B);
+  pairs.start(params_, request, rows);  // the prefill and every row's first token
+  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
   const int64_t draws = int64_t(draw_index.size());
   const auto draw_depths = torch::tensor(draw_depth, i64).to(device).view({1, draws});
   const auto draw_indices = torch::tensor(draw_index, i64).to(device).view({1, draws}).expand({B, draws});
 
-  for (;;) {
+  while (rows.next_iteration()) {
     const auto active = rows.active();
-    if (active.empty()) break;
 
     // ---- catch up, then draft the static tree level by level
     IterationTimes times;
     clock.restart();
-    const auto catchup = pairs.catch_up(dcache, root_index);  // [R, D]
-    // Every row's node tokens and conditional draw probabilities stay on the device while the tree is drafted
-    // (the next depth's inputs are gathered there); the tokens come to the host once, after the last depth.
+    const auto catchup = pairs.catch_up(dcache, rows);  // [R, D]
+    // Every row's node tokens and conditional draw probabilities stay on the device: the next depth's inputs,
+    // the verification forward's and the walk's are gathered there, and only the walk's verdict is read.
     auto node_tok = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kInt64).device(device));
     auto node_prob = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-    node_tok.select(1, 0).copy_(torch::tensor(roots, i64).to(device));
-    const auto root_cells = torch::tensor(root_index, i64).to(device).view({B, 1});
+    node_tok.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
+    const auto root_cells = (rows.n - 1).view({B, 1});
     std::vector<torch::Tensor> level_q;  // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
     torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
     int64_t draft_forwards = 1;
     level_q.push_back(draft_probs(catchup.unsqueeze(1)));
     const auto u = params_.greedy() ? torch::Tensor()
-                                    : uniforms_at(request.seed, rows.sample_ids(), root_cells + draw_depths,
-                                                  Purpose::kDraft, draw_indices);  // [B, draws]
+                                    : rows.uniforms(root_cells + draw_depths, Purpose::kDraft, draw_indices);  // [B, draws]
     for (int64_t d = 0; d < L; ++d) {
       const auto& nodes = expanded[size_t(d)];
       if (nodes.empty()) break;
@@ -213,22 +217,12 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       level_q.push_back(draft_probs(out));
       ++draft_forwards;
     }
-    // One read: every row's drafted tokens (the verification forward's inputs are built on the host).
-    const auto host = read_to_host(node_tok);
-    const auto h = host.accessor<int64_t, 2>();
-    std::vector<DraftTree> trees(static_cast<size_t>(B));
-    for (int64_t b = 0; b < B; ++b) {
-      auto& t = trees[size_t(b)];
-      t.parent = tree_.parent;
-      t.depth = tree_.depth;
-      t.score.assign(size_t(T), 0.0);
-      for (int64_t i = 0; i < T; ++i) t.token.push_back(h[b][i]);
-    }
     times.draft = clock.lap();
 
-    // ---- verify: one target forward over every row's tree
-    const auto in = tree_inputs(trees, root_index, N);
-    auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
+    // ---- verify: one target forward over every row's tree, its inputs on the device (a node at depth d sits
+    // at raster index root + d, clamped to the last cell)
+    const auto node_cells = (root_cells + node_depth).clamp_max(N - 1);
+    auto vout = target_.decode_block(tcache, node_tok, node_cells, tree_mask);
     times.verify = clock.lap();
 
     // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read). The node
@@ -238,17 +232,20 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     const auto kids = torch::where(static_kids.ge(0).logical_and(drawn_kid), static_kids, -1).view({B, T, C});
     const TreeTables tables{node_tok, node_depth.expand({B, T}), kids};
     const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
-    const auto paths = rows.walk(active, trees, tables, vout.logits, params_, rule_, lengths, L,
-                                 params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), q_slot.expand({B, T}));
+    const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, L,
+                                    params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), q_slot.expand({B, T}));
+    const auto paths = rows.commit_tree(verdict, node_tok);
     for (int64_t b : active) stats[size_t(b)].tree_depth += double(L);
     times.resample = clock.lap();
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-    rows.keep_paths(active, trees, paths, vout.hidden);
+    pairs.keep_paths(rows, paths, vout.hidden);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, draft_forwards);
   }
-  return rows.result();
+  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
+  clock.settle(result.stats);
+  return result;
 }
 
 namespace {

@@ -22,8 +22,11 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "decoding/decode_rows.h"
 #include "decoding/eagle_pairs.h"
 #include "decoding/iteration_stats.h"
+#include "decoding/phase_clock.h"
+#include "decoding/verify.h"
 
 namespace vispec {
 
@@ -58,22 +61,22 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   if (adt_)
     for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);
   std::vector<TreeShape> shapes(static_cast<size_t>(B), shape_);
-  EagleRows rows(target_, drafter_, params_, request, tcache);  // the prefill and every row's first token
-  auto& clock = rows.clock;
-  auto& tokens = rows.tokens;
-  auto& roots = rows.roots;
-  auto& root_index = rows.root_index;
+  DecodeRows rows(request, N, shape_.total_tokens, device);
   auto& stats = rows.stats;
-  auto& pairs = rows.pairs;
+  PhaseClock clock(device);
+  EaglePairs pairs(target_, tcache, drafter_, B);
+  pairs.start(params_, request, rows);  // the prefill and every row's first token
+  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 
-  for (;;) {
+  while (rows.next_iteration()) {
     const auto active = rows.active();
-    if (active.empty()) break;
+    const auto root_index = rows.newest_index();
+    const auto& roots = rows.newest;
 
     // ---- catch up: the drafter reads every row's new (feature, token) pairs
     IterationTimes times;
     clock.restart();
-    const auto catchup = pairs.catch_up(dcache, root_index);  // [R, D]
+    const auto catchup = pairs.catch_up(dcache, rows);  // [R, D]
 
     // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's pending
     // block (their mask also covers the earlier levels' entries)
@@ -113,7 +116,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       const auto& d = trees[size_t(b)].depth;
       levels = std::max(levels, *std::max_element(d.begin(), d.end()));
     }
-    const auto paths = rows.walk(active, trees, tables, vout.logits, params_, rule_, lengths, levels);
+    const auto paths = rows.commit_tree(walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels),
+                                        tables.token);
     for (int64_t b : active) {
       if (adt_) policies[size_t(b)].record(roots_before[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
       stats[size_t(b)].tree_depth += double(shapes[size_t(b)].depth);
@@ -121,13 +125,15 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     times.resample = clock.lap();
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-    rows.keep_paths(active, trees, paths, vout.hidden);
+    pairs.keep_paths(rows, paths, vout.hidden);
     times.bookkeeping = clock.lap();
     int64_t expansions = 0;
     for (int64_t b : active) expansions = std::max(expansions, shapes[size_t(b)].depth);
     charge_iteration(clock, stats, active, times, 1 + expansions);
   }
-  return rows.result();
+  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
+  clock.settle(result.stats);
+  return result;
 }
 
 DecoderEntry eagle2_family_entry(const std::string& name, const std::string& summary, const std::string& default_rule) {

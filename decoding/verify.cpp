@@ -107,22 +107,20 @@ CellVerdict verify_cells(const ChainRule& rule, const torch::Tensor& p, const to
   return {kept.view_as(x), torch::where(kept, flat, fresh).view_as(x)};
 }
 
-TreeUniforms tree_uniforms(uint64_t seed, const torch::Tensor& sample_ids, const torch::Tensor& root_index,
-                           int64_t levels, int64_t slots, int64_t cells, const ChainRule& rule, bool greedy) {
-  const int64_t B = root_index.size(0), L = levels, C = slots;
-  const auto opts = root_index.options().dtype(torch::kInt64);
-  // Level l's children, and the token that may end the walk there, sit at raster index root + l + 1.
-  const auto at = (i64(root_index).view({B, 1}) + 1 + torch::arange(L + 1, opts).view({1, L + 1})).clamp_max(cells - 1);
+TreeUniforms tree_uniforms(const DecodeRows& rows, int64_t levels, int64_t slots, const ChainRule& rule, bool greedy) {
+  const int64_t B = rows.batch(), L = levels, C = slots;
+  // Level l's children, and the token that may end the walk there, sit at raster index n + l (the root's + l + 1).
+  const auto at = rows.positions(0, L + 1);
   TreeUniforms u;
   u.levels = L;
   if (!greedy || rule.params.rule == AcceptRule::kCoolSd) {
     const auto pos = at.narrow(1, 0, L).unsqueeze(-1).expand({B, L, C}).reshape({B, L * C});
-    const auto draws = torch::arange(C, opts).repeat({L}).view({1, L * C}).expand({B, L * C}).contiguous();
-    u.accept = uniforms_at(seed, sample_ids, pos, Purpose::kAccept, draws).view({B, L, C});
+    const auto draws = torch::arange(C, at.options()).repeat({L}).view({1, L * C}).expand({B, L * C}).contiguous();
+    u.accept = rows.uniforms(pos, Purpose::kAccept, draws).view({B, L, C});
   }
   if (!greedy) {
-    u.resample = uniforms_at(seed, sample_ids, at, Purpose::kResample, torch::Tensor());
-    u.sample = uniforms_at(seed, sample_ids, at, Purpose::kSample, torch::Tensor());
+    u.resample = rows.uniforms(at, Purpose::kResample);
+    u.sample = rows.uniforms(at, Purpose::kSample);
   }
   return u;
 }
@@ -299,6 +297,15 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
     w.step(found, chosen, want);
   }
   return w.verdict(L);
+}
+
+TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,
+                       const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,
+                       int64_t levels, const torch::Tensor& node_q, const torch::Tensor& q_slot) {
+  const auto u = tree_uniforms(rows, levels, tree.children.size(2), rule, params.greedy());
+  const auto limit = rows.cells() - rows.n;  // drafts each row may still accept: the cells after its root
+  return params.greedy() ? verify_tree_greedy(rule, greedy_tokens(logits), tree, lengths, limit, u)
+                         : verify_tree(rule, target_probs(logits, params), tree, node_q, q_slot, lengths, limit, u);
 }
 
 void commit_chain(torch::Tensor& tokens, const torch::Tensor& n, int64_t N, const torch::Tensor& drafts,

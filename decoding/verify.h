@@ -72,13 +72,13 @@ CellVerdict verify_cells(const ChainRule& rule, const torch::Tensor& p, const to
 // ---- Tree walks (EAGLE-1/2, LANTERN, ADT-Tree) over every row's tree as tensors (TreeTables, draft_tree.h).
 // The accept uniforms of a walk [B, L, C] (level l tests the children of the node at raster index r + l,
 // draw = child slot) and the uniforms of the token that ends it [B, L + 1] (resample after rejected
-// children, sample at a leaf), r = each row's root index [B] on the device.
+// children, sample at a leaf), r = each row's root: its newest token, at n - 1 in the decode state. Keyed by
+// (seed, sample id, position, purpose) like every draw; greedy walks read only Cool-SD's accept uniforms.
 struct TreeUniforms {
   int64_t levels = 0;  // L: the deepest node's depth
   torch::Tensor accept, resample, sample;
 };
-TreeUniforms tree_uniforms(uint64_t seed, const torch::Tensor& sample_ids, const torch::Tensor& root_index,
-                           int64_t levels, int64_t slots, int64_t cells, const ChainRule& rule, bool greedy);
+TreeUniforms tree_uniforms(const DecodeRows& rows, int64_t levels, int64_t slots, const ChainRule& rule, bool greedy);
 
 struct TreeVerdict {
   torch::Tensor path;      // [B, L + 1] int64: the accepted nodes, root first, -1 after the last
@@ -104,6 +104,12 @@ TreeVerdict verify_tree(const ChainRule& rule, const torch::Tensor& p, const Tre
 // argmax (Cool-SD: with probability min(1, w_depth), u.accept), and the walk ends on the argmax.
 TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& target, const TreeTables& tree,
                                const std::vector<int64_t>& lengths, const torch::Tensor& limit, const TreeUniforms& u);
+// The walk of every row's tree from its newest token (the root): the walk's uniforms, then verify_tree at T > 0
+// or verify_tree_greedy at T = 0 on the verification forward's guided logits [B, T, V], each row accepting no
+// draft past its image. levels: the deepest node's depth; the rest as verify_tree.
+TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,
+                       const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,
+                       int64_t levels, const torch::Tensor& node_q = {}, const torch::Tensor& q_slot = {});
 
 // Writes each row's accepted drafts and next token into tokens [B, >= N + G + 1] at columns n[b] ..
 // n[b] + accepted[b] (the padding beyond N takes what falls past the image); rows with n[b] >= N are left as

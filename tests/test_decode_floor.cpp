@@ -1,6 +1,7 @@
 // Unit tests of the pieces every decoder stands on (docs/decoding_floor.md), each on its own: the decode state
-// (DecodeRows), guidance and its cache commits (CfgModel, its pooled static caches), and the chain verdicts
-// (verify_chain, verify_chain_greedy, commit_chain) on hand-made distributions whose answers are known.
+// (DecodeRows, its chain and tree commits), guidance and its cache commits (CfgModel, its pooled static caches),
+// and the chain verdicts (verify_chain, verify_chain_greedy, commit_chain) on hand-made distributions whose
+// answers are known.
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
@@ -60,6 +61,42 @@ TEST(DecodeRows, PositionsAdvanceAndTheFirstTokenIsArs) {
   EXPECT_TRUE(rows.next_iteration());
   EXPECT_EQ(rows.iteration.item<int64_t>(), 1);  // counted from 0
   EXPECT_FALSE(rows.next_iteration(2));
+}
+
+TEST(DecodeRows, ATreeWalksAcceptedPathIsCommittedAsAChain) {
+  DecodeRows rows(three_rows(), /*cells=*/16, /*pad=*/4, torch::kCPU);  // trees of 4 nodes
+  rows.tokens.select(1, 0).copy_(i64({7, 8, 9}));
+  rows.read_newest();
+  EXPECT_EQ(rows.newest, (std::vector<int64_t>{7, 8, 9}));
+  // Row 0 at its first cell; row 1 two cells before its image's end; row 2 finished.
+  rows.n.copy_(i64({1, 14, 16}));
+  rows.committed = {1, 14, 16};
+  EXPECT_EQ(rows.newest_index(), (std::vector<int64_t>{0, 13, 15}));
+  rows.tokens[1][13] = 8;
+  const auto before = rows.tokens.clone();
+  const auto node_tokens = i64({7, 21, 22, 23, 8, 31, 32, 33, 9, 41, 42, 43}).view({3, 4});
+  // Row 0 accepted node 2 and sampled 60 after it; row 1 accepted nodes 1 and 3, which fill its image (nothing
+  // sampled); row 2's walk is whatever a finished row's is, and changes nothing.
+  TreeVerdict v;
+  v.path = i64({0, 2, -1, 0, 1, 3, 0, -1, -1}).view({3, 3});
+  v.accepted = i64({1, 2, 0});
+  v.next = i64({60, 61, 62});
+  v.sampled = torch::tensor(std::vector<uint8_t>{1, 0, 1}).to(torch::kBool);
+  v.tried = i64({2, 2, 3});
+  const auto paths = rows.commit_tree(v, node_tokens);
+  EXPECT_EQ(paths, (std::vector<std::vector<int64_t>>{{0, 2}, {0, 1, 3}, {}}));
+  EXPECT_EQ(rows.committed, (std::vector<int64_t>{3, 16, 16}));
+  EXPECT_TRUE(torch::equal(rows.n, i64({3, 16, 16})));
+  EXPECT_TRUE(torch::equal(rows.tokens.select(0, 0).narrow(0, 0, 4), i64({7, 22, 60, 0})));
+  EXPECT_TRUE(torch::equal(rows.tokens.select(0, 1).narrow(0, 13, 3), i64({8, 31, 33})));
+  EXPECT_TRUE(torch::equal(rows.tokens.select(0, 1).narrow(0, 16, 4), before.select(0, 1).narrow(0, 16, 4)));
+  EXPECT_TRUE(torch::equal(rows.tokens.select(0, 2), before.select(0, 2)));
+  EXPECT_EQ(rows.newest, (std::vector<int64_t>{60, 8, 9}));  // only a sampled token is a new root
+  EXPECT_EQ(rows.stats[0].accepted, 1);
+  EXPECT_EQ(rows.stats[0].drafted, 2);
+  EXPECT_EQ(rows.stats[1].accepted, 2);
+  EXPECT_EQ(rows.stats[2].drafted, 0);  // a finished row's walk is not counted
+  EXPECT_EQ(rows.active(), (std::vector<int64_t>{0}));
 }
 
 TEST(CfgModel, GuidedLogitsMixTheTwoStreamsAndCommitsKeepBoth) {

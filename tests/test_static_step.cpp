@@ -338,6 +338,37 @@ TEST(StaticStep, ConsecutiveChainIterationsIssueTheSameOperators) {
   }
 }
 
+// The tree decoders' iterations are not static yet (the drafter's catch-up block is as wide as the longest path
+// accepted, EAGLE-2 grows its trees on the host), but their decode state is DecodeRows' and their commit its
+// commit_tree: EAGLE-1 drafts, verifies and walks its static tree on the device and reads the host once per
+// iteration (the walk's verdict); EAGLE-2 reads its chosen trees as well.
+TEST(StaticStep, TreeIterationsReadTheHostOnceOrForTheirTrees) {
+  const auto target = bucketed_gpt(9);
+  for (double temperature : {0.0, 1.0}) {
+    const auto p = test::guided_sampling(temperature);
+    const auto drafter = test::tiny_eagle_drafter(target->config(), 2);
+    for (const auto& [name, reads] : std::vector<std::pair<std::string, int64_t>>{{"eagle1", 1}, {"eagle2", 2}}) {
+      std::unique_ptr<Decoder> decoder;
+      if (name == "eagle1")
+        decoder = std::make_unique<Eagle1Decoder>(name, target, drafter, p, named_static_tree("naive_extend_57"),
+                                                  AcceptanceParams{}, nullptr);
+      else
+        decoder = std::make_unique<Eagle2Decoder>(name, target, drafter, p, TreeShape{2, 3, 8}, AcceptanceParams{},
+                                                  nullptr);
+      const auto r = test::requests(0, 3);
+      StepTrace trace;
+      const auto out = decoder->decode(r);
+      ASSERT_GE(trace.iterations.size(), 3u) << name;
+      for (size_t i = 0; i < trace.iterations.size(); ++i)
+        EXPECT_EQ(std::count(trace.iterations[i].begin(), trace.iterations[i].end(), "HOST_READ"), reads)
+            << name << " (T = " << temperature << ") iteration " << i;
+      int64_t target_forwards = 0;
+      for (const auto& s : out.stats) target_forwards = std::max(target_forwards, s.target_forwards);
+      EXPECT_EQ(int64_t(trace.iterations.size()), target_forwards - 1) << name << ": one iteration per verification";
+    }
+  }
+}
+
 TEST(StaticStep, AStepThatMovesItsStateIsRefused) {
   auto a = torch::zeros({4}), b = torch::zeros({4});
   StepGraphs graphs(torch::kCPU, {&a, &b}, {&a});
