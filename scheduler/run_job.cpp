@@ -102,10 +102,13 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
     fs::remove(errors_path);
   } else {
     std::string lines;
+    constexpr size_t kLogged = 5;  // the rest are in errors.jsonl: a file of a million bad lines is one error
     for (const auto& e : plan.plan.errors) {
       lines += nlohmann::json{{"file", e.file}, {"line", e.line}, {"field", "prompt"}, {"error", e.message}}.dump() + "\n";
-      spdlog::warn("skipped: {}", e.message);
+      if (&e - plan.plan.errors.data() < ptrdiff_t(kLogged)) spdlog::warn("skipped: {}", e.message);
     }
+    if (plan.plan.errors.size() > kLogged)
+      spdlog::warn("skipped: {} more prompt lines, listed in {}", plan.plan.errors.size() - kLogged, errors_path);
     write_file_atomic(errors_path, lines);
   }
   spdlog::info("job {}: {} samples in {} units of {} ({} done before{}), decoder {}, {} rank(s), {} schedule",

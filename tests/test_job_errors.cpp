@@ -118,6 +118,35 @@ TEST_F(JobErrors, UnknownClassNameIsRecordedAndTheJobGoesOn) {
   EXPECT_TRUE(fs::exists(dir / "out/images/00000001.png")) << "the good prompt keeps its sample id";
 }
 
+// ... and a job of bad lines alone is a mistake in the job (captions for a class model, say): one line, exit 2,
+// nothing written, not a run of empty units.
+TEST_F(JobErrors, APromptFileWithNoLineTheModelTakesIsTheJobsError) {
+  write("prompts.txt", "# none of these is a Fashion-MNIST class\nsock\na red bus\nglove\n");
+  auto err = expect_rejected(job("decoder: {name: ar}\n"));
+  EXPECT_NE(err.find("prompts.txt:2: prompt: unknown class name 'sock'"), std::string::npos) << err;
+  EXPECT_NE(err.find("(and so do the other 2 prompt lines"), std::string::npos) << err;
+  write("prompts.txt", "sock\n");
+  err = expect_rejected(job("decoder: {name: ar}\n"));
+  EXPECT_NE(err.find("prompts.txt:1: prompt: unknown class name 'sock'"), std::string::npos) << err;
+}
+
+// The log names the first five bad lines and counts the rest: errors.jsonl holds them all.
+TEST_F(JobErrors, ManyBadLinesAreLoggedFiveAndCounted) {
+  std::string prompts = "trouser\n";
+  for (int i = 0; i < 8; ++i) prompts += "sock\n";
+  write("prompts.txt", prompts);
+  write("job.yaml", job("decoder: {name: ar}\nimages_per_prompt: 1\nthreads: 1\n"));
+  const auto r = run("run " + (dir / "job.yaml").string());
+  EXPECT_EQ(r.exit_code, 5) << r.text;
+  EXPECT_EQ(test::count_lines(read_file((dir / "out/errors.jsonl").string())), 8);
+  size_t named = 0;
+  const std::string logged = "[warning] skipped: ";
+  for (size_t at = r.text.find(logged); at != std::string::npos; at = r.text.find(logged, at + 1)) ++named;
+  EXPECT_EQ(named, 6u) << r.text;  // five lines and the count
+  EXPECT_NE(r.text.find("skipped: 3 more prompt lines, listed in"), std::string::npos) << r.text;
+  EXPECT_TRUE(fs::exists(dir / "out/images/00000000.png"));
+}
+
 TEST_F(JobErrors, UnwritableOutputDirectory) {
   write("job.yaml", job("decoder: {name: ar}\n"));
   const auto r = run("run " + (dir / "job.yaml").string() + " --out /dev/null/out");

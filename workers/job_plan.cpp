@@ -121,6 +121,14 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   check_model_weights(plan.model);
   check_text_encoder_weights(plan.model);
   plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt, plan.job.unit_size);
+  // A bad line is recorded while the job goes on, but a file with no line this model takes (captions for a
+  // class model or one without a text encoder, class names for a text model) is the job's error, now: not a
+  // run that journals empty units and exits 5.
+  const auto& errors = plan.plan.errors;
+  if (plan.plan.samples == 0 && !errors.empty())
+    VISPEC_FAIL(errors.front().message, errors.size() == 1 ? std::string()
+                                                           : " (and so do the other " + std::to_string(errors.size() - 1) +
+                                                                 " prompt lines: none is one this model takes)");
   return plan;
 }
 
