@@ -15,12 +15,15 @@
 #include "scheduler/journal.h"
 #include "scheduler/output_check.h"
 #include "scheduler/output_lock.h"
+#include "scheduler/start_over.h"
 #include "workers/worker.h"
 
 namespace vispec {
 
 namespace {
 int verify(const std::string& out, bool repair, int threads) {
+  VISPEC_CHECK(!start_over_pending(out), out, ": a `vispec run --new` was interrupted here, its previous run half "
+               "removed: rerun the job to finish it");
   VISPEC_CHECK(file_exists(journal_path(out)), journal_path(out), ": no journal (is this a vispec run directory?)");
   std::unique_ptr<OutputLock> lock;
   if (repair) lock = std::make_unique<OutputLock>(out);  // no job may write while the journal is rewritten

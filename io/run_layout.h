@@ -1,6 +1,7 @@
 // Where a run's outputs live under its output directory OUT (one place, so every reader and writer agree):
 //   OUT/images/<stem>.png     OUT/tokens/<stem>.npy     OUT/metrics.jsonl     OUT/summary.json     OUT/eval.json
-// with <stem> the sample id, zero-padded to 8 digits.
+// with <stem> the sample id, zero-padded to 8 digits; besides them OUT/journal.jsonl, OUT/errors.jsonl,
+// OUT/metrics/unit-<id>.jsonl and, when distilling, OUT/distill/unit-<id>.h5 and OUT/distill/index.h5.
 #pragma once
 
 #include <cstdint>
@@ -14,5 +15,15 @@ inline std::string tokens_path(const std::string& out, uint64_t id) { return out
 inline std::string metrics_path(const std::string& out) { return out + "/metrics.jsonl"; }
 inline std::string summary_path(const std::string& out) { return out + "/summary.json"; }
 inline std::string eval_path(const std::string& out) { return out + "/eval.json"; }
+
+// The directories of OUT that hold a run's files, "" for OUT itself.
+inline constexpr const char* kRunDirectories[] = {"", "images", "tokens", "metrics", "distill"};
+// Whether `name` is a file a run writes into OUT/`dir` (one of kRunDirectories), and whether it is one's
+// atomic-write temporary (<name>.tmp.<pid>). Cleanups and --new touch these names and nothing else: vispec
+// never deletes what it did not write.
+bool is_run_file(const std::string& dir, const std::string& name);
+bool is_run_temporary(const std::string& dir, const std::string& name);
+// The unit of a per-unit file (metrics/unit-<id>.jsonl, distill/unit-<id>.h5); -1 for any other name.
+int64_t unit_file_id(const std::string& dir, const std::string& name);
 
 }  // namespace vispec

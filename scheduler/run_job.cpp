@@ -22,6 +22,7 @@
 #include "scheduler/mpi_node_weights.h"
 #include "scheduler/output_check.h"
 #include "scheduler/output_lock.h"
+#include "scheduler/start_over.h"
 #include "scheduler/unit_sources.h"
 
 namespace vispec {
@@ -30,8 +31,6 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr int kCheckThreads = 8;  // stats in flight while a rerun checks the journaled files
-
-bool is_temporary(const fs::path& p) { return p.filename().string().find(".tmp.") != std::string::npos; }
 
 // What rank 0 holds for the job's life: the output directory's lock and its journal.
 struct Output {
@@ -64,11 +63,8 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   const auto identity = job_identity(plan);  // before anything is written: it may fail (an unusable device)
   Output held;
   held.lock = std::make_unique<OutputLock>(out);
-  if (start_over) {
-    for (const char* name : {"journal.jsonl", "metrics.jsonl", "summary.json", "errors.jsonl", "eval.json"})
-      fs::remove(fs::path(out) / name);
-    for (const char* dir : {"metrics", "images", "tokens", "distill"}) fs::remove_all(fs::path(out) / dir);
-  }
+  if (!start_over && start_over_pending(out)) spdlog::warn("{}: finishing the --new a killed run began", out);
+  if (start_over || start_over_pending(out)) ::vispec::start_over(out);
   for (const char* dir : {"images", "tokens", "metrics"}) make_directories(out + "/" + dir);
   if (plan.job.distill.enabled) make_directories(out + "/distill");
   const uint64_t U = uint64_t(plan.job.unit_size);
@@ -84,18 +80,15 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   held.journal = std::make_unique<Journal>(out, header);
   const auto& journal = held.journal;
   recompute_broken_units(out, *journal);
-  // A killed run can leave temporaries and metrics of unjournaled units: remove them; those units rerun.
+  // A killed run can leave temporaries and per-unit files of unjournaled units: remove them (those units
+  // rerun), and nothing else: a name vispec does not write is not vispec's to delete.
   int64_t removed = 0;
-  for (const char* dir : {"", "/images", "/tokens", "/metrics", "/distill"})
-    if (fs::is_directory(out + dir))
-      for (const auto& e : fs::directory_iterator(out + dir))
-        if (is_temporary(e.path())) removed += fs::remove(e.path()) ? 1 : 0;
-  for (const char* dir : {"/metrics", "/distill"})  // unit-<id>.jsonl / unit-<id>.h5 of units not journaled
-    if (fs::is_directory(out + dir))
-      for (const auto& e : fs::directory_iterator(out + dir)) {
+  for (const char* dir : kRunDirectories)
+    if (fs::is_directory(fs::path(out) / dir))
+      for (const auto& e : fs::directory_iterator(fs::path(out) / dir)) {
         const auto name = e.path().filename().string();
-        if (name.rfind("unit-", 0) == 0 && !journal->is_done(std::stoll(name.substr(5))))
-          removed += fs::remove(e.path());
+        const int64_t unit = unit_file_id(dir, name);
+        if (is_run_temporary(dir, name) || (unit >= 0 && !journal->is_done(unit))) removed += fs::remove(e.path());
       }
   const auto errors_path = out + "/errors.jsonl";
   if (plan.plan.errors.empty()) {
