@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "apps/commands.h"
+#include "core/device.h"
 #include "bench/bench_runner.h"
 #include "bench/step_cost.h"
 
@@ -38,7 +39,9 @@ void add_step_cost_command(CLI::App& app, Action& action) {
       ->delimiter(',');
   cmd->add_option("--max-steps", o.max_steps, "time only the first N steps of each image (0: the whole image)")
       ->capture_default_str();
-  cmd->add_option("--threads", o.threads, "CPU threads, 0 = LibTorch's default")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "CPU threads, 0 = LibTorch's default")
+      ->capture_default_str()
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->add_option("--xl-layers", o.xl_layers, "GPT-XL layers (0: 36 on a GPU, 4 on a CPU)")->capture_default_str();
   cmd->add_option("--xl-grid", o.xl_grid, "GPT-XL grid side (0: 24 on a GPU, 8 on a CPU)")->capture_default_str();
   cmd->add_option("--results", o.results_dir, "directory for NAME.json and NAME.md")->capture_default_str();

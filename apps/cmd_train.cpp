@@ -41,7 +41,9 @@ void add_common(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--out", o.out_dir, "run directory (checkpoints, log); rerun to resume")->required();
   cmd->add_option("--export", o.export_path, "final weights (.safetensors); default OUT/model.safetensors");
   cmd->add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--threads", o.threads, "CPU threads (0 = LibTorch default)")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "CPU threads (0 = LibTorch default)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->add_option("--steps", o.steps, "optimizer steps")->capture_default_str();
   cmd->add_option("--batch-size", o.batch_size)->capture_default_str();
   cmd->add_option("--lr", o.lr, "peak learning rate")->capture_default_str();

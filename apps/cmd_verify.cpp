@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "core/device.h"
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/distill_index.h"
@@ -67,7 +68,9 @@ void add_verify_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("verify", "check a run's journaled outputs against their sizes and CRC-32s");
   cmd->add_option("out", out, "the run's output directory")->required();
   cmd->add_flag("--repair", repair, "un-journal the broken units so that a rerun recomputes exactly those");
-  cmd->add_option("--threads", threads, "files checked at once (0: one per core)")->capture_default_str();
+  cmd->add_option("--threads", threads, "files checked at once (0: one per core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->callback([&action] { action = [] { return verify(out, repair, threads); }; });
 }
 

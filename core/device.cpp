@@ -5,9 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #ifdef VISPEC_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -83,8 +85,15 @@ c10::Device pick_device(const std::string& name, int local_rank) {
   return bind(device);
 }
 
-void set_threads(int threads) {
-  if (threads > 0) torch::set_num_threads(threads);
+int set_threads(int threads) {
+  if (threads <= 0) return 0;
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads > cores) {
+    spdlog::warn("threads: {} but this node has {} cores: using {}", threads, cores, cores);
+    threads = cores;
+  }
+  torch::set_num_threads(threads);
+  return threads;
 }
 
 std::string device_model(const c10::Device& device) {

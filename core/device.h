@@ -11,8 +11,11 @@ namespace vispec {
 // A CUDA choice also becomes the process's current device, so that nothing (cuBLAS handles, the caching
 // allocator, NCCL later) lands on GPU 0 by default: call this before allocating anything.
 c10::Device pick_device(const std::string& name, int local_rank = 0);
-// Sets LibTorch's intra-op threads (0 keeps LibTorch's default).
-void set_threads(int threads);
+// Sets LibTorch's intra-op threads (0 keeps LibTorch's default); more than the node's cores are cut to
+// them, with one warning line. Returns the count set (0: the default kept). Every --threads and `threads:` is at most kMaxThreads (a typo's 100000 threads
+// would take the machine's process ids).
+inline constexpr int kMaxThreads = 1024;
+int set_threads(int threads);
 // What the device is, for a job's identity: "cpu" or the GPU's model name ("NVIDIA H100 80GB HBM3").
 std::string device_model(const c10::Device& device);
 // LibTorch's version and the CUDA version it was built with ("libtorch 2.11.0, cuda 13.0" or ", cuda none").

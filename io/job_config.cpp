@@ -49,19 +49,27 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   if (!job.model_dtype.empty() && !is_model_dtype(job.model_dtype))
     model.at("dtype").fail("expected fp32, bf16 or fp16, got '" + job.model_dtype + "'");
   job.prompts_file = root.need_path("prompts");
+  // Every count has an upper bound too: a typo (threads: 100000) must not exhaust the machine, and the
+  // products planning forms (prompts x images_per_prompt) must not overflow.
+  const auto bounded = [&](const char* key, int64_t value, int64_t low, int64_t high) {
+    if (value < low || value > high)
+      root.at(key).fail("must be " + std::to_string(low) + " to " + std::to_string(high) + ", got " +
+                        std::to_string(value));
+    return value;
+  };
   job.images_per_prompt = root.get<int64_t>("images_per_prompt", job.images_per_prompt);
-  if (job.images_per_prompt < 1) root.at("images_per_prompt").fail("must be >= 1");
+  bounded("images_per_prompt", job.images_per_prompt, 1, kMaxSampleIds);
   job.seed = root.get<uint64_t>("seed", job.seed);
   job.batch_size = root.get<int64_t>("batch_size", job.batch_size);
-  if (job.batch_size < 1) root.at("batch_size").fail("must be >= 1");
+  bounded("batch_size", job.batch_size, 1, kMaxBatchSize);
   job.out_dir = out_override.empty() ? root.need<std::string>("out") : out_override;
   job.device = root.get<std::string>("device", job.device);
-  job.threads = root.get<int>("threads", job.threads);
+  job.threads = int(bounded("threads", root.get<int64_t>("threads", job.threads), 0, kMaxThreads));
   job.cuda_graphs = root.get<std::string>("cuda_graphs", job.cuda_graphs);
   if (job.cuda_graphs != "auto" && job.cuda_graphs != "off")
     root.at("cuda_graphs").fail("expected 'auto' or 'off', got '" + job.cuda_graphs + "'");
   job.unit_size = root.get<int64_t>("unit_size", job.unit_size);
-  if (job.unit_size < 1) root.at("unit_size").fail("must be >= 1");
+  bounded("unit_size", job.unit_size, 1, kMaxUnitSize);
   job.schedule = root.get<std::string>("schedule", job.schedule);
   if (job.schedule != "dynamic" && job.schedule != "static")
     root.at("schedule").fail("expected 'dynamic' or 'static', got '" + job.schedule + "'");

@@ -22,10 +22,17 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "io/decoder_spec.h"
 #include "io/distill_schema.h"
 
 namespace vispec {
+
+// The bounds of a job's counts (a value past one is refused at planning, in one line).
+inline constexpr int64_t kMaxSampleIds = 100'000'000'000;  // prompts x images_per_prompt: 11-digit ids
+inline constexpr int64_t kMaxUnits = 10'000'000;            // sample ids / unit_size: the plan holds one entry each
+inline constexpr int64_t kMaxBatchSize = 4096;
+inline constexpr int64_t kMaxUnitSize = 1'000'000;
 
 struct JobConfig {
   std::string file;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <tuple>
 
 #include "core/check.h"
 #include "io/model_dtype.h"
@@ -77,6 +78,18 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
                                    {"ffn_hidden_size", c.ffn_hidden_size}, {"text_vocab_size", c.text_vocab_size},
                                    {"image_token_offset", c.image_token_offset}})
     if (value < 0) v.at(key).fail(std::string(key) + " must not be negative");
+  // ... and at most what the largest real models have, many times over: a typo (dim: 1000000000) is refused
+  // here in one line, not by LibTorch's allocator or a shape check deep inside a forward.
+  for (const auto& [key, value, most] :
+       {std::tuple<const char*, int64_t, int64_t>{"vocab_size", c.vocab_size, 1 << 22}, {"dim", c.dim, 1 << 16},
+        {"n_layer", c.n_layer, 1024}, {"n_head", c.n_head, 1024}, {"n_kv_head", c.n_kv_head, 1024},
+        {"multiple_of", c.multiple_of, 1 << 16}, {"grid_size", c.grid_size, 512},
+        {"cls_token_num", c.cls_token_num, 1 << 16}, {"num_classes", c.num_classes, 1 << 22},
+        {"caption_dim", c.caption_dim, 1 << 16}, {"ffn_hidden_size", c.ffn_hidden_size, 1 << 20},
+        {"text_vocab_size", c.text_vocab_size, 1 << 22}, {"image_token_offset", c.image_token_offset, 1 << 22}})
+    if (value > most)
+      (v.has(key) ? v.at(key) : v).fail(std::string(key) + " must be at most " + std::to_string(most) + ", got " +
+                                        std::to_string(value));
   if (c.n_kv_head > 0 && c.n_head % c.n_kv_head != 0) v.at("n_kv_head").fail("must divide n_head");
   if (c.dim % c.n_head != 0) v.fail("dim must be a multiple of n_head");
   if (c.rope == RopeKind::grid_2d && c.head_dim() % 4 != 0)

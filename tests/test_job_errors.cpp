@@ -174,6 +174,50 @@ TEST_F(JobErrors, ModelMapAndDtypeAreChecked) {
   EXPECT_NE(err.find("model.dtype: expected fp32, bf16 or fp16, got 'int8'"), std::string::npos) << err;
 }
 
+// Every count a user sets has bounds, checked at planning in one line: a typo must not exhaust the machine
+// (threads: 100000 took every process id), nor a product overflow (2^62 x 4 prompts wrapped to "0 samples").
+TEST_F(JobErrors, EveryCountIsBounded) {
+  for (const auto& [field, message] : std::vector<std::pair<std::string, std::string>>{
+           {"threads: 100000", "job.yaml:5: threads: must be 0 to 1024, got 100000"},
+           {"threads: -5", "threads: must be 0 to 1024, got -5"},
+           {"images_per_prompt: 1000000000000", "images_per_prompt: must be 1 to 100000000000, got 1000000000000"},
+           {"images_per_prompt: 4611686018427387904", "images_per_prompt: must be 1 to 100000000000"},
+           {"batch_size: 100000000", "batch_size: must be 1 to 4096"},
+           {"unit_size: 0", "unit_size: must be 1 to 1000000, got 0"}}) {
+    const auto err = expect_rejected(job("decoder: {name: ar}\n" + field + "\n"));
+    EXPECT_NE(err.find(message), std::string::npos) << field << ": " << err;
+  }
+  // The plan's products, named at the prompt line that passes them.
+  write("prompts.txt", "trouser\nbag\nshirt\n");
+  auto err = expect_rejected(job("decoder: {name: ar}\nimages_per_prompt: 50000000000\nunit_size: 1000000\n"));
+  EXPECT_NE(err.find("prompts.txt:3: 3 prompts x images_per_prompt 50000000000 pass the 100000000000 sample ids"),
+            std::string::npos) << err;
+  err = expect_rejected(job("decoder: {name: ar}\nimages_per_prompt: 6000000\nunit_size: 1\n"));
+  EXPECT_NE(err.find("prompts.txt:2: 12000000 sample ids in units of unit_size 1 pass the 10000000 units"),
+            std::string::npos) << err;
+  // Every command's --threads.
+  for (const char* command : {"bench --threads 100000", "verify /nonexistent --threads 100000", "train gpt --threads -1"}) {
+    const auto r = run(command);
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.text;
+    EXPECT_EQ(test::count_lines(r.text), 1) << command << ": " << r.text;
+    EXPECT_NE(r.text.find("--threads"), std::string::npos) << command << ": " << r.text;
+  }
+  // A model config's sizes: at most what the largest real models have, many times over.
+  std::string model = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
+  for (size_t at = model.find(" fmnist/"); at != std::string::npos; at = model.find(" fmnist/", at + 1))
+    model.replace(at, 1, " " + std::string(VISPEC_SOURCE_DIR) + "/configs/");
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"dim: 128", "dim: 1000000000"},
+                                                                                 {"grid_size: 16", "grid_size: 1000000"}}) {
+    auto bad = model;
+    bad.replace(bad.find(from), from.size(), to);
+    write("model.yaml", bad);
+    err = expect_rejected("model: " + (dir / "model.yaml").string() + "\nprompts: prompts.txt\nout: " +
+                          (dir / "out").string() + "\ndecoder: {name: ar}\n");
+    EXPECT_NE(err.find("model.yaml:"), std::string::npos) << err;
+    EXPECT_NE(err.find("must be at most"), std::string::npos) << err;
+  }
+}
+
 // --set model=PATH replaces the job's model whether the file writes it as a path or as a map, and combines with
 // --set model.dtype in either order (a scalar model used to be refused: "expected a model config path").
 TEST_F(JobErrors, SetModelTakesAPathInEitherForm) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "io/job_config.h"
 #include "io/prompts.h"
 #include "models/prompt_template.h"
 #include "models/text_encoder.h"
@@ -73,6 +74,13 @@ SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_fil
   SamplePlan plan;
   uint64_t prompts = 0;
   for (Prompt p; reader.next(p); ++prompts) {
+    // The plan's bounds, checked before it grows past them (and with no product that can overflow).
+    const std::string where = prompts_file + ":" + std::to_string(p.line) + ": ";
+    VISPEC_CHECK(prompts + 1 <= uint64_t(kMaxSampleIds) / ipp, where, prompts + 1, " prompts x images_per_prompt ",
+                 ipp, " pass the ", kMaxSampleIds, " sample ids a job may have: split the job");
+    VISPEC_CHECK(((prompts + 1) * ipp + U - 1) / U <= uint64_t(kMaxUnits), where, (prompts + 1) * ipp,
+                 " sample ids in units of unit_size ", U, " pass the ", kMaxUnits,
+                 " units a job may have: raise unit_size");
     // Units whose first id is an image of this prompt start at its line.
     while (plan.units.size() * U < (prompts + 1) * ipp) plan.units.push_back({p.offset, p.line, prompts});
     std::string error;

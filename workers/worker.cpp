@@ -170,7 +170,7 @@ std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const Worker
   if (w->threads == 0)
     w->threads = std::min(at::get_num_threads(),
                           std::max(1, int(std::thread::hardware_concurrency()) / std::max(1, o.local_size)));
-  set_threads(w->threads);
+  w->threads = set_threads(w->threads);  // the count used: at most the node's cores
   w->device = pick_device(plan.job.device, o.local_rank);
   // oneDNN's CPU convolutions pick their blocking from the batch size, the thread count and the CPU set the
   // process may use (mpirun binds ranks to cores), and a last-bit difference in the VQ decoder moves a pixel
