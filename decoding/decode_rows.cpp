@@ -119,7 +119,8 @@ DecodeRows::Advance DecodeRows::commit_chain(const torch::Tensor& drafts, const 
   return advance;
 }
 
-std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& verdict, const torch::Tensor& node_tokens) {
+std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& verdict,
+                                                          const torch::Tensor& node_tokens) {
   const auto walked = active();
   const int64_t P = verdict.path.size(1);
   // The accepted nodes after the root, as a chain of drafts (-1 past the path's end reads the root: never kept).

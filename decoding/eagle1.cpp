@@ -186,8 +186,8 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
     int64_t draft_forwards = 1;
     level_q.push_back(draft_probs(catchup.unsqueeze(1)));
-    const auto u = params_.greedy() ? torch::Tensor()
-                                    : rows.uniforms(root_cells + draw_depths, Purpose::kDraft, draw_indices);  // [B, draws]
+    const auto u = params_.greedy() ? torch::Tensor()  // [B, draws]
+                                    : rows.uniforms(root_cells + draw_depths, Purpose::kDraft, draw_indices);
     for (int64_t d = 0; d < L; ++d) {
       const auto& nodes = expanded[size_t(d)];
       if (nodes.empty()) break;

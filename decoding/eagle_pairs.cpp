@@ -5,7 +5,8 @@
 namespace vispec {
 
 EaglePairs::EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, int64_t batch)
-    : target_(target), tcache_(tcache), gpt_(target.gpt()), drafter_(std::move(drafter)), B_(batch), R_(target.rows(batch)),
+    : target_(target), tcache_(tcache), gpt_(target.gpt()), drafter_(std::move(drafter)), B_(batch),
+      R_(target.rows(batch)),
       waiting_(static_cast<size_t>(batch), 0) {}
 
 void EaglePairs::start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows) {

@@ -196,7 +196,8 @@ TEST_F(JobErrors, EveryCountIsBounded) {
   EXPECT_NE(err.find("prompts.txt:2: 12000000 sample ids in units of unit_size 1 pass the 10000000 units"),
             std::string::npos) << err;
   // Every command's --threads.
-  for (const char* command : {"bench --threads 100000", "verify /nonexistent --threads 100000", "train gpt --threads -1"}) {
+  for (const char* command :
+       {"bench --threads 100000", "verify /nonexistent --threads 100000", "train gpt --threads -1"}) {
     const auto r = run(command);
     EXPECT_EQ(r.exit_code, 2) << command << ": " << r.text;
     EXPECT_EQ(test::count_lines(r.text), 1) << command << ": " << r.text;
@@ -206,8 +207,9 @@ TEST_F(JobErrors, EveryCountIsBounded) {
   std::string model = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
   for (size_t at = model.find(" fmnist/"); at != std::string::npos; at = model.find(" fmnist/", at + 1))
     model.replace(at, 1, " " + std::string(VISPEC_SOURCE_DIR) + "/configs/");
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"dim: 128", "dim: 1000000000"},
-                                                                                 {"grid_size: 16", "grid_size: 1000000"}}) {
+  const std::vector<std::pair<std::string, std::string>> bad_sizes = {{"dim: 128", "dim: 1000000000"},
+                                                                     {"grid_size: 16", "grid_size: 1000000"}};
+  for (const auto& [from, to] : bad_sizes) {
     auto bad = model;
     bad.replace(bad.find(from), from.size(), to);
     write("model.yaml", bad);

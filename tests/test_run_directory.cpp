@@ -3,26 +3,23 @@
 // (scheduler/start_over.h).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "cli.h"
+#include "temp_dir_test.h"
 
 namespace vispec {
 
 namespace fs = std::filesystem;
 
 namespace {
-class RunDirectory : public ::testing::Test {
+class RunDirectory : public test::TempDirTest {
  protected:
+  RunDirectory() : TempDirTest("rundir") {}
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("vispec_rundir_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    TempDirTest::SetUp();
     out = dir / "out";
     write(dir / "prompts.txt", "trouser\nbag\n");
     write(dir / "one.txt", "trouser\n");
@@ -30,12 +27,11 @@ class RunDirectory : public ::testing::Test {
                             "out: " + out.string() + "\ndecoder: {name: ar, temperature: 0}\nimages_per_prompt: 1\n"
                             "unit_size: 1\nthreads: 1\n");
   }
-  void TearDown() override { fs::remove_all(dir); }
   static void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
   test::CliOutcome run(const std::string& args) {
     return test::run_vispec("run " + (dir / "job.yaml").string() + " " + args);
   }
-  fs::path dir, out;
+  fs::path out;
 };
 }  // namespace
 
