@@ -104,6 +104,13 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
       spdlog::warn("skipped: {} more prompt lines, listed in {}", plan.plan.errors.size() - kLogged, errors_path);
     write_file_atomic(errors_path, lines);
   }
+  // Every field the decoder reads, defaults filled in (what a job that leaves one out gets), in one line.
+  std::string fields;
+  for (const auto& [key, value] : plan.decoder.numbers)
+    fields += fmt::format("{}{} {}", fields.empty() ? "" : ", ", key, value);
+  for (const auto& [key, value] : plan.decoder.words)
+    fields += fmt::format("{}{} {}", fields.empty() ? "" : ", ", key, value);
+  spdlog::info("decoder {}: {}", plan.decoder.name, fields);
   spdlog::info("job {}: {} samples in {} units of {} ({} done before{}), decoder {}, {} rank(s), {} schedule",
                plan.job.file, plan.plan.samples, header["units"].get<int64_t>(), plan.job.unit_size,
                journal->done().size(), removed ? fmt::format(", {} leftover files removed", removed) : "",

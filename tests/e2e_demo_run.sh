@@ -11,7 +11,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$src"
 
-"$vispec" run jobs/demo.yaml --out "$work/a" --set images_per_prompt=1 --set batch_size=10
+"$vispec" run jobs/demo.yaml --out "$work/a" --set images_per_prompt=1 --set batch_size=10 2> "$work/run.log" ||
+  { cat "$work/run.log" >&2; exit 1; }
+cat "$work/run.log" >&2
+# The run says, in one line, every field its decoder reads (defaults filled in where a job leaves one out).
+grep -q "decoder ar: cfg_scale 2, temperature 1, top_k 0, top_p 1" "$work/run.log" ||
+  { echo "no line of the resolved decoder fields"; grep decoder "$work/run.log"; exit 1; }
 "$py" - "$work/a" <<'PY'
 import json, struct, sys, zlib, os
 import numpy as np
