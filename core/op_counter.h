@@ -1,7 +1,7 @@
 // Counts what a piece of code asks of LibTorch on this thread, through the hook LibTorch's profiler uses
-// (RecordFunction callbacks): top-level ATen operator calls (the ops a decoder issues, not the ones they call
-// inside), host reads (item(), which shows up as aten::_local_scalar_dense, and decoding's read_to_host()) and
-// conversions: the dtype casts and device copies the code asks for (a top-level aten::to that copies), each a
+// (RecordFunction callbacks): top-level operator calls, ATen's and the fused vispec:: ones (the ops a decoder
+// issues, not the ones they call inside), host reads (item(), which shows up as aten::_local_scalar_dense, and
+// decoding's read_to_host()) and conversions: the dtype casts and device copies the code asks for (a top-level aten::to that copies), each a
 // kernel of its own. (Arithmetic with a Python-style scalar converts that 0-dim scalar inside the op, on the
 // host: not counted.)
 // On a GPU each top-level op is at least one kernel launch and each host read a synchronisation. Used by the
@@ -53,7 +53,10 @@ class OpCounter {
     if (std::strcmp(name, "aten::_local_scalar_dense") == 0 || std::strcmp(name, "vispec::host_read") == 0) ++c.reads;
     if (c.depth == 0) c.top_is_to = std::strcmp(name, "aten::to") == 0;
     if (std::strcmp(name, "aten::_to_copy") == 0 && (c.depth == 0 || (c.depth == 1 && c.top_is_to))) ++c.conversions;
-    if (c.depth++ == 0 && std::strncmp(name, "aten::", 6) == 0) ++c.ops;
+    // Top-level operators: ATen's and our fused ones (kernels/fused_ops.h), each counted once.
+    if (c.depth++ == 0 && (std::strncmp(name, "aten::", 6) == 0 ||
+                           (std::strncmp(name, "vispec::", 8) == 0 && std::strcmp(name, "vispec::host_read") != 0)))
+      ++c.ops;
     return nullptr;
   }
   static void leave(const at::RecordFunction&, at::ObserverContext* context) {

@@ -1,6 +1,8 @@
 #include "models/gpt.h"
 
 #include "core/check.h"
+#include "kernels/fused_ops.h"
+#include "kernels/kernel_check.h"
 #include "models/rope_1d.h"
 #include "models/rope_2d.h"
 #include "models/sequence_layout.h"
@@ -31,6 +33,8 @@ AttentionImpl::AttentionImpl(const GptConfig& c, const torch::TensorOptions& opt
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
                                      const AttentionMask& mask, KvCache* cache, int64_t layer) {
+  if (cache && !q_norm && cache->keys(layer).scalar_type() == x.scalar_type() && kernels::use_fused(x))
+    return forward_fused(x, rope, mask, *cache, layer);
   const int64_t B = x.size(0), T = x.size(1);
   torch::Tensor q, k, v;
   if (wqkv) {
@@ -51,6 +55,17 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   return wo(y.transpose(1, 2).reshape({B, T, n_head * head_dim}));
 }
 
+torch::Tensor AttentionImpl::forward_fused(const torch::Tensor& x, const torch::Tensor& rope,
+                                           const AttentionMask& mask, KvCache& cache, int64_t layer) {
+  const auto& w = wqkv ? wqkv->weight : merged_qkv.of({&wq->weight, &wk->weight, &wv->weight});
+  const auto q = kernels::rope_write_kv(at::linear(x, w), rope, cache.keys(layer), cache.values(layer),
+                                        cache.block_slots(), n_head, n_kv_head, rope_kind == RopeKind::sequence_1d);
+  std::optional<torch::Tensor> dense;
+  if (mask.dense.defined()) dense = mask.dense;
+  return wo(kernels::attend_cache(q, cache.keys(layer), cache.values(layer), cache.attended_keys(), dense,
+                                  mask.causal));
+}
+
 FeedForwardImpl::FeedForwardImpl(const GptConfig& c, const torch::TensorOptions& options) {
   const int64_t hidden = c.ffn_hidden();
   w1 = register_module("w1", NoBiasLinear(c.dim, hidden, options));
@@ -58,7 +73,11 @@ FeedForwardImpl::FeedForwardImpl(const GptConfig& c, const torch::TensorOptions&
   w2 = register_module("w2", NoBiasLinear(hidden, c.dim, options));
 }
 
-torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) { return w2(torch::silu(w1(x)) * w3(x)); }
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  if (w1->weight.scalar_type() == x.scalar_type() && kernels::use_fused(x))
+    return w2(kernels::silu_mul(at::linear(x, merged_w13.of({&w1->weight, &w3->weight}))));
+  return w2(torch::silu(w1(x)) * w3(x));
+}
 
 TransformerBlockImpl::TransformerBlockImpl(const GptConfig& c, const torch::TensorOptions& options) {
   attention = register_module("attention", Attention(c, options));
@@ -69,6 +88,12 @@ TransformerBlockImpl::TransformerBlockImpl(const GptConfig& c, const torch::Tens
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
                                             const AttentionMask& mask, KvCache* cache, int64_t layer) {
+  if (ffn_norm->weight.scalar_type() == x.scalar_type() && kernels::use_fused(x)) {
+    // The residual add and the FFN's norm in one operator.
+    const auto [h, normed] =
+        kernels::add_rms_norm(x, attention(attention_norm(x), rope, mask, cache, layer), ffn_norm->weight, ffn_norm->eps);
+    return h + feed_forward(normed);
+  }
   auto h = x + attention(attention_norm(x), rope, mask, cache, layer);
   return h + feed_forward(ffn_norm(h));
 }

@@ -32,6 +32,13 @@ struct AttentionImpl : torch::nn::Module {
   HeadLayerNorm q_norm{nullptr}, k_norm{nullptr};     // qk_norm only
   int64_t n_head, n_kv_head, head_dim;
   RopeKind rope_kind;
+  MergedWeights merged_qkv;  // wq, wk, wv as one [q; k; v] matrix for the fused path
+
+ private:
+  // A cached forward in three fused operators (kernels/fused_ops.h): the projection, RoPE with the cache
+  // write, attention.
+  torch::Tensor forward_fused(const torch::Tensor& x, const torch::Tensor& rope, const AttentionMask& mask,
+                              KvCache& cache, int64_t layer);
 };
 TORCH_MODULE(Attention);
 
@@ -39,6 +46,7 @@ struct FeedForwardImpl : torch::nn::Module {
   explicit FeedForwardImpl(const GptConfig& c, const torch::TensorOptions& options = {});
   torch::Tensor forward(const torch::Tensor& x);  // w2(silu(w1 x) * w3 x)
   NoBiasLinear w1{nullptr}, w2{nullptr}, w3{nullptr};
+  MergedWeights merged_w13;  // [w1; w3] for the fused path
 };
 TORCH_MODULE(FeedForward);
 

@@ -39,6 +39,7 @@ void KvCache::spread_committed(const torch::Tensor& source) {
 }
 
 AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
+  block_slots_ = torch::Tensor();
   if (device_lengths()) return begin_static_block(T, block_mask);
   VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
   node_starts_.clear();
@@ -131,6 +132,7 @@ int64_t KvCache::plan_static_block(int64_t T) {
   VISPEC_ASSERT(T >= 1 && need <= capacity_, "KV cache overflow: need ", need, " of ", capacity_, " slots");
   sync_lengths();
   bucket_ = std::min(capacity_, (need + kLengthBucket - 1) / kLengthBucket * kLengthBucket);
+  block_slots_ = torch::Tensor();
   pending_ = T;
   written_from_ = 0;
   node_starts_.clear();
@@ -194,6 +196,19 @@ torch::Tensor apply_prefix_visibility(torch::Tensor mask, const torch::Tensor& v
   auto own = query_slots.view({B, T, 1}).eq(key);  // [B, T, C]: the query's own entry
   mask.narrow(2, 0, C).logical_and_(own.logical_or(visible.narrow(1, 0, C).view({B, 1, C})));
   return mask;
+}
+
+const torch::Tensor& KvCache::block_slots() {
+  if (block_slots_.defined()) return block_slots_;
+  const int64_t B = batch(), T = pending_ - written_from_;
+  if (slot_index_.defined()) {
+    block_slots_ = slot_index_.reshape({B, T});
+  } else {  // rows of equal length: the block follows the committed entries, as write()'s copy puts it
+    const int64_t from = length_[0] + written_from_;
+    block_slots_ = torch::arange(from, from + T, torch::TensorOptions().dtype(torch::kInt64).device(k_[0].device()))
+                       .expand({B, T});
+  }
+  return block_slots_;
 }
 
 std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torch::Tensor& k,

@@ -51,6 +51,13 @@ class KvCache {
   // Stores one layer's block keys/values k, v [B, Hkv, T, Dh]; returns that layer's keys/values to attend over,
   // [B, Hkv, S, Dh] each.
   std::pair<torch::Tensor, torch::Tensor> write(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
+  // What the fused path (kernels/fused_ops.h) needs to do write()'s work itself: the cache slots of this
+  // forward's entries, [B, T] int64 (made once per forward), each layer's whole caches to write them into, and
+  // how many of their first slots the queries attend over (the S of write()'s views).
+  const torch::Tensor& block_slots();
+  const torch::Tensor& keys(int64_t layer) const { return k_[layer]; }    // [B, Hkv, capacity, Dh]
+  const torch::Tensor& values(int64_t layer) const { return v_[layer]; }  // [B, Hkv, capacity, Dh]
+  int64_t attended_keys() const { return device_lengths() ? bucket_ : max_length() + pending_; }
 
   // After begin_block, when the block is not one entry per node: starts[b] holds T + 1 ascending block
   // indices, node t of row b owning entries [starts[b][t], starts[b][t + 1]); entries past starts[b][T] are
@@ -129,6 +136,7 @@ class KvCache {
   torch::Tensor prefix_visible_;       // [B, C] bool: which of each row's first C entries queries may see
   torch::Tensor prefix_hidden_;        // [B] int64: how many of them are hidden
   torch::Tensor slot_index_;          // write slots of the pending block: [B, 1, T, 1] when lengths differ, [B, 1, T] static
+  torch::Tensor block_slots_;          // [B, T]: this forward's slots for the fused path (undefined until asked)
   std::vector<std::vector<int64_t>> node_starts_;  // the pending block's entries per node (empty: one each)
   torch::Tensor lengths_device_;       // [B] int64 on the device: the static step's committed lengths
   torch::Tensor key_index_;            // [capacity] int64 on the device: 0 .. capacity - 1

@@ -11,7 +11,8 @@ namespace vispec {
 
 struct NoBiasLinearImpl : torch::nn::Module {
   NoBiasLinearImpl(int64_t in, int64_t out, const torch::TensorOptions& options);
-  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight); }
+  // at::linear is one operator (torch::nn::functional::linear dispatches a transpose and a matmul).
+  torch::Tensor forward(const torch::Tensor& x) { return at::linear(x, weight); }
   torch::Tensor weight;  // [out, in]
 };
 TORCH_MODULE(NoBiasLinear);
@@ -19,7 +20,7 @@ TORCH_MODULE(NoBiasLinear);
 // With a bias: Janus-Pro's generation aligner and head.
 struct BiasedLinearImpl : torch::nn::Module {
   BiasedLinearImpl(int64_t in, int64_t out, const torch::TensorOptions& options);
-  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight, bias); }
+  torch::Tensor forward(const torch::Tensor& x) { return at::linear(x, weight, bias); }
   torch::Tensor weight;  // [out, in]
   torch::Tensor bias;    // [out]
 };
@@ -31,6 +32,18 @@ struct EmbeddingTableImpl : torch::nn::Module {
   torch::Tensor weight;  // [count, dim]
 };
 TORCH_MODULE(EmbeddingTable);
+
+// Two or three linear layers' weights as one matrix [sum of outs, in], so that a decode step runs one product
+// where the model has several (q, k and v; w1 and w3), as gpt-fast fuses them at load. The layers' own
+// parameters become views into it, so the weights are held once; it is remade when they no longer are (a move
+// to another device or dtype replaces them). Made at the first fused forward, before any graph is captured.
+class MergedWeights {
+ public:
+  const torch::Tensor& of(std::initializer_list<torch::Tensor*> parts);
+
+ private:
+  torch::Tensor merged_;
+};
 
 // LlamaGen's RMSNorm: statistics in float32, cast back, then times the weight in the model's dtype.
 struct RMSNormImpl : torch::nn::Module {

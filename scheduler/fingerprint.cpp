@@ -7,6 +7,7 @@
 #include "core/device.h"
 #include "io/atomic_file.h"
 #include "io/digest_cache.h"
+#include "kernels/kernel_check.h"
 #include "models/load.h"
 #include "models/text_encoder.h"
 
@@ -60,6 +61,8 @@ nlohmann::json job_identity(const JobPlan& plan) {
           {"weights", weights},
           {"dtype", plan.model.dtype},
           {"device_model", device_model(pick_device(job.device, 0))},
+          // The kernels decide the outputs' last bits (kernels/kernel_check.h); on a GPU asking runs their check.
+          {"kernels", kernels::kernel_set(pick_device(job.device, 0), model_dtype(plan.model.dtype))},
           {"software", software_versions()},
           {"prompts_fnv", hex(plan.plan.prompts_fnv)},
           {"images_per_prompt", job.images_per_prompt},

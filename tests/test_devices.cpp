@@ -3,6 +3,9 @@
 // skipped with a message saying so), and the embedded model with every decoder in bf16 and fp16.
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <memory>
+
 #include "core/device.h"
 #include "decoding/ar.h"
 #include "decoding/decoder_registry.h"
@@ -10,6 +13,7 @@
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "exact_distribution.h"
+#include "kernels/kernel_check.h"
 #include "models/load.h"
 #include "models/model_config.h"
 #include "scheduler/nccl_data_parallel.h"
@@ -122,6 +126,34 @@ TEST(Devices, KvCacheDecodingEqualsAFullForwardOnCuda) {
     cache.keep_all();
     worst = std::max(worst, (out.logits.select(1, 0) - full.select(1, i + 1)).abs().max().item<double>());
   }
+  EXPECT_LE(worst, 1e-3);
+}
+
+// The fused operators' CUDA kernels pass the check a GPU's first fused forward runs (each beside its CPU
+// reference, kernels/kernel_check.h) in every dtype, and a cached decode on them equals the composite one.
+TEST(Devices, FusedCudaKernelsEqualTheirCpuReference) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16})
+    EXPECT_EQ(kernels::kernel_set(cuda(), dtype), "fused-1") << dtype;
+  torch::NoGradGuard no_grad;
+  auto gpt = test::tiny_gpt(1);
+  gpt->to(cuda());
+  const auto classes = torch::tensor({0, 2}, torch::kInt64).to(cuda());
+  auto decode = [&](bool fused) {
+    std::unique_ptr<kernels::CompositeOnly> plain;
+    if (!fused) plain = std::make_unique<kernels::CompositeOnly>();
+    auto cache = gpt->make_cache(2);
+    std::vector<torch::Tensor> logits{gpt->prefill(cache, gpt->embed_classes(classes)).logits};
+    cache.keep_all();
+    for (int64_t i = 0; i < 6; ++i) {
+      const auto pos = torch::full({2, 1}, i, torch::TensorOptions().dtype(torch::kInt64).device(cuda()));
+      logits.push_back(gpt->decode_block(cache, (pos * 7) % 64, pos, torch::ones({1, 1}, torch::kBool)).logits);
+      cache.keep_all();
+    }
+    return torch::cat(logits, 1);
+  };
+  const double worst = (decode(true) - decode(false)).abs().max().item<double>();
+  std::cout << "fused against composite on CUDA: max logit difference " << worst << "\n";
   EXPECT_LE(worst, 1e-3);
 }
 

@@ -1,0 +1,95 @@
+// The fused operators' schemas and their implementations per backend, and the C++ calls that go through
+// the dispatcher (so that each counts as one operator, and runs the CPU or CUDA kernel by its inputs' device).
+#include "kernels/fused_ops.h"
+
+#include <torch/library.h>
+#include <torch/torch.h>
+
+#include "kernels/fused_ops_cpu.h"
+#ifdef VISPEC_CUDA_KERNELS
+#include "kernels/fused_ops_cuda_impl.h"
+#endif
+
+namespace vispec::kernels {
+
+namespace {
+
+// attend_cache on every backend: LibTorch's fused attention over a narrowed view of the caches, its output
+// laid out for the output projection. Item 2 of the GPU plan gives CUDA a kernel of its own here.
+torch::Tensor attend_cache_composite(const torch::Tensor& q, const torch::Tensor& k_cache,
+                                     const torch::Tensor& v_cache, int64_t keys,
+                                     const std::optional<torch::Tensor>& mask, bool causal) {
+  const auto k = k_cache.narrow(2, 0, keys), v = v_cache.narrow(2, 0, keys);
+  const bool grouped = k.size(1) != q.size(1);
+  const auto y = at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal && !mask, {}, grouped);
+  return y.transpose(1, 2).reshape({q.size(0), q.size(2), q.size(1) * q.size(3)});
+}
+
+template <class Signature>
+c10::TypedOperatorHandle<Signature> handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+}  // namespace
+
+TORCH_LIBRARY(vispec, m) {
+  m.def("rms_norm(Tensor x, Tensor weight, float eps) -> Tensor");
+  m.def("add_rms_norm(Tensor x, Tensor delta, Tensor weight, float eps) -> (Tensor, Tensor)");
+  m.def("silu_mul(Tensor gate_up) -> Tensor");
+  m.def("rope_write_kv(Tensor qkv, Tensor rope, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor slots, int n_head, "
+        "int n_kv_head, bool half_split) -> Tensor");
+  m.def("attend_cache(Tensor q, Tensor k_cache, Tensor v_cache, int keys, Tensor? mask, bool causal) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(vispec, CPU, m) {
+  m.impl("rms_norm", &cpu::rms_norm);
+  m.impl("add_rms_norm", &cpu::add_rms_norm);
+  m.impl("silu_mul", &cpu::silu_mul);
+  m.impl("rope_write_kv", &cpu::rope_write_kv);
+}
+
+TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) { m.impl("attend_cache", &attend_cache_composite); }
+
+#ifdef VISPEC_CUDA_KERNELS
+TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
+  m.impl("rms_norm", &cuda::rms_norm_cuda);
+  m.impl("add_rms_norm", &cuda::add_rms_norm_cuda);
+  m.impl("silu_mul", &cuda::silu_mul_cuda);
+  m.impl("rope_write_kv", &cuda::rope_write_kv_cuda);
+}
+#endif
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, double)>("vispec::rms_norm");
+  return op.call(x, weight, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& delta,
+                                                const at::Tensor& weight, double eps) {
+  static const auto op =
+      handle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, double)>(
+          "vispec::add_rms_norm");
+  return op.call(x, delta, weight, eps);
+}
+
+at::Tensor silu_mul(const at::Tensor& gate_up) {
+  static const auto op = handle<at::Tensor(const at::Tensor&)>("vispec::silu_mul");
+  return op.call(gate_up);
+}
+
+at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at::Tensor& k_cache,
+                         const at::Tensor& v_cache, const at::Tensor& slots, int64_t n_head, int64_t n_kv_head,
+                         bool half_split) {
+  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                           const at::Tensor&, int64_t, int64_t, bool)>("vispec::rope_write_kv");
+  return op.call(qkv, rope, k_cache, v_cache, slots, n_head, n_kv_head, half_split);
+}
+
+at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache, int64_t keys,
+                        const std::optional<at::Tensor>& mask, bool causal) {
+  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t,
+                                           const std::optional<at::Tensor>&, bool)>("vispec::attend_cache");
+  return op.call(q, k_cache, v_cache, keys, mask, causal);
+}
+
+}  // namespace vispec::kernels

@@ -1,0 +1,50 @@
+// The fused operators of a decode step: each is one LibTorch operator (registered as vispec::NAME, so the
+// dispatcher, the profiler and core/op_counter.h see one call) with a CPU implementation that is its
+// reference (kernels/fused_ops_cpu.cpp: plain loops, float arithmetic) and, in a CUDA build, a CUDA kernel
+// (kernels/fused_ops.cu) held against that reference before its first use (kernels/kernel_check.h).
+//
+// They replace, in a transformer layer of a decode step, the 40-odd small ATen operators of the composite
+// formulas (models/layers.cpp, models/rope_*.cpp, models/gpt.cpp): an RMSNorm was 8 of them, the RoPE of q
+// and k 17 each plus the cache writes. A layer is then about ten operators (docs/decoding_floor.md, "Fused
+// operators"). The composite formulas stay: they are what training differentiates (these operators have no
+// gradient) and the CUDA path's fallback.
+//
+// Shapes: B rows, T block entries, D model width, H query heads, Hkv key/value heads, Dh head width, S cache
+// slots. Dtypes: float32, bfloat16 or float16 activations; statistics and rotations in float32.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+
+namespace at { class Tensor; }
+
+namespace vispec::kernels {
+
+// RMSNorm: x * rsqrt(mean(x^2) + eps) in float32, rounded to x's dtype, then times weight (in x's dtype).
+// x [..., D], weight [D].
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// The residual add and the next RMSNorm in one pass: returns (x + delta, rms_norm(x + delta)), the sum
+// rounded to x's dtype first (what the unfused code computes). x, delta [..., D].
+std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& delta,
+                                                const at::Tensor& weight, double eps);
+
+// SwiGLU's middle: silu(gate) * up over one merged projection gate_up [..., 2F] = [w1 x | w3 x] -> [..., F].
+at::Tensor silu_mul(const at::Tensor& gate_up);
+
+// RoPE of q and k and the cache write, from one merged projection qkv [B, T, (H + 2 Hkv) Dh]: rotates q and k
+// by rope [B, T, Dh/2, 2] (cos, sin; float32), stores k and v at slots [B, T] (int64) of the layer's caches
+// k_cache, v_cache [B, Hkv, S, Dh] (in their dtype) and returns q rotated, [B, H, T, Dh] contiguous.
+// half_split: 1D RoPE's halves (x[i], x[i + Dh/2]) rotate together; else 2D RoPE's neighbours (x[2i], x[2i+1]).
+at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at::Tensor& k_cache,
+                         const at::Tensor& v_cache, const at::Tensor& slots, int64_t n_head, int64_t n_kv_head,
+                         bool half_split);
+
+// Attention over the first `keys` slots of a layer's caches: q [B, H, T, Dh], caches [B, Hkv, S, Dh], mask
+// [B or 1, 1, T, keys] bool (true = may attend) or none (then `causal` within the block, or every key).
+// Returns [B, T, H Dh], the layout the output projection reads. One operator whatever runs inside it.
+at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache, int64_t keys,
+                        const std::optional<at::Tensor>& mask, bool causal);
+
+}  // namespace vispec::kernels

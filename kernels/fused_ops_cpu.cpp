@@ -1,0 +1,170 @@
+#include "kernels/fused_ops_cpu.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/check.h"
+
+namespace vispec::kernels::cpu {
+
+namespace {
+
+// Rows per task of at::parallel_for: a decode step's few rows stay on one thread (a task switch costs more
+// than they do); a prefill's hundreds spread.
+int64_t grain(int64_t row_width) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_width)); }
+
+// One row of rms_norm: h = x (+ delta, rounded to T), out = T(T(h / rms(h)) * weight). The sum of squares
+// in double: the reference is the exact one, the kernels' float sums are held to it within tolerance.
+template <typename T>
+void rms_row(const T* x, const T* delta, const T* weight, T* sum_out, T* out, int64_t D, float eps,
+             std::vector<float>& h) {
+  double squares = 0;
+  for (int64_t i = 0; i < D; ++i) {
+    float v = float(x[i]);
+    if (delta) v = float(T(v + float(delta[i])));
+    h[i] = v;
+    squares += double(v) * double(v);
+  }
+  const float inverse = 1.0f / std::sqrt(float(squares / double(D)) + eps);
+  for (int64_t i = 0; i < D; ++i) {
+    if (sum_out) sum_out[i] = T(h[i]);
+    out[i] = T(float(T(h[i] * inverse)) * float(weight[i]));
+  }
+}
+
+template <typename T>
+void rms_rows(const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight,
+              const torch::Tensor& sum_out, const torch::Tensor& out, float eps) {
+  const int64_t D = x.size(-1), rows = x.numel() / std::max<int64_t>(1, D);
+  const T* xp = x.data_ptr<T>();
+  const T* dp = delta.defined() ? delta.data_ptr<T>() : nullptr;
+  const T* wp = weight.data_ptr<T>();
+  T* sp = sum_out.defined() ? sum_out.data_ptr<T>() : nullptr;
+  T* op = out.data_ptr<T>();
+  at::parallel_for(0, rows, grain(D), [&](int64_t r0, int64_t r1) {
+    std::vector<float> h(static_cast<size_t>(D));
+    for (int64_t r = r0; r < r1; ++r)
+      rms_row<T>(xp + r * D, dp ? dp + r * D : nullptr, wp, sp ? sp + r * D : nullptr, op + r * D, D, eps, h);
+  });
+}
+
+void check_norm(const torch::Tensor& x, const torch::Tensor& weight) {
+  VISPEC_ASSERT(x.dim() >= 1 && weight.dim() == 1 && weight.size(0) == x.size(-1), "rms_norm of ", x.sizes(),
+                " by a weight of ", weight.sizes());
+  VISPEC_ASSERT(weight.scalar_type() == x.scalar_type(), "rms_norm: weight ", weight.scalar_type(), ", x ",
+                x.scalar_type());
+}
+
+}  // namespace
+
+torch::Tensor rms_norm(const torch::Tensor& x_in, const torch::Tensor& weight_in, double eps) {
+  check_norm(x_in, weight_in);
+  const auto x = x_in.contiguous(), weight = weight_in.contiguous();
+  auto out = torch::empty_like(x);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "vispec::rms_norm", [&] {
+    rms_rows<scalar_t>(x, {}, weight, {}, out, float(eps));
+  });
+  return out;
+}
+
+std::tuple<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x_in, const torch::Tensor& delta_in,
+                                                      const torch::Tensor& weight_in, double eps) {
+  check_norm(x_in, weight_in);
+  VISPEC_ASSERT(delta_in.sizes() == x_in.sizes() && delta_in.scalar_type() == x_in.scalar_type(),
+                "add_rms_norm: x ", x_in.sizes(), ", delta ", delta_in.sizes());
+  const auto x = x_in.contiguous(), delta = delta_in.contiguous(), weight = weight_in.contiguous();
+  auto sum = torch::empty_like(x), out = torch::empty_like(x);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "vispec::add_rms_norm", [&] {
+    rms_rows<scalar_t>(x, delta, weight, sum, out, float(eps));
+  });
+  return {sum, out};
+}
+
+torch::Tensor silu_mul(const torch::Tensor& gate_up_in) {
+  VISPEC_ASSERT(gate_up_in.dim() >= 1 && gate_up_in.size(-1) % 2 == 0, "silu_mul of ", gate_up_in.sizes());
+  const auto gate_up = gate_up_in.contiguous();
+  const int64_t F = gate_up.size(-1) / 2, rows = gate_up.numel() / std::max<int64_t>(1, 2 * F);
+  auto sizes = gate_up.sizes().vec();
+  sizes.back() = F;
+  auto out = torch::empty(sizes, gate_up.options());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, gate_up.scalar_type(), "vispec::silu_mul", [&] {
+    const scalar_t* in = gate_up.data_ptr<scalar_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    at::parallel_for(0, rows, grain(F), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const scalar_t *g = in + r * 2 * F, *u = g + F;
+        for (int64_t i = 0; i < F; ++i) {
+          const float a = float(g[i]);
+          o[r * F + i] = scalar_t(float(scalar_t(a / (1.0f + std::exp(-a)))) * float(u[i]));  // silu rounded, times up
+        }
+      }
+    });
+  });
+  return out;
+}
+
+void check_rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
+                         const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head, int64_t n_kv_head) {
+  VISPEC_ASSERT(qkv.dim() == 3 && k_cache.dim() == 4 && n_head > 0 && n_kv_head > 0, "rope_write_kv: qkv ",
+                qkv.sizes(), ", cache ", k_cache.sizes());
+  const int64_t B = qkv.size(0), T = qkv.size(1), Dh = k_cache.size(3);
+  VISPEC_ASSERT(qkv.size(2) == (n_head + 2 * n_kv_head) * Dh && Dh % 2 == 0, "rope_write_kv: qkv ", qkv.sizes(),
+                " for ", n_head, " + 2 x ", n_kv_head, " heads of ", Dh);
+  VISPEC_ASSERT(k_cache.size(0) == B && k_cache.size(1) == n_kv_head && v_cache.sizes() == k_cache.sizes() &&
+                    k_cache.is_contiguous() && v_cache.is_contiguous(),
+                "rope_write_kv: caches ", k_cache.sizes(), " and ", v_cache.sizes(), " for ", B, " rows");
+  VISPEC_ASSERT(k_cache.scalar_type() == qkv.scalar_type() && v_cache.scalar_type() == qkv.scalar_type(),
+                "rope_write_kv: cache dtype ", k_cache.scalar_type(), ", activations ", qkv.scalar_type());
+  VISPEC_ASSERT(rope.scalar_type() == torch::kFloat32 && rope.numel() == B * T * Dh, "rope_write_kv: rope ",
+                rope.sizes(), " ", rope.scalar_type(), " for ", B, " x ", T, " x ", Dh);
+  VISPEC_ASSERT(slots.scalar_type() == torch::kInt64 && slots.numel() == B * T, "rope_write_kv: slots ",
+                slots.sizes(), " for ", B, " x ", T);
+}
+
+torch::Tensor rope_write_kv(const torch::Tensor& qkv_in, const torch::Tensor& rope_in, const torch::Tensor& k_cache,
+                            const torch::Tensor& v_cache, const torch::Tensor& slots_in, int64_t n_head,
+                            int64_t n_kv_head, bool half_split) {
+  check_rope_write_kv(qkv_in, rope_in, k_cache, v_cache, slots_in, n_head, n_kv_head);
+  const auto qkv = qkv_in.contiguous(), rope = rope_in.contiguous(), slots = slots_in.contiguous();
+  const int64_t B = qkv.size(0), T = qkv.size(1), S = k_cache.size(2), Dh = k_cache.size(3), P = Dh / 2;
+  const int64_t H = n_head, Hkv = n_kv_head, W = qkv.size(2);
+  const int64_t* sp = slots.data_ptr<int64_t>();
+  for (int64_t i = 0; i < B * T; ++i)
+    VISPEC_ASSERT(sp[i] >= 0 && sp[i] < S, "rope_write_kv: slot ", sp[i], " outside the cache's ", S);
+  auto q = torch::empty({B, H, T, Dh}, qkv.options());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, qkv.scalar_type(), "vispec::rope_write_kv", [&] {
+    using T_ = scalar_t;
+    const T_* in = qkv.data_ptr<T_>();
+    const float* rp = rope.data_ptr<float>();
+    T_ *qp = q.data_ptr<T_>(), *kp = k_cache.data_ptr<T_>(), *vp = v_cache.data_ptr<T_>();
+    // Pair i of a head is (x[2i], x[2i+1]) for 2D RoPE, (x[i], x[i + Dh/2]) for 1D; both rotate by angle i.
+    const int64_t second = half_split ? P : 1, stride = half_split ? 1 : 2;
+    auto rotate = [&](const T_* x, const float* r, T_* out) {
+      for (int64_t i = 0; i < P; ++i) {
+        const int64_t a = i * stride, b = a + second;
+        const float x0 = float(x[a]), x1 = float(x[b]), c = r[2 * i], s = r[2 * i + 1];
+        out[a] = T_(x0 * c - x1 * s);
+        out[b] = T_(x1 * c + x0 * s);
+      }
+    };
+    at::parallel_for(0, B * T, grain(W), [&](int64_t e0, int64_t e1) {
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t b = e / T, t = e % T, slot = sp[e];
+        const T_* x = in + e * W;
+        const float* r = rp + e * Dh;
+        for (int64_t h = 0; h < H; ++h) rotate(x + h * Dh, r, qp + ((b * H + h) * T + t) * Dh);
+        for (int64_t h = 0; h < Hkv; ++h) {
+          const int64_t at = ((b * Hkv + h) * S + slot) * Dh;
+          rotate(x + (H + h) * Dh, r, kp + at);
+          std::copy(x + (H + Hkv + h) * Dh, x + (H + Hkv + h + 1) * Dh, vp + at);
+        }
+      }
+    });
+  });
+  return q;
+}
+
+}  // namespace vispec::kernels::cpu

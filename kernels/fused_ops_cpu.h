@@ -1,0 +1,23 @@
+// The CPU implementations of kernels/fused_ops.h: the reference each CUDA kernel is held against. Plain loops
+// over rows, float32 arithmetic, rows spread over LibTorch's threads. Registered by kernels/fused_ops.cpp.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <tuple>
+
+namespace vispec::kernels::cpu {
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+std::tuple<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
+                                                      const torch::Tensor& weight, double eps);
+torch::Tensor silu_mul(const torch::Tensor& gate_up);
+torch::Tensor rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
+                            const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head,
+                            int64_t n_kv_head, bool half_split);
+
+// The shape checks every implementation makes before it touches memory (one message per mistake).
+void check_rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
+                         const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head, int64_t n_kv_head);
+
+}  // namespace vispec::kernels::cpu

@@ -1,0 +1,86 @@
+// The CUDA implementations of the fused operators: the CPU implementations' shape checks, then the kernel of
+// kernels/fused_ops.cu on the current stream (so a CUDA graph being captured records it).
+#include "kernels/fused_ops_cuda_impl.h"
+
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "core/check.h"
+#include "kernels/fused_ops_cpu.h"
+#include "kernels/fused_ops_cuda.h"
+
+namespace vispec::kernels::cuda {
+
+namespace {
+
+Dtype dtype_of(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case torch::kFloat32: return Dtype::f32;
+    case torch::kBFloat16: return Dtype::bf16;
+    case torch::kFloat16: return Dtype::f16;
+    default: VISPEC_FAIL("the fused CUDA kernels take float32, bfloat16 or float16, not ", t.scalar_type());
+  }
+}
+
+CUstream_st* stream_of(const torch::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
+
+void check_launch(int error, const char* op) {
+  VISPEC_CHECK(error == 0, "CUDA kernel vispec::", op, " failed to launch: ", error_string(error));
+}
+
+}  // namespace
+
+torch::Tensor rms_norm_cuda(const torch::Tensor& x_in, const torch::Tensor& weight, double eps) {
+  VISPEC_ASSERT(weight.dim() == 1 && weight.size(0) == x_in.size(-1) && weight.scalar_type() == x_in.scalar_type(),
+                "rms_norm of ", x_in.sizes(), " by a weight of ", weight.sizes());
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const auto x = x_in.contiguous(), w = weight.contiguous();
+  auto out = torch::empty_like(x);
+  const int64_t D = x.size(-1);
+  check_launch(rms_norm(dtype_of(x), x.data_ptr(), nullptr, w.data_ptr(), nullptr, out.data_ptr(),
+                        x.numel() / std::max<int64_t>(1, D), D, float(eps), stream_of(x)), "rms_norm");
+  return out;
+}
+
+std::tuple<torch::Tensor, torch::Tensor> add_rms_norm_cuda(const torch::Tensor& x_in, const torch::Tensor& delta_in,
+                                                           const torch::Tensor& weight, double eps) {
+  VISPEC_ASSERT(weight.dim() == 1 && weight.size(0) == x_in.size(-1) && weight.scalar_type() == x_in.scalar_type() &&
+                    delta_in.sizes() == x_in.sizes() && delta_in.scalar_type() == x_in.scalar_type(),
+                "add_rms_norm: x ", x_in.sizes(), ", delta ", delta_in.sizes(), ", weight ", weight.sizes());
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const auto x = x_in.contiguous(), delta = delta_in.contiguous(), w = weight.contiguous();
+  auto sum = torch::empty_like(x), out = torch::empty_like(x);
+  const int64_t D = x.size(-1);
+  check_launch(rms_norm(dtype_of(x), x.data_ptr(), delta.data_ptr(), w.data_ptr(), sum.data_ptr(), out.data_ptr(),
+                        x.numel() / std::max<int64_t>(1, D), D, float(eps), stream_of(x)), "add_rms_norm");
+  return {sum, out};
+}
+
+torch::Tensor silu_mul_cuda(const torch::Tensor& gate_up_in) {
+  VISPEC_ASSERT(gate_up_in.dim() >= 1 && gate_up_in.size(-1) % 2 == 0, "silu_mul of ", gate_up_in.sizes());
+  const c10::cuda::CUDAGuard guard(gate_up_in.device());
+  const auto gate_up = gate_up_in.contiguous();
+  const int64_t F = gate_up.size(-1) / 2;
+  auto sizes = gate_up.sizes().vec();
+  sizes.back() = F;
+  auto out = torch::empty(sizes, gate_up.options());
+  check_launch(silu_mul(dtype_of(gate_up), gate_up.data_ptr(), out.data_ptr(), out.numel() / std::max<int64_t>(1, F),
+                        F, stream_of(gate_up)), "silu_mul");
+  return out;
+}
+
+torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv_in, const torch::Tensor& rope_in,
+                                 const torch::Tensor& k_cache, const torch::Tensor& v_cache,
+                                 const torch::Tensor& slots_in, int64_t n_head, int64_t n_kv_head, bool half_split) {
+  cpu::check_rope_write_kv(qkv_in, rope_in, k_cache, v_cache, slots_in, n_head, n_kv_head);
+  const c10::cuda::CUDAGuard guard(qkv_in.device());
+  const auto qkv = qkv_in.contiguous(), rope = rope_in.contiguous(), slots = slots_in.contiguous();
+  const int64_t B = qkv.size(0), T = qkv.size(1), S = k_cache.size(2), Dh = k_cache.size(3);
+  auto q = torch::empty({B, n_head, T, Dh}, qkv.options());
+  check_launch(rope_write_kv(dtype_of(qkv), qkv.data_ptr(), rope.data_ptr<float>(), slots.data_ptr<int64_t>(),
+                             k_cache.data_ptr(), v_cache.data_ptr(), q.data_ptr(), B, T, n_head, n_kv_head, Dh, S,
+                             half_split, stream_of(qkv)), "rope_write_kv");
+  return q;
+}
+
+}  // namespace vispec::kernels::cuda

@@ -1,0 +1,26 @@
+// The CUDA kernels of kernels/fused_ops.h (kernels/fused_ops.cu), behind launchers that know nothing of
+// LibTorch: raw pointers to contiguous memory, the dtype as a code, the stream to launch on. Each returns
+// the launch's cudaError_t as an int (0: launched). kernels/fused_ops_cuda.cpp checks shapes and calls them.
+#pragma once
+
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace vispec::kernels::cuda {
+
+enum class Dtype : int { f32 = 0, bf16 = 1, f16 = 2 };
+
+// rows x D: sum_out = x + delta where delta is given (else nullptr and sum_out unused), out = rms_norm.
+int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, void* sum_out, void* out,
+             int64_t rows, int64_t D, float eps, CUstream_st* stream);
+// rows x 2F -> rows x F.
+int silu_mul(Dtype dtype, const void* gate_up, void* out, int64_t rows, int64_t F, CUstream_st* stream);
+// qkv [B, T, (H + 2 Hkv) Dh], rope [B, T, Dh/2, 2] float, slots [B, T], caches [B, Hkv, S, Dh], q [B, H, T, Dh].
+int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t* slots, void* k_cache,
+                  void* v_cache, void* q, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t S,
+                  bool half_split, CUstream_st* stream);
+
+const char* error_string(int error);
+
+}  // namespace vispec::kernels::cuda

@@ -1,0 +1,19 @@
+// The CUDA implementations of the fused operators as LibTorch kernels (kernels/fused_ops_cuda.cpp), for
+// kernels/fused_ops.cpp to register. Built only where nvcc compiled kernels/fused_ops.cu (VISPEC_CUDA_KERNELS).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <tuple>
+
+namespace vispec::kernels::cuda {
+
+torch::Tensor rms_norm_cuda(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+std::tuple<torch::Tensor, torch::Tensor> add_rms_norm_cuda(const torch::Tensor& x, const torch::Tensor& delta,
+                                                           const torch::Tensor& weight, double eps);
+torch::Tensor silu_mul_cuda(const torch::Tensor& gate_up);
+torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
+                                 const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head,
+                                 int64_t n_kv_head, bool half_split);
+
+}  // namespace vispec::kernels::cuda

@@ -1,0 +1,106 @@
+#include "kernels/kernel_check.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "kernels/fused_ops.h"
+
+namespace vispec::kernels {
+
+namespace {
+
+constexpr const char* kFused = "fused-1";
+constexpr const char* kComposite = "composite";
+
+thread_local bool composite_only = false;
+
+// Deterministic test inputs (no random generator is touched): a sine pattern of the given shape.
+torch::Tensor pattern(std::vector<int64_t> shape, double phase, torch::ScalarType dtype) {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return (torch::sin(torch::arange(n, torch::kFloat32) * 0.731 + phase) * 1.7).view(shape).to(dtype);
+}
+
+// Where the GPU's result a and the CPU reference b differ by more than a rounding of dtype allows: "" if nowhere.
+std::string differs(const char* what, const torch::Tensor& a, const torch::Tensor& b, torch::ScalarType dtype) {
+  const double tolerance = dtype == torch::kFloat32 ? 1e-5 : dtype == torch::kFloat16 ? 2e-3 : 2e-2;
+  const auto gpu = a.to(torch::kCPU, torch::kFloat32), ref = b.to(torch::kFloat32);
+  if (torch::allclose(gpu, ref, tolerance, tolerance)) return "";
+  return std::string(what) + " differs by " + std::to_string((gpu - ref).abs().max().item<float>());
+}
+
+// Every CUDA kernel on small inputs beside its CPU reference: "" when all agree, else what went wrong.
+std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
+#ifndef VISPEC_CUDA_KERNELS
+  (void)device, (void)dtype;
+  return "this build has no CUDA kernels (nvcc did not compile kernels/fused_ops.cu)";
+#else
+  try {
+    torch::NoGradGuard no_grad;
+    std::string problem;
+    auto both = [&](const char* what, const torch::Tensor& gpu, const torch::Tensor& ref) {
+      if (problem.empty()) problem = differs(what, gpu, ref, dtype);
+    };
+    const auto x = pattern({3, 5, 96}, 0.1, dtype), delta = pattern({3, 5, 96}, 1.3, dtype);
+    const auto weight = pattern({96}, 2.2, dtype);
+    both("rms_norm", rms_norm(x.to(device), weight.to(device), 1e-5), rms_norm(x, weight, 1e-5));
+    const auto [sum, normed] = add_rms_norm(x.to(device), delta.to(device), weight.to(device), 1e-6);
+    const auto [sum_ref, normed_ref] = add_rms_norm(x, delta, weight, 1e-6);
+    both("add_rms_norm's sum", sum, sum_ref);
+    both("add_rms_norm", normed, normed_ref);
+    both("silu_mul", silu_mul(x.to(device)), silu_mul(x));
+    const int64_t B = 2, T = 3, H = 4, Hkv = 2, Dh = 16, S = 8;
+    const auto qkv = pattern({B, T, (H + 2 * Hkv) * Dh}, 0.4, dtype);
+    const auto angles = pattern({B, T, Dh / 2}, 0.9, torch::kFloat32);
+    const auto rope = torch::stack({torch::cos(angles), torch::sin(angles)}, -1);
+    const auto slots = torch::tensor({1, 4, 6, 0, 2, 7}, torch::kInt64).view({B, T});
+    for (const bool half_split : {false, true}) {
+      auto k = torch::zeros({B, Hkv, S, Dh}, dtype), v = torch::zeros_like(k);
+      auto kg = k.to(device), vg = v.to(device);
+      both("rope_write_kv's q", rope_write_kv(qkv.to(device), rope.to(device), kg, vg, slots.to(device), H, Hkv, half_split),
+           rope_write_kv(qkv, rope, k, v, slots, H, Hkv, half_split));
+      both("rope_write_kv's keys", kg, k);
+      both("rope_write_kv's values", vg, v);
+    }
+    return problem;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    return what.substr(0, what.find('\n'));
+  }
+#endif
+}
+
+}  // namespace
+
+std::string kernel_set(const c10::Device& device, c10::ScalarType dtype) {
+  if (device.is_cpu()) return kFused;
+  const bool supported = dtype == torch::kFloat32 || dtype == torch::kBFloat16 || dtype == torch::kFloat16;
+  if (!device.is_cuda() || !supported) return kComposite;
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, bool> agreed;  // (device index, dtype) -> the kernels passed
+  const std::lock_guard<std::mutex> lock(mutex);
+  const std::pair<int, int> key{device.index(), int(dtype)};
+  auto found = agreed.find(key);
+  if (found == agreed.end()) {
+    const auto problem = check_cuda(device, dtype);
+    if (!problem.empty())
+      spdlog::warn("the fused CUDA kernels are not used on {} ({}): {}; the composite operators run instead "
+                   "(slower; the last bits of the outputs differ)", device.str(), c10::toString(dtype), problem);
+    found = agreed.emplace(key, problem.empty()).first;
+  }
+  return found->second ? kFused : kComposite;
+}
+
+bool use_fused(const at::Tensor& x) {
+  if (composite_only || torch::GradMode::is_enabled()) return false;
+  return x.device().is_cpu() || kernel_set(x.device(), x.scalar_type()) == kFused;
+}
+
+CompositeOnly::CompositeOnly() : before_(composite_only) { composite_only = true; }
+CompositeOnly::~CompositeOnly() { composite_only = before_; }
+
+}  // namespace vispec::kernels

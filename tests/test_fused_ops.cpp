@@ -1,0 +1,226 @@
+// The fused operators (kernels/fused_ops.h): each CPU implementation against the composite formula it
+// replaces, in float32 and bfloat16; a whole cached decode fused against composite for each model layout;
+// the merged projections; and the ceiling of operators per transformer layer of an AR step. (Their CUDA
+// kernels are held against these CPU implementations in test_devices.cpp and, at first use, by
+// kernels/kernel_check.h.)
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <ATen/record_function.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/op_counter.h"
+#include "kernels/fused_ops.h"
+#include "kernels/kernel_check.h"
+#include "models/gpt.h"
+#include "models/rope_1d.h"
+#include "models/rope_2d.h"
+#include "tiny_models.h"
+
+namespace vispec {
+
+namespace {
+
+// Max |a - b| in float32, printed with what it measures.
+double max_difference(const char* what, const torch::Tensor& a, const torch::Tensor& b) {
+  const double d = (a.to(torch::kFloat32) - b.to(torch::kFloat32)).abs().max().item<double>();
+  std::cout << what << ": max difference " << d << "\n";
+  return d;
+}
+
+// One rounding of dtype at magnitude ~4 (the inputs' scale): float32 exact up to reassociation.
+double tolerance(torch::ScalarType dtype) { return dtype == torch::kFloat32 ? 2e-6 : 4.0 / 128; }
+
+// Names of the top-level operators a piece of code runs (core/op_counter.h's notion of one operator).
+class OpNames {
+ public:
+  OpNames() {
+    names() = {};
+    depth() = 0;
+    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&OpNames::enter, &OpNames::leave)
+                                             .scopes({at::RecordScope::FUNCTION}));
+  }
+  ~OpNames() { at::removeCallback(handle_); }
+  std::vector<std::string> get() const { return names(); }
+
+ private:
+  static std::vector<std::string>& names() {
+    static thread_local std::vector<std::string> n;
+    return n;
+  }
+  static int& depth() {
+    static thread_local int d = 0;
+    return d;
+  }
+  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
+    if (depth()++ == 0) names().push_back(fn.name());
+    return nullptr;
+  }
+  static void leave(const at::RecordFunction&, at::ObserverContext*) { --depth(); }
+  at::CallbackHandle handle_;
+};
+
+}  // namespace
+
+TEST(FusedOps, NormsAndGateEqualTheCompositeFormulas) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(11);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto x = (torch::randn({3, 5, 48}) * 2).to(dtype), delta = torch::randn({3, 5, 48}).to(dtype);
+    RMSNorm norm(48, 1e-5, torch::TensorOptions().dtype(dtype));
+    norm->weight.normal_(1.0, 0.5);
+    torch::Tensor composite, composite_sum, composite_gate;
+    {
+      const kernels::CompositeOnly plain;
+      composite = norm(x);
+      composite_sum = x + delta;
+      composite_gate = torch::silu(x.narrow(-1, 0, 24)) * x.narrow(-1, 24, 24);
+    }
+    EXPECT_LE(max_difference("rms_norm", kernels::rms_norm(x, norm->weight, 1e-5), composite), tolerance(dtype));
+    const auto [sum, normed] = kernels::add_rms_norm(x, delta, norm->weight, 1e-5);
+    EXPECT_TRUE(torch::equal(sum, composite_sum));  // one rounding of the same sum
+    {
+      const kernels::CompositeOnly plain;
+      composite = norm(composite_sum);
+    }
+    EXPECT_LE(max_difference("add_rms_norm", normed, composite), tolerance(dtype));
+    EXPECT_LE(max_difference("silu_mul", kernels::silu_mul(x), composite_gate), tolerance(dtype));
+  }
+}
+
+TEST(FusedOps, RopeAndCacheWriteEqualTheCompositeRopeAndCopies) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(12);
+  const int64_t B = 2, T = 3, H = 4, Hkv = 2, Dh = 8, S = 10;
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    for (const bool half_split : {false, true}) {
+      const auto qkv = (torch::randn({B, T, (H + 2 * Hkv) * Dh}) * 2).to(dtype);
+      const auto table = half_split ? rope_1d_table(S, Dh, 10000) : rope_2d_table(4, Dh, 10000, 1);
+      const auto slots = torch::tensor({2, 5, 9, 0, 1, 7}, torch::kInt64).view({B, T});
+      const auto rope = table.index_select(0, slots.reshape(-1)).view({B, T, Dh / 2, 2});
+      auto k = torch::zeros({B, Hkv, S, Dh}, dtype), v = torch::zeros_like(k);
+      const auto q = kernels::rope_write_kv(qkv, rope, k, v, slots, H, Hkv, half_split);
+      // The composite: split, rotate, transpose, write at the slots.
+      const auto rotate = half_split ? apply_rope_half_split : apply_rope;
+      const auto parts = qkv.split({H * Dh, Hkv * Dh, Hkv * Dh}, -1);
+      const auto q_ref = rotate(parts[0].reshape({B, T, H, Dh}), rope).transpose(1, 2);
+      const auto k_rot = rotate(parts[1].reshape({B, T, Hkv, Dh}), rope).transpose(1, 2);
+      auto k_ref = torch::zeros_like(k), v_ref = torch::zeros_like(v);
+      const auto idx = slots.view({B, 1, T, 1}).expand({B, Hkv, T, Dh});
+      k_ref.scatter_(2, idx, k_rot);
+      v_ref.scatter_(2, idx, parts[2].reshape({B, T, Hkv, Dh}).transpose(1, 2));
+      EXPECT_TRUE(q.is_contiguous());
+      EXPECT_LE(max_difference("rope_write_kv q", q, q_ref), tolerance(dtype)) << half_split;
+      EXPECT_LE(max_difference("rope_write_kv keys", k, k_ref), tolerance(dtype)) << half_split;
+      EXPECT_TRUE(torch::equal(v, v_ref)) << "values are copied, not computed";
+    }
+  }
+  // A slot outside the cache is refused before anything is written.
+  auto k = torch::zeros({1, 1, 4, 4}), v = torch::zeros_like(k);
+  EXPECT_THROW(kernels::rope_write_kv(torch::ones({1, 1, 12}), torch::ones({1, 1, 2, 2}), k, v,
+                                      torch::full({1, 1}, 4, torch::kInt64), 1, 1, false),
+               std::exception);
+  EXPECT_EQ(k.abs().sum().item<float>(), 0.f);
+}
+
+// A whole decode (prefill, then single steps and a 3-token block) of each model layout, fused against
+// composite: LlamaGen's (fused wqkv, 2D RoPE), the Hugging Face layout (separate q, k, v: merged at the first
+// fused forward), 1D RoPE and grouped-query attention.
+TEST(FusedOps, CachedDecodeEqualsTheCompositeForEveryLayout) {
+  torch::NoGradGuard no_grad;
+  struct Layout {
+    const char* name;
+    bool fused_qkv;
+    RopeKind rope;
+    int64_t kv_heads;
+  };
+  for (const auto& layout : {Layout{"llamagen", true, RopeKind::grid_2d, 0}, Layout{"separate qkv", false, RopeKind::grid_2d, 0},
+                             Layout{"1d rope, gqa", false, RopeKind::sequence_1d, 2}}) {
+    auto c = test::tiny_gpt_config();
+    c.fused_qkv = layout.fused_qkv;
+    c.rope = layout.rope;
+    c.n_kv_head = layout.kv_heads;
+    torch::manual_seed(13);
+    Gpt gpt(c);
+    for (auto& p : gpt->parameters()) p.normal_(0.0, 0.3);
+    gpt->eval();
+    const auto cond = gpt->embed_classes(torch::tensor({0, 2}, torch::kInt64));
+    auto decode = [&](bool fused) {
+      std::unique_ptr<kernels::CompositeOnly> plain;
+      if (!fused) plain = std::make_unique<kernels::CompositeOnly>();
+      auto cache = gpt->make_cache(2, 4);
+      std::vector<torch::Tensor> logits{gpt->prefill(cache, cond, {}).logits};
+      cache.keep_all();
+      for (int64_t p = 0; p < 3; ++p) {
+        logits.push_back(gpt->decode_block(cache, torch::full({2, 1}, 5 + p, torch::kInt64),
+                                           torch::full({2, 1}, p, torch::kInt64), {}).logits);
+        cache.keep_all();
+      }
+      const auto positions = torch::arange(3, 6, torch::kInt64).expand({2, 3});
+      logits.push_back(gpt->decode_block(cache, torch::tensor({{1, 2, 3}, {4, 5, 6}}), positions, {}).logits);
+      return torch::cat(logits, 1);
+    };
+    const auto composite = decode(false), fused = decode(true);
+    EXPECT_LE(max_difference(layout.name, fused, composite), 1e-4) << layout.name;
+    if (!layout.fused_qkv) {  // the separate projections are views into one merged matrix now
+      const auto& a = gpt->layers[0]->as<TransformerBlock>()->attention;
+      EXPECT_EQ(static_cast<char*>(a->wk->weight.data_ptr()),
+                static_cast<char*>(a->wq->weight.data_ptr()) + a->wq->weight.numel() * a->wq->weight.element_size());
+    }
+  }
+}
+
+// The merged matrix follows the model: after a move to another dtype it is made again from the new weights.
+TEST(FusedOps, MergedWeightsFollowAMoveToAnotherDtype) {
+  torch::NoGradGuard no_grad;
+  auto gpt = test::tiny_gpt(3);
+  auto& ffn = gpt->layers[0]->as<TransformerBlock>()->feed_forward;
+  const auto w1 = ffn->w1->weight.clone(), w3 = ffn->w3->weight.clone();
+  const auto& merged = ffn->merged_w13.of({&ffn->w1->weight, &ffn->w3->weight});
+  EXPECT_TRUE(torch::equal(merged, torch::cat({w1, w3})));
+  EXPECT_EQ(ffn->w1->weight.data_ptr(), merged.data_ptr());
+  gpt->to(torch::kBFloat16);
+  const auto& again = ffn->merged_w13.of({&ffn->w1->weight, &ffn->w3->weight});
+  EXPECT_EQ(again.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(again, torch::cat({w1, w3}).to(torch::kBFloat16)));
+  EXPECT_EQ(ffn->w3->weight.data_ptr(), again[w1.size(0)].data_ptr());
+}
+
+// An AR step of a transformer layer is at most 12 operators (10 today: norm, qkv, RoPE + cache write,
+// attention, output, add + norm, w1|w3, gate, w2, add), measured as the difference between models of 2 and 4
+// layers; the list is printed.
+TEST(FusedOps, AnArStepIsAtMostTwelveOperatorsPerLayer) {
+  torch::NoGradGuard no_grad;
+  auto step_ops = [](int64_t layers) {
+    auto c = test::tiny_gpt_config();
+    c.n_layer = layers;
+    torch::manual_seed(14);
+    Gpt gpt(c);
+    gpt->eval();
+    auto cache = gpt->make_cache(2, 0);
+    gpt->prefill(cache, gpt->embed_classes(torch::tensor({0, 1}, torch::kInt64)), {});
+    cache.keep_all();
+    const auto token = torch::zeros({2, 1}, torch::kInt64);
+    gpt->decode_block(cache, token, torch::zeros({2, 1}, torch::kInt64), {});  // warm: merges, first-use work
+    cache.keep_all();
+    OpNames names;
+    OpCounter counter;
+    gpt->decode_block(cache, token, torch::ones({2, 1}, torch::kInt64), {});
+    return std::make_pair(counter.ops(), names.get());
+  };
+  const auto [two, two_names] = step_ops(2);
+  const auto [four, four_names] = step_ops(4);
+  const double per_layer = double(four - two) / 2;
+  std::cout << "AR step: " << two << " operators with 2 layers, " << four << " with 4: " << per_layer
+            << " per layer\n";
+  std::string listing;
+  for (const auto& n : two_names) listing += n + " ";
+  std::cout << "2 layers: " << listing << "\n";
+  EXPECT_LE(per_layer, 12.0) << listing;
+}
+
+}  // namespace vispec
