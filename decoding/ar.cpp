@@ -53,7 +53,7 @@ struct ArDecoder::Session : ArBuffers {
 
   // Samples position `step` from `logits` into `tokens` and `token`.
   void sample(const SamplingParams& params) {
-    const auto next = sample_from_probs(target_probs(logits, params), u.index_select(1, step).view({B})).view({B, 1});
+    const auto next = next_tokens(logits, params, u.index_select(1, step).view({B})).view({B, 1});
     tokens.index_copy_(1, step, next);
     token.copy_(next);
   }

@@ -1,6 +1,8 @@
 #include "decoding/sampler.h"
 
 #include "core/check.h"
+#include "kernels/fused_ops.h"
+#include "kernels/kernel_check.h"
 
 namespace vispec {
 
@@ -35,10 +37,14 @@ namespace {
 thread_local torch::Tensor flag;
 void note(const torch::Tensor& logits) {
   const auto bad = torch::isfinite(logits).logical_not().any();
-  if (!flag.defined() || flag.device() != bad.device()) flag = torch::zeros({}, bad.options());
-  flag.logical_or_(bad);
+  flag_on(bad.device()).logical_or_(bad);
 }
 }  // namespace
+const torch::Tensor& flag_on(const torch::Device& device) {
+  if (!flag.defined() || flag.device() != device)
+    flag = torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(device));
+  return flag;
+}
 void reset() {
   if (flag.defined()) flag.fill_(false);
 }
@@ -65,6 +71,11 @@ torch::Tensor greedy_tokens(const torch::Tensor& logits) {
 }
 
 torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& u) {
+  if (logits.dim() == 2 && logits.scalar_type() == torch::kFloat32 && kernels::use_fused(logits)) {
+    const bool ready = u.device() == logits.device() && u.scalar_type() == torch::kFloat64;
+    return kernels::sample_next(logits, ready ? u : u.to(logits.device(), torch::kFloat64), params.temperature,
+                                params.top_k, params.top_p, nonfinite_watch::flag_on(logits.device()));
+  }
   return params.greedy() ? greedy_tokens(logits) : sample_from_probs(target_probs(logits, params), u);
 }
 

@@ -20,6 +20,8 @@ namespace vispec {
 namespace nonfinite_watch {
 void reset();   // before a batch
 bool seen();    // after it: reads the device flag (the batch's one synchronisation point anyway)
+// The flag itself, a 0-dim bool on `device` (made once per thread and device): the fused sampler ORs into it.
+const torch::Tensor& flag_on(const torch::Device& device);
 }  // namespace nonfinite_watch
 
 // logits [2B, ..., V] laid out [cond; uncond] -> u + s (c - u), float32 [B, ..., V].
@@ -34,7 +36,8 @@ torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& pa
 // target_probs()'s one-hot distribution puts its mass on (non-finite logits noted the same way).
 torch::Tensor greedy_tokens(const torch::Tensor& logits);
 // The next tokens from logits [B, V]: greedy_tokens() at temperature 0, else a sample of target_probs() with
-// the uniforms u [B].
+// the uniforms u [B]. Float32 logits take the fused sampler (kernels/fused_ops.h: the same chain in one
+// operator) where the fused operators run.
 torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& u);
 // Inverse-CDF sampling: probs [B, V] (need not be normalised), u [B] in [0, 1) -> tokens [B] int64.
 torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u);

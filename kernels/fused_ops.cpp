@@ -39,6 +39,7 @@ TORCH_LIBRARY(vispec, m) {
   m.def("rope_write_kv(Tensor qkv, Tensor rope, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor slots, int n_head, "
         "int n_kv_head, bool half_split) -> Tensor");
   m.def("attend_cache(Tensor q, Tensor k_cache, Tensor v_cache, int keys, Tensor? mask, bool causal) -> Tensor");
+  m.def("sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) {
@@ -46,6 +47,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("add_rms_norm", &cpu::add_rms_norm);
   m.impl("silu_mul", &cpu::silu_mul);
   m.impl("rope_write_kv", &cpu::rope_write_kv);
+  m.impl("sample_next", &cpu::sample_next);
 }
 
 TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) { m.impl("attend_cache", &attend_cache_composite); }
@@ -56,6 +58,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("add_rms_norm", &cuda::add_rms_norm_cuda);
   m.impl("silu_mul", &cuda::silu_mul_cuda);
   m.impl("rope_write_kv", &cuda::rope_write_kv_cuda);
+  m.impl("sample_next", &cuda::sample_next_cuda);
 }
 #endif
 
@@ -90,6 +93,13 @@ at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at
   static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t,
                                            const std::optional<at::Tensor>&, bool)>("vispec::attend_cache");
   return op.call(q, k_cache, v_cache, keys, mask, causal);
+}
+
+at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double temperature, int64_t top_k,
+                       double top_p, const at::Tensor& nonfinite) {
+  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, double, int64_t, double,
+                                           const at::Tensor&)>("vispec::sample_next");
+  return op.call(logits, u, temperature, top_k, top_p, nonfinite);
 }
 
 }  // namespace vispec::kernels

@@ -47,4 +47,11 @@ at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at
 at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache, int64_t keys,
                         const std::optional<at::Tensor>& mask, bool causal);
 
+// The sampling chain of decoding/sampler.h for one step, in one pass per row: logits [B, V] float32 (CFG
+// already mixed) -> temperature -> top-k -> top-p -> softmax -> the inverse-CDF draw with the uniforms u [B]
+// float64 (float64 CDF) -> tokens [B] int64; temperature 0 takes the argmax. Any non-finite logit ORs true into
+// the 0-dim bool `nonfinite` (decoding/sampler.h's watch).
+at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double temperature, int64_t top_k,
+                       double top_p, const at::Tensor& nonfinite);
+
 }  // namespace vispec::kernels

@@ -3,7 +3,10 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 #include <vector>
 
 #include "core/check.h"
@@ -165,6 +168,96 @@ torch::Tensor rope_write_kv(const torch::Tensor& qkv_in, const torch::Tensor& ro
     });
   });
   return q;
+}
+
+void check_sample_next(const torch::Tensor& logits, const torch::Tensor& u, const torch::Tensor& nonfinite) {
+  VISPEC_ASSERT(logits.dim() == 2 && logits.scalar_type() == torch::kFloat32 && logits.size(1) > 0,
+                "sample_next: logits ", logits.sizes(), " ", logits.scalar_type());
+  VISPEC_ASSERT(u.dim() == 1 && u.size(0) == logits.size(0) && u.scalar_type() == torch::kFloat64,
+                "sample_next: uniforms ", u.sizes(), " ", u.scalar_type(), " for ", logits.size(0), " rows");
+  VISPEC_ASSERT(nonfinite.dim() == 0 && nonfinite.scalar_type() == torch::kBool, "sample_next: flag ",
+                nonfinite.sizes(), " ", nonfinite.scalar_type());
+}
+
+namespace {
+
+// One row of sample_next. The composite chain's rules (decoding/sampler.cpp): top-k keeps the values at or
+// above the k-th largest; top-p walks the ascending sort and drops every token whose cumulative mass from the
+// bottom is at most 1 - p, the most likely always kept; the draw is the first index whose float64 CDF exceeds
+// u times the total.
+int64_t sample_row(const float* logits, int64_t V, double u, double temperature, int64_t top_k, double top_p,
+                   bool& nonfinite) {
+  nonfinite = false;
+  for (int64_t i = 0; i < V; ++i) nonfinite = nonfinite || !std::isfinite(logits[i]);
+  if (temperature <= 0) {  // the argmax; a NaN counts as the largest, as LibTorch's argmax has it
+    int64_t best = 0;
+    for (int64_t i = 1; i < V; ++i) {
+      if (std::isnan(logits[best])) break;
+      if (std::isnan(logits[i]) || logits[i] > logits[best]) best = i;
+    }
+    return best;
+  }
+  constexpr float kDropped = -std::numeric_limits<float>::infinity();
+  const float t = float(std::max(temperature, 1e-5));
+  std::vector<float> v(static_cast<size_t>(V));
+  for (int64_t i = 0; i < V; ++i) v[i] = logits[i] / t;
+  if (top_k > 0 && top_k < V) {
+    std::vector<float> order(v);
+    std::nth_element(order.begin(), order.begin() + (top_k - 1), order.end(), std::greater<float>());
+    const float kth = order[top_k - 1];
+    for (auto& x : v)
+      if (x < kth) x = kDropped;
+  }
+  if (top_p < 1.0) {
+    std::vector<int64_t> order(static_cast<size_t>(V));
+    std::iota(order.begin(), order.end(), int64_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return v[a] < v[b]; });
+    const float top = v[order.back()];
+    float mass = 0;
+    for (int64_t i = 0; i < V; ++i) mass += std::exp(v[order[i]] - top);
+    const float bottom = float(1.0 - top_p);
+    float cumulative = 0;
+    std::vector<int64_t> dropped;
+    for (int64_t i = 0; i + 1 < V; ++i) {
+      cumulative += std::exp(v[order[i]] - top) / mass;
+      if (cumulative > bottom) break;
+      dropped.push_back(order[i]);
+    }
+    for (auto i : dropped) v[i] = kDropped;
+  }
+  const float top = *std::max_element(v.begin(), v.end());
+  float mass = 0;
+  for (auto& x : v) mass += (x = std::exp(x - top));
+  double total = 0;
+  for (auto& x : v) total += double(x /= mass);
+  const double target = u * total;
+  double cdf = 0;
+  for (int64_t i = 0; i < V; ++i)
+    if ((cdf += double(v[i])) > target) return i;
+  return V - 1;
+}
+
+}  // namespace
+
+torch::Tensor sample_next(const torch::Tensor& logits_in, const torch::Tensor& u_in, double temperature, int64_t top_k,
+                          double top_p, const torch::Tensor& nonfinite) {
+  check_sample_next(logits_in, u_in, nonfinite);
+  const auto logits = logits_in.contiguous(), u = u_in.contiguous();
+  const int64_t B = logits.size(0), V = logits.size(1);
+  auto tokens = torch::empty({B}, torch::kInt64);
+  std::vector<char> bad(static_cast<size_t>(B), 0);
+  const float* lp = logits.data_ptr<float>();
+  const double* up = u.data_ptr<double>();
+  int64_t* tp = tokens.data_ptr<int64_t>();
+  at::parallel_for(0, B, grain(V), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      bool row_bad = false;
+      tp[r] = sample_row(lp + r * V, V, up[r], temperature, top_k, top_p, row_bad);
+      bad[r] = row_bad;
+    }
+  });
+  if (std::any_of(bad.begin(), bad.end(), [](char b) { return b != 0; })) nonfinite.fill_(true);
+  return tokens;
 }
 
 }  // namespace vispec::kernels::cpu

@@ -83,4 +83,19 @@ torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv_in, const torch::Tenso
   return q;
 }
 
+torch::Tensor sample_next_cuda(const torch::Tensor& logits_in, const torch::Tensor& u_in, double temperature,
+                               int64_t top_k, double top_p, const torch::Tensor& nonfinite) {
+  cpu::check_sample_next(logits_in, u_in, nonfinite);
+  VISPEC_ASSERT(nonfinite.device() == logits_in.device() && u_in.device() == logits_in.device(),
+                "sample_next: logits, uniforms and flag on one device");
+  const c10::cuda::CUDAGuard guard(logits_in.device());
+  const auto logits = logits_in.contiguous(), u = u_in.contiguous();
+  auto tokens = torch::empty({logits.size(0)}, logits.options().dtype(torch::kInt64));
+  check_launch(sample_next(logits.data_ptr<float>(), u.data_ptr<double>(), tokens.data_ptr<int64_t>(),
+                           nonfinite.data_ptr<bool>(), logits.size(0), logits.size(1), temperature, top_k, top_p,
+                           stream_of(logits)),
+               "sample_next");
+  return tokens;
+}
+
 }  // namespace vispec::kernels::cuda

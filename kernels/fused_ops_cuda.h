@@ -21,6 +21,10 @@ int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t
                   void* v_cache, void* q, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t S,
                   bool half_split, CUstream_st* stream);
 
+// logits [B, V] float, u [B] double -> tokens [B]; *nonfinite (a device bool) set where a logit is not finite.
+int sample_next(const float* logits, const double* u, int64_t* tokens, bool* nonfinite, int64_t B, int64_t V,
+                double temperature, int64_t top_k, double top_p, CUstream_st* stream);
+
 const char* error_string(int error);
 
 }  // namespace vispec::kernels::cuda

@@ -15,5 +15,7 @@ torch::Tensor silu_mul_cuda(const torch::Tensor& gate_up);
 torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
                                  const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head,
                                  int64_t n_kv_head, bool half_split);
+torch::Tensor sample_next_cuda(const torch::Tensor& logits, const torch::Tensor& u, double temperature, int64_t top_k,
+                               double top_p, const torch::Tensor& nonfinite);
 
 }  // namespace vispec::kernels::cuda

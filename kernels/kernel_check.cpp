@@ -66,6 +66,23 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
       both("rope_write_kv's keys", kg, k);
       both("rope_write_kv's values", vg, v);
     }
+    // The sampler: tokens must be the same (the test rows' uniforms sit far from any CDF boundary's rounding).
+    const auto logits = pattern({4, 300}, 0.3, torch::kFloat32) * 3;
+    const auto u = torch::tensor({0.05, 0.37, 0.61, 0.93}, torch::kFloat64);
+    struct Chain {
+      double temperature;
+      int64_t top_k;
+      double top_p;
+    };
+    for (const auto& c : {Chain{0.0, 0, 1.0}, Chain{1.0, 0, 1.0}, Chain{0.7, 40, 1.0}, Chain{1.0, 0, 0.8},
+                          Chain{1.3, 100, 0.9}}) {
+      const auto flag = torch::zeros({}, torch::kBool);
+      const auto gpu = sample_next(logits.to(device), u.to(device), c.temperature, c.top_k, c.top_p, flag.to(device));
+      const auto ref = sample_next(logits, u, c.temperature, c.top_k, c.top_p, flag);
+      if (problem.empty() && !torch::equal(gpu.cpu(), ref))
+        problem = "sample_next (temperature " + std::to_string(c.temperature) + ", top_k " + std::to_string(c.top_k) +
+                  ", top_p " + std::to_string(c.top_p) + ") drew other tokens";
+    }
     return problem;
   } catch (const std::exception& e) {
     const std::string what = e.what();

@@ -42,9 +42,10 @@ for demo, dtype in [("demo_fp32", "fp32"), ("demo_bf16", "bf16")]:
 rows = s["step_cost"]["rows"]
 assert {(r["model"].split()[0], r["dtype"]) for r in rows} == {(m, t) for m in ["embedded", "GPT-XL"] for t in ["fp32", "bf16"]}, rows
 assert all(r["ms_per_token"] > 0 and r["floor_ms"] > 0 and r["ratio"] > 0 for r in rows), rows
-# What the host dispatches per step: eager steps issue operators; bf16's float32 islands cast, fp32's do not.
+# What the host dispatches per step: eager steps issue operators; a bf16 step casts at least its logits to
+# float32 (the fused operators keep the other float32 islands inside their kernels), an fp32 step need not cast.
 assert all(r["ops_per_step"] > 0 for r in rows), rows
-assert all(r["conversions_per_step"] > (1 if r["dtype"] == "bf16" else -1) for r in rows), rows
+assert all(r["conversions_per_step"] >= (1 if r["dtype"] == "bf16" else 0) for r in rows), rows
 assert open(f"{out}/step-cost-cpu.md").read().startswith("Device cpu"), "markdown"
 for key, batch in [("batch_1", 1), ("batch_8", 8)]:
     b = s["bench"][key]

@@ -9,17 +9,23 @@
 #include <ATen/record_function.h>
 
 #include <cstring>
+#include <limits>
+#include <tuple>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "core/op_counter.h"
+#include "decoding/ar.h"
+#include "decoding/sampler.h"
+#include "exact_distribution.h"
 #include "kernels/fused_ops.h"
 #include "kernels/kernel_check.h"
 #include "models/gpt.h"
 #include "models/rope_1d.h"
 #include "models/rope_2d.h"
 #include "tiny_models.h"
+#include "workers/loaded_models.h"
 
 namespace vispec {
 
@@ -127,6 +133,40 @@ TEST(FusedOps, RopeAndCacheWriteEqualTheCompositeRopeAndCopies) {
   EXPECT_EQ(k.abs().sum().item<float>(), 0.f);
 }
 
+// The fused sampler draws the composite chain's tokens (decoding/sampler.h: target_probs, then the float64
+// inverse CDF) for every setting of the chain, and notes non-finite logits in the same flag.
+TEST(FusedOps, SamplerDrawsTheCompositeChainsTokens) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(15);
+  const int64_t B = 3000, V = 50;
+  const auto logits = torch::randn({B, V}) * 2.5;
+  const auto u = torch::rand({B}, torch::kFloat64);
+  for (const auto& [temperature, top_k, top_p] : {std::tuple<double, int64_t, double>{0.0, 0, 1.0}, {1.0, 0, 1.0},
+                                                  {0.6, 10, 1.0}, {1.0, 0, 0.7}, {1.4, 20, 0.9}}) {
+    SamplingParams p;
+    p.temperature = temperature, p.top_k = top_k, p.top_p = top_p;
+    torch::Tensor composite;
+    {
+      const kernels::CompositeOnly plain;
+      composite = next_tokens(logits, p, u);
+    }
+    const auto fused = next_tokens(logits, p, u);
+    const int64_t differ = fused.ne(composite).sum().item<int64_t>();
+    std::cout << "T " << temperature << " top_k " << top_k << " top_p " << top_p << ": " << differ << " of " << B
+              << " tokens differ\n";
+    EXPECT_EQ(differ, 0);
+  }
+  nonfinite_watch::reset();
+  SamplingParams p;
+  next_tokens(logits, p, u);
+  EXPECT_FALSE(nonfinite_watch::seen());
+  auto bad = logits.clone();
+  bad[5][7] = std::numeric_limits<float>::quiet_NaN();
+  next_tokens(bad, p, u);
+  EXPECT_TRUE(nonfinite_watch::seen());
+  nonfinite_watch::reset();
+}
+
 // A whole decode (prefill, then single steps and a 3-token block) of each model layout, fused against
 // composite: LlamaGen's (fused wqkv, 2D RoPE), the Hugging Face layout (separate q, k, v: merged at the first
 // fused forward), 1D RoPE and grouped-query attention.
@@ -221,6 +261,27 @@ TEST(FusedOps, AnArStepIsAtMostTwelveOperatorsPerLayer) {
   for (const auto& n : two_names) listing += n + " ";
   std::cout << "2 layers: " << listing << "\n";
   EXPECT_LE(per_layer, 12.0) << listing;
+}
+
+// The bench's aten_ops_per_image for AR on the embedded model at the demo's batch of 20 (vispec bench counts
+// every operator of a decode, prefill and sampling included): at most a quarter of the composite formulas'.
+TEST(FusedOps, ArOnTheEmbeddedModelIssuesAQuarterOfTheCompositeOperatorsPerImage) {
+  const auto config = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
+  const auto models = load_models(config, torch::kCPU);
+  ArDecoder ar(models.gpt, test::guided_sampling(1.0));
+  const auto request = test::requests(0, 20);
+  auto per_image = [&](bool fused) {
+    std::unique_ptr<kernels::CompositeOnly> plain;
+    if (!fused) plain = std::make_unique<kernels::CompositeOnly>();
+    ar.decode(request);  // warm
+    OpCounter counter;
+    ar.decode(request);
+    return double(counter.ops()) / 20.0;
+  };
+  const double composite = per_image(false), fused = per_image(true);
+  std::cout << "AR, embedded model, batch 20: " << fused << " operators per image fused, " << composite
+            << " composite (" << fused / composite << ")\n";
+  EXPECT_LE(fused, composite / 4);
 }
 
 }  // namespace vispec
