@@ -42,12 +42,9 @@ at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint
 at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t positions,
                          Purpose purpose, uint32_t draw = 0);
 
-// The same numbers for tensors of keys, where they are needed: sample_ids [B] int64, positions [B, C] int64,
-// draws [B, C] int64 (or undefined: draw 0) -> float64 [B, C] on positions' device. On a GPU the generator
-// runs as tensor operations (philox_uniforms), so a decode loop draws without a host round trip; on the CPU
-// the host loop above is faster and gives the same bits.
-at::Tensor uniforms_at(uint64_t seed, const at::Tensor& sample_ids, const at::Tensor& positions, Purpose purpose,
-                       const at::Tensor& draws);
+// The same numbers for tensors of keys, on their device, are kernels/keyed_uniforms.h's uniforms_at: one
+// operator (a host loop or a CUDA kernel over core/philox.h's body), or, where a GPU's kernels are not used,
+// this generator in tensor arithmetic:
 // Philox4x32-10 in int64 tensor arithmetic (32-bit words, products split so nothing overflows), on any device.
 at::Tensor philox_uniforms(uint64_t seed, const at::Tensor& sample_ids, const at::Tensor& positions, Purpose purpose,
                            const at::Tensor& draws);

@@ -6,6 +6,7 @@
 
 #include "decoding/sampler.h"
 #include "decoding/verify.h"
+#include "kernels/keyed_uniforms.h"
 
 namespace vispec {
 

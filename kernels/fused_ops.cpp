@@ -40,6 +40,7 @@ TORCH_LIBRARY(vispec, m) {
         "int n_kv_head, bool half_split) -> Tensor");
   m.def("attend_cache(Tensor q, Tensor k_cache, Tensor v_cache, int keys, Tensor? mask, bool causal) -> Tensor");
   m.def("sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> Tensor");
+  m.def("keyed_uniforms(Tensor sample_ids, Tensor positions, Tensor? draws, int seed, int purpose) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) {
@@ -48,6 +49,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("silu_mul", &cpu::silu_mul);
   m.impl("rope_write_kv", &cpu::rope_write_kv);
   m.impl("sample_next", &cpu::sample_next);
+  m.impl("keyed_uniforms", &cpu::keyed_uniforms);
 }
 
 TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) { m.impl("attend_cache", &attend_cache_composite); }
@@ -59,6 +61,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("silu_mul", &cuda::silu_mul_cuda);
   m.impl("rope_write_kv", &cuda::rope_write_kv_cuda);
   m.impl("sample_next", &cuda::sample_next_cuda);
+  m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
 }
 #endif
 
@@ -100,6 +103,13 @@ at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double tem
   static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, double, int64_t, double,
                                            const at::Tensor&)>("vispec::sample_next");
   return op.call(logits, u, temperature, top_k, top_p, nonfinite);
+}
+
+at::Tensor keyed_uniforms(const at::Tensor& sample_ids, const at::Tensor& positions,
+                          const std::optional<at::Tensor>& draws, int64_t seed, int64_t purpose) {
+  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                                           int64_t, int64_t)>("vispec::keyed_uniforms");
+  return op.call(sample_ids, positions, draws, seed, purpose);
 }
 
 }  // namespace vispec::kernels

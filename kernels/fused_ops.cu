@@ -4,6 +4,8 @@
 // make. Only the RMSNorm's sum of squares differs (a float tree here, a double loop there), which the
 // check before first use (kernels/kernel_check.cpp) bounds.
 #include "kernels/fused_ops_cuda.h"
+#include "core/philox.h"
+#include "kernels/exp_f32.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -67,7 +69,7 @@ __global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ o
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = k / F, i = k % F;
     const float a = to_float(gate_up[r * 2 * F + i]), up = to_float(gate_up[r * 2 * F + F + i]);
-    const float silu = rounded<T>(__fdiv_rn(a, __fadd_rn(1.0f, expf(-a))));
+    const float silu = rounded<T>(__fdiv_rn(a, __fadd_rn(1.0f, exp_f32(-a))));
     out[k] = from_float<T>(__fmul_rn(silu, up));
   }
 }
@@ -230,6 +232,14 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
   if (threadIdx.x == 0) tokens[row] = found;
 }
 
+__global__ void keyed_uniforms_kernel(const int64_t* __restrict__ ids, const int64_t* __restrict__ positions,
+                                      const int64_t* __restrict__ draws, double* __restrict__ u, int64_t B,
+                                      int64_t C, uint64_t seed, uint32_t purpose) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < B * C; i += int64_t(gridDim.x) * blockDim.x)
+    u[i] = philox::keyed_uniform(seed, uint64_t(ids[i / C]), uint32_t(positions[i]), purpose,
+                                 draws ? uint32_t(draws[i]) : 0u);
+}
+
 int blocks_for(int64_t n, int threads) {
   const int64_t b = (n + threads - 1) / threads;
   return int(b < 65535 ? (b > 0 ? b : 1) : 65535);
@@ -286,6 +296,13 @@ int sample_next(const float* logits, const double* u, int64_t* tokens, bool* non
   const float t = temperature <= 0 ? 0.f : float(temperature > 1e-5 ? temperature : 1e-5);
   sample_next_kernel<<<unsigned(B), kSampleThreads, 0, stream>>>(logits, u, tokens, nonfinite, V, t, top_k,
                                                                  top_p < 1.0 ? float(1.0 - top_p) : 0.f);
+  return int(cudaGetLastError());
+}
+
+int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B,
+                   int64_t C, uint64_t seed, uint32_t purpose, CUstream_st* stream) {
+  if (B * C == 0) return 0;
+  keyed_uniforms_kernel<<<blocks_for(B * C, 256), 256, 0, stream>>>(ids, positions, draws, u, B, C, seed, purpose);
   return int(cudaGetLastError());
 }
 

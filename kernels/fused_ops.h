@@ -54,4 +54,11 @@ at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at
 at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double temperature, int64_t top_k,
                        double top_p, const at::Tensor& nonfinite);
 
+// The keyed uniforms of core/rng.h for tensors of keys, on their device: sample_ids [B] int64, positions
+// [B, C] int64, draws [B, C] int64 or none (draw 0) -> float64 [B, C], element (b, c) being
+// uniform(RngKey{seed, sample_ids[b]}, positions[b][c], purpose, draws[b][c]) bit for bit (core/philox.h's
+// body on both backends). seed holds the uint64 seed's bits. Callers use kernels/keyed_uniforms.h.
+at::Tensor keyed_uniforms(const at::Tensor& sample_ids, const at::Tensor& positions,
+                          const std::optional<at::Tensor>& draws, int64_t seed, int64_t purpose);
+
 }  // namespace vispec::kernels

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/philox.h"
+#include "kernels/vector_loops.h"
 
 namespace vispec::kernels::cpu {
 
@@ -86,6 +88,35 @@ std::tuple<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x_in,
   return {sum, out};
 }
 
+namespace {
+
+// One row of silu_mul: out = T(T(silu(gate)) * up) over [gate | up], in float32 through the vector loops.
+template <typename T>
+struct SiluMulRow {
+  explicit SiluMulRow(int64_t F) : F(F), gate(F), up(F), act(F) {}
+  void operator()(const T* gate_up, T* out) {
+    std::copy(gate_up, gate_up + F, gate.begin());
+    std::copy(gate_up + F, gate_up + 2 * F, up.begin());
+    silu_f32(gate.data(), act.data(), F);
+    for (auto& a : act) a = float(T(a));
+    multiply_f32(act.data(), up.data(), F);
+    std::copy(act.begin(), act.end(), out);
+  }
+  int64_t F;
+  std::vector<float> gate, up, act;
+};
+template <>
+struct SiluMulRow<float> {  // no copies: the row is float32 already, and its roundings are the identity
+  explicit SiluMulRow(int64_t F) : F(F) {}
+  void operator()(const float* gate_up, float* out) {
+    silu_f32(gate_up, out, F);
+    multiply_f32(out, gate_up + F, F);
+  }
+  int64_t F;
+};
+
+}  // namespace
+
 torch::Tensor silu_mul(const torch::Tensor& gate_up_in) {
   VISPEC_ASSERT(gate_up_in.dim() >= 1 && gate_up_in.size(-1) % 2 == 0, "silu_mul of ", gate_up_in.sizes());
   const auto gate_up = gate_up_in.contiguous();
@@ -97,13 +128,8 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up_in) {
     const scalar_t* in = gate_up.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
     at::parallel_for(0, rows, grain(F), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const scalar_t *g = in + r * 2 * F, *u = g + F;
-        for (int64_t i = 0; i < F; ++i) {
-          const float a = float(g[i]);
-          o[r * F + i] = scalar_t(float(scalar_t(a / (1.0f + std::exp(-a)))) * float(u[i]));  // silu rounded, times up
-        }
-      }
+      SiluMulRow<scalar_t> row(F);
+      for (int64_t r = r0; r < r1; ++r) row(in + r * 2 * F, o + r * F);
     });
   });
   return out;
@@ -258,6 +284,34 @@ torch::Tensor sample_next(const torch::Tensor& logits_in, const torch::Tensor& u
   });
   if (std::any_of(bad.begin(), bad.end(), [](char b) { return b != 0; })) nonfinite.fill_(true);
   return tokens;
+}
+
+void check_keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,
+                          const std::optional<torch::Tensor>& draws) {
+  VISPEC_ASSERT(positions.dim() == 2 && positions.scalar_type() == torch::kInt64, "keyed_uniforms: positions ",
+                positions.sizes(), " ", positions.scalar_type());
+  VISPEC_ASSERT(sample_ids.dim() == 1 && sample_ids.size(0) == positions.size(0) &&
+                    sample_ids.scalar_type() == torch::kInt64,
+                "keyed_uniforms: sample ids ", sample_ids.sizes(), " for positions ", positions.sizes());
+  VISPEC_ASSERT(!draws || (draws->sizes() == positions.sizes() && draws->scalar_type() == torch::kInt64),
+                "keyed_uniforms: draws ", draws ? draws->sizes() : positions.sizes(), " for positions ",
+                positions.sizes());
+}
+
+torch::Tensor keyed_uniforms(const torch::Tensor& sample_ids_in, const torch::Tensor& positions_in,
+                             const std::optional<torch::Tensor>& draws_in, int64_t seed, int64_t purpose) {
+  check_keyed_uniforms(sample_ids_in, positions_in, draws_in);
+  const auto ids = sample_ids_in.contiguous(), positions = positions_in.contiguous();
+  const auto draws = draws_in ? draws_in->contiguous() : torch::Tensor();
+  const int64_t B = positions.size(0), C = positions.size(1);
+  auto u = torch::empty({B, C}, torch::kFloat64);
+  const int64_t *ip = ids.data_ptr<int64_t>(), *pp = positions.data_ptr<int64_t>();
+  const int64_t* dp = draws.defined() ? draws.data_ptr<int64_t>() : nullptr;
+  double* up = u.data_ptr<double>();
+  for (int64_t i = 0; i < B * C; ++i)
+    up[i] = philox::keyed_uniform(uint64_t(seed), uint64_t(ip[i / C]), uint32_t(pp[i]), uint32_t(purpose),
+                                  dp ? uint32_t(dp[i]) : 0u);
+  return u;
 }
 
 }  // namespace vispec::kernels::cpu

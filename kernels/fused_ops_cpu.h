@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <tuple>
 
 namespace vispec::kernels::cpu {
@@ -22,5 +23,10 @@ torch::Tensor sample_next(const torch::Tensor& logits, const torch::Tensor& u, d
 void check_rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
                          const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head, int64_t n_kv_head);
 void check_sample_next(const torch::Tensor& logits, const torch::Tensor& u, const torch::Tensor& nonfinite);
+
+torch::Tensor keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,
+                             const std::optional<torch::Tensor>& draws, int64_t seed, int64_t purpose);
+void check_keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,
+                          const std::optional<torch::Tensor>& draws);
 
 }  // namespace vispec::kernels::cpu

@@ -98,4 +98,22 @@ torch::Tensor sample_next_cuda(const torch::Tensor& logits_in, const torch::Tens
   return tokens;
 }
 
+torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids_in, const torch::Tensor& positions_in,
+                                  const std::optional<torch::Tensor>& draws_in, int64_t seed, int64_t purpose) {
+  cpu::check_keyed_uniforms(sample_ids_in, positions_in, draws_in);
+  VISPEC_ASSERT(sample_ids_in.device() == positions_in.device() &&
+                    (!draws_in || draws_in->device() == positions_in.device()),
+                "keyed_uniforms: sample ids, positions and draws on one device");
+  const c10::cuda::CUDAGuard guard(positions_in.device());
+  const auto ids = sample_ids_in.contiguous(), positions = positions_in.contiguous();
+  const auto draws = draws_in ? draws_in->contiguous() : torch::Tensor();
+  auto u = torch::empty(positions.sizes(), positions.options().dtype(torch::kFloat64));
+  check_launch(keyed_uniforms(ids.data_ptr<int64_t>(), positions.data_ptr<int64_t>(),
+                              draws.defined() ? draws.data_ptr<int64_t>() : nullptr, u.data_ptr<double>(),
+                              positions.size(0), positions.size(1), uint64_t(seed), uint32_t(purpose),
+                              stream_of(positions)),
+               "keyed_uniforms");
+  return u;
+}
+
 }  // namespace vispec::kernels::cuda

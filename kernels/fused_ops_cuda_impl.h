@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <tuple>
 
 namespace vispec::kernels::cuda {
@@ -17,5 +18,8 @@ torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv, const torch::Tensor& 
                                  int64_t n_kv_head, bool half_split);
 torch::Tensor sample_next_cuda(const torch::Tensor& logits, const torch::Tensor& u, double temperature, int64_t top_k,
                                double top_p, const torch::Tensor& nonfinite);
+
+torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids, const torch::Tensor& positions,
+                                  const std::optional<torch::Tensor>& draws, int64_t seed, int64_t purpose);
 
 }  // namespace vispec::kernels::cuda

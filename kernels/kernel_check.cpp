@@ -13,7 +13,7 @@ namespace vispec::kernels {
 
 namespace {
 
-constexpr const char* kFused = "fused-1";
+constexpr const char* kFused = "fused-2";
 constexpr const char* kComposite = "composite";
 
 thread_local bool composite_only = false;
@@ -83,6 +83,16 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
         problem = "sample_next (temperature " + std::to_string(c.temperature) + ", top_k " + std::to_string(c.top_k) +
                   ", top_p " + std::to_string(c.top_p) + ") drew other tokens";
     }
+    // The keyed uniforms: the same bits (integer arithmetic, then one exact conversion).
+    const auto ids = torch::tensor({int64_t(0), int64_t(7), (int64_t(1) << 40) + 3}, torch::kInt64);
+    const auto positions = torch::arange(12, torch::kInt64).view({3, 4}) * 977;
+    const auto draws = positions.remainder(5);
+    for (const auto& d : {std::optional<torch::Tensor>(), std::optional<torch::Tensor>(draws)}) {
+      const auto gpu = keyed_uniforms(ids.to(device), positions.to(device),
+                                      d ? std::optional<torch::Tensor>(d->to(device)) : std::nullopt, -5, 2);
+      if (problem.empty() && !torch::equal(gpu.cpu(), keyed_uniforms(ids, positions, d, -5, 2)))
+        problem = "keyed_uniforms drew other numbers";
+    }
     return problem;
   } catch (const std::exception& e) {
     const std::string what = e.what();
@@ -112,9 +122,15 @@ std::string kernel_set(const c10::Device& device, c10::ScalarType dtype) {
   return found->second ? kFused : kComposite;
 }
 
-bool use_fused(const at::Tensor& x) {
+bool use_fused(const c10::Device& device, c10::ScalarType dtype) {
   if (composite_only || torch::GradMode::is_enabled()) return false;
-  return x.device().is_cpu() || kernel_set(x.device(), x.scalar_type()) == kFused;
+  return device.is_cpu() || kernel_set(device, dtype) == kFused;
+}
+
+bool use_fused(const at::Tensor& x) { return use_fused(x.device(), x.scalar_type()); }
+
+bool use_fused(const at::Tensor& x, const at::Tensor& operand) {
+  return operand.scalar_type() == x.scalar_type() && use_fused(x);
 }
 
 CompositeOnly::CompositeOnly() : before_(composite_only) { composite_only = true; }

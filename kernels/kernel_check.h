@@ -14,14 +14,20 @@ namespace at { class Tensor; }
 namespace vispec::kernels {
 
 // The kernels a run with this device and dtype computes with, which decide its outputs' last bits, so the
-// job's identity records it: "fused-1" (bump the number whenever a kernel's arithmetic changes) or
+// job's identity records it: "fused-2" (bump the number whenever a kernel's arithmetic changes) or
 // "composite" (a CUDA device whose kernels were not built or failed their check). On a GPU the first call
 // runs the check.
 std::string kernel_set(const c10::Device& device, c10::ScalarType dtype);
 
-// Whether a forward over x takes the fused operators: no gradient is being recorded (they have none), no
-// CompositeOnly is alive on this thread, and x's device and dtype use the "fused" kernel set.
+// Whether work on this device in this dtype takes the fused operators: no gradient is being recorded (they
+// have none), no CompositeOnly is alive on this thread, and the device and dtype use the "fused" kernel set.
+bool use_fused(const c10::Device& device, c10::ScalarType dtype);
+// use_fused for a forward over x.
 bool use_fused(const at::Tensor& x);
+// use_fused for a forward over x with an operand (a weight, a cache) that must then have x's dtype: each fused
+// operator takes one dtype, so a layer whose operand is in another (a cache kept in float32 under bfloat16
+// activations, say) takes the composite formulas.
+bool use_fused(const at::Tensor& x, const at::Tensor& operand);
 
 // While alive, forwards on this thread take the composite formulas (tests hold the fused path against them).
 class CompositeOnly {

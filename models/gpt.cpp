@@ -33,7 +33,7 @@ AttentionImpl::AttentionImpl(const GptConfig& c, const torch::TensorOptions& opt
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
                                      const AttentionMask& mask, KvCache* cache, int64_t layer) {
-  if (cache && !q_norm && cache->keys(layer).scalar_type() == x.scalar_type() && kernels::use_fused(x))
+  if (cache && !q_norm && kernels::use_fused(x, cache->keys(layer)))
     return forward_fused(x, rope, mask, *cache, layer);
   const int64_t B = x.size(0), T = x.size(1);
   torch::Tensor q, k, v;
@@ -74,7 +74,7 @@ FeedForwardImpl::FeedForwardImpl(const GptConfig& c, const torch::TensorOptions&
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  if (w1->weight.scalar_type() == x.scalar_type() && kernels::use_fused(x))
+  if (kernels::use_fused(x, w1->weight))
     return w2(kernels::silu_mul(at::linear(x, merged_w13.of({&w1->weight, &w3->weight}))));
   return w2(torch::silu(w1(x)) * w3(x));
 }
@@ -88,7 +88,7 @@ TransformerBlockImpl::TransformerBlockImpl(const GptConfig& c, const torch::Tens
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
                                             const AttentionMask& mask, KvCache* cache, int64_t layer) {
-  if (ffn_norm->weight.scalar_type() == x.scalar_type() && kernels::use_fused(x)) {
+  if (kernels::use_fused(x, ffn_norm->weight)) {
     // The residual add and the FFN's norm in one operator.
     const auto [h, normed] =
         kernels::add_rms_norm(x, attention(attention_norm(x), rope, mask, cache, layer), ffn_norm->weight, ffn_norm->eps);

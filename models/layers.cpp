@@ -46,7 +46,7 @@ const torch::Tensor& MergedWeights::of(std::initializer_list<torch::Tensor*> par
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  if (weight.scalar_type() == x.scalar_type() && kernels::use_fused(x)) return kernels::rms_norm(x, weight, eps);
+  if (kernels::use_fused(x, weight)) return kernels::rms_norm(x, weight, eps);
   auto xf = x.to(torch::kFloat32);
   auto y = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return y.to(x.scalar_type()) * weight;

@@ -14,6 +14,7 @@
 #include "decoding/sjd.h"
 #include "exact_distribution.h"
 #include "kernels/kernel_check.h"
+#include "kernels/keyed_uniforms.h"
 #include "models/load.h"
 #include "models/model_config.h"
 #include "scheduler/nccl_data_parallel.h"
@@ -134,7 +135,7 @@ TEST(Devices, KvCacheDecodingEqualsAFullForwardOnCuda) {
 TEST(Devices, FusedCudaKernelsEqualTheirCpuReference) {
   if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16})
-    EXPECT_EQ(kernels::kernel_set(cuda(), dtype), "fused-1") << dtype;
+    EXPECT_EQ(kernels::kernel_set(cuda(), dtype), "fused-2") << dtype;
   torch::NoGradGuard no_grad;
   auto gpt = test::tiny_gpt(1);
   gpt->to(cuda());
@@ -155,6 +156,23 @@ TEST(Devices, FusedCudaKernelsEqualTheirCpuReference) {
   const double worst = (decode(true) - decode(false)).abs().max().item<double>();
   std::cout << "fused against composite on CUDA: max logit difference " << worst << "\n";
   EXPECT_LE(worst, 1e-3);
+}
+
+// The keyed uniforms drawn inside the CUDA kernel have the host generator's bits, and so does the tensor
+// generator that replaces it where the kernels are not used.
+TEST(Devices, KeyedUniformsOnCudaEqualTheHostGenerator) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  torch::manual_seed(5);
+  const auto ids = torch::tensor({int64_t(0), int64_t(3), (int64_t(1) << 40) + 9, (int64_t(1) << 62) + 1}, torch::kInt64);
+  const auto positions = torch::randint(0, int64_t(1) << 31, {4, 50}, torch::kInt64);
+  const auto draws = torch::randint(0, 1 << 24, {4, 50}, torch::kInt64);
+  for (const uint64_t seed : {uint64_t(0), (uint64_t(1) << 63) + 77}) {
+    const auto host = uniforms_at(seed, ids, positions, Purpose::kAccept, draws);
+    EXPECT_TRUE(torch::equal(uniforms_at(seed, ids.to(cuda()), positions.to(cuda()), Purpose::kAccept,
+                                         draws.to(cuda())).cpu(), host));
+    EXPECT_TRUE(torch::equal(philox_uniforms(seed, ids.to(cuda()), positions.to(cuda()), Purpose::kAccept,
+                                             draws.to(cuda())).cpu(), host));
+  }
 }
 
 TEST(Devices, SamplerOnCudaPicksTheSameTokensAsOnCpu) {

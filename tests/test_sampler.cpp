@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
+#include "kernels/keyed_uniforms.h"
 #include "decoding/sampler.h"
 
 namespace vispec {
