@@ -9,6 +9,7 @@ namespace vispec {
 torch::Tensor cfg_combine(const torch::Tensor& logits, double scale) {
   const int64_t B = logits.size(0) / 2;
   VISPEC_ASSERT(logits.size(0) == 2 * B, "CFG needs [cond; uncond] rows");
+  if (kernels::use_fused(logits)) return kernels::cfg_mix(logits, scale);  // the formula below, in one pass
   auto c = logits.narrow(0, 0, B).to(torch::kFloat32), u = logits.narrow(0, B, B).to(torch::kFloat32);
   return u + scale * (c - u);
 }

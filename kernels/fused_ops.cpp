@@ -40,6 +40,7 @@ TORCH_LIBRARY(vispec, m) {
         "int n_kv_head, bool half_split) -> Tensor");
   m.def("attend_cache(Tensor q, Tensor k_cache, Tensor v_cache, int keys, Tensor? mask, bool causal) -> Tensor");
   m.def("sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> Tensor");
+  m.def("cfg_mix(Tensor logits, float scale) -> Tensor");
   m.def("keyed_uniforms(Tensor sample_ids, Tensor positions, Tensor? draws, int seed, int purpose) -> Tensor");
 }
 
@@ -49,6 +50,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("silu_mul", &cpu::silu_mul);
   m.impl("rope_write_kv", &cpu::rope_write_kv);
   m.impl("sample_next", &cpu::sample_next);
+  m.impl("cfg_mix", &cpu::cfg_mix);
   m.impl("keyed_uniforms", &cpu::keyed_uniforms);
 }
 
@@ -61,6 +63,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("silu_mul", &cuda::silu_mul_cuda);
   m.impl("rope_write_kv", &cuda::rope_write_kv_cuda);
   m.impl("sample_next", &cuda::sample_next_cuda);
+  m.impl("cfg_mix", &cuda::cfg_mix_cuda);
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
 }
 #endif
@@ -103,6 +106,11 @@ at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double tem
   static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, double, int64_t, double,
                                            const at::Tensor&)>("vispec::sample_next");
   return op.call(logits, u, temperature, top_k, top_p, nonfinite);
+}
+
+at::Tensor cfg_mix(const at::Tensor& logits, double scale) {
+  static const auto op = handle<at::Tensor(const at::Tensor&, double)>("vispec::cfg_mix");
+  return op.call(logits, scale);
 }
 
 at::Tensor keyed_uniforms(const at::Tensor& sample_ids, const at::Tensor& positions,

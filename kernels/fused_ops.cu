@@ -232,6 +232,14 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
   if (threadIdx.x == 0) tokens[row] = found;
 }
 
+template <typename T>
+__global__ void cfg_mix_kernel(const T* __restrict__ logits, float* __restrict__ out, int64_t n, float scale) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float c = to_float(logits[i]), u = to_float(logits[n + i]);
+    out[i] = __fadd_rn(u, __fmul_rn(__fsub_rn(c, u), scale));
+  }
+}
+
 __global__ void keyed_uniforms_kernel(const int64_t* __restrict__ ids, const int64_t* __restrict__ positions,
                                       const int64_t* __restrict__ draws, double* __restrict__ u, int64_t B,
                                       int64_t C, uint64_t seed, uint32_t purpose) {
@@ -297,6 +305,14 @@ int sample_next(const float* logits, const double* u, int64_t* tokens, bool* non
   sample_next_kernel<<<unsigned(B), kSampleThreads, 0, stream>>>(logits, u, tokens, nonfinite, V, t, top_k,
                                                                  top_p < 1.0 ? float(1.0 - top_p) : 0.f);
   return int(cudaGetLastError());
+}
+
+int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale, CUstream_st* stream) {
+  if (n == 0) return 0;
+  return by_dtype(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    cfg_mix_kernel<T><<<blocks_for(n, 256), 256, 0, stream>>>(static_cast<const T*>(logits), out, n, scale);
+  });
 }
 
 int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B,

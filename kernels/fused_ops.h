@@ -54,6 +54,11 @@ at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at
 at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double temperature, int64_t top_k,
                        double top_p, const at::Tensor& nonfinite);
 
+// Classifier-free guidance: logits [2B, ...] laid out [cond; uncond] (float32, bfloat16 or float16) -> float32
+// [B, ...], u + scale (c - u) with c and u in float32 and the scale rounded to float32, as the composite
+// formula (decoding/sampler.h's cfg_combine) computes it, bit for bit.
+at::Tensor cfg_mix(const at::Tensor& logits, double scale);
+
 // The keyed uniforms of core/rng.h for tensors of keys, on their device: sample_ids [B] int64, positions
 // [B, C] int64, draws [B, C] int64 or none (draw 0) -> float64 [B, C], element (b, c) being
 // uniform(RngKey{seed, sample_ids[b]}, positions[b][c], purpose, draws[b][c]) bit for bit (core/philox.h's

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.h"
@@ -284,6 +285,35 @@ torch::Tensor sample_next(const torch::Tensor& logits_in, const torch::Tensor& u
   });
   if (std::any_of(bad.begin(), bad.end(), [](char b) { return b != 0; })) nonfinite.fill_(true);
   return tokens;
+}
+
+void check_cfg_mix(const torch::Tensor& logits) {
+  VISPEC_ASSERT(logits.dim() >= 1 && logits.size(0) % 2 == 0, "cfg_mix: logits ", logits.sizes(),
+                " are not [cond; uncond] rows");
+}
+
+torch::Tensor cfg_mix(const torch::Tensor& logits_in, double scale) {
+  check_cfg_mix(logits_in);
+  const auto logits = logits_in.contiguous();
+  auto sizes = logits.sizes().vec();
+  sizes[0] /= 2;
+  auto out = torch::empty(sizes, logits.options().dtype(torch::kFloat32));
+  const int64_t n = out.numel();
+  float* o = out.data_ptr<float>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "vispec::cfg_mix", [&] {
+    const scalar_t* cond = logits.data_ptr<scalar_t>();
+    at::parallel_for(0, n, 16384, [&](int64_t i0, int64_t i1) {
+      std::vector<float> c, u;
+      if (!std::is_same_v<scalar_t, float>) {  // a half-precision span in float32
+        c.assign(cond + i0, cond + i1);
+        u.assign(cond + n + i0, cond + n + i1);
+      }
+      const float* cp = c.empty() ? reinterpret_cast<const float*>(cond) + i0 : c.data();
+      const float* up = u.empty() ? reinterpret_cast<const float*>(cond) + n + i0 : u.data();
+      cfg_mix_f32(cp, up, float(scale), o + i0, i1 - i0);
+    });
+  });
+  return out;
 }
 
 void check_keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,

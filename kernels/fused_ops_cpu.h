@@ -24,6 +24,8 @@ void check_rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, co
                          const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head, int64_t n_kv_head);
 void check_sample_next(const torch::Tensor& logits, const torch::Tensor& u, const torch::Tensor& nonfinite);
 
+torch::Tensor cfg_mix(const torch::Tensor& logits, double scale);
+void check_cfg_mix(const torch::Tensor& logits);
 torch::Tensor keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,
                              const std::optional<torch::Tensor>& draws, int64_t seed, int64_t purpose);
 void check_keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,

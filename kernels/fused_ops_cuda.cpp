@@ -98,6 +98,19 @@ torch::Tensor sample_next_cuda(const torch::Tensor& logits_in, const torch::Tens
   return tokens;
 }
 
+torch::Tensor cfg_mix_cuda(const torch::Tensor& logits_in, double scale) {
+  cpu::check_cfg_mix(logits_in);
+  const c10::cuda::CUDAGuard guard(logits_in.device());
+  const auto logits = logits_in.contiguous();
+  auto sizes = logits.sizes().vec();
+  sizes[0] /= 2;
+  auto out = torch::empty(sizes, logits.options().dtype(torch::kFloat32));
+  check_launch(cfg_mix(dtype_of(logits), logits.data_ptr(), out.data_ptr<float>(), out.numel(), float(scale),
+                       stream_of(logits)),
+               "cfg_mix");
+  return out;
+}
+
 torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids_in, const torch::Tensor& positions_in,
                                   const std::optional<torch::Tensor>& draws_in, int64_t seed, int64_t purpose) {
   cpu::check_keyed_uniforms(sample_ids_in, positions_in, draws_in);

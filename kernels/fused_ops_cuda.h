@@ -25,6 +25,9 @@ int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t
 int sample_next(const float* logits, const double* u, int64_t* tokens, bool* nonfinite, int64_t B, int64_t V,
                 double temperature, int64_t top_k, double top_p, CUstream_st* stream);
 
+// logits [2, n] (cond, uncond) in dtype -> out [n] float: uncond + scale (cond - uncond).
+int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale, CUstream_st* stream);
+
 // ids [B], positions and draws (or nullptr: draw 0) [B, C] -> u [B, C], core/philox.h's keyed uniforms.
 int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B,
                    int64_t C, uint64_t seed, uint32_t purpose, CUstream_st* stream);

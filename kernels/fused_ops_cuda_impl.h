@@ -19,6 +19,7 @@ torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv, const torch::Tensor& 
 torch::Tensor sample_next_cuda(const torch::Tensor& logits, const torch::Tensor& u, double temperature, int64_t top_k,
                                double top_p, const torch::Tensor& nonfinite);
 
+torch::Tensor cfg_mix_cuda(const torch::Tensor& logits, double scale);
 torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids, const torch::Tensor& positions,
                                   const std::optional<torch::Tensor>& draws, int64_t seed, int64_t purpose);
 

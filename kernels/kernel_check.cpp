@@ -83,6 +83,10 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
         problem = "sample_next (temperature " + std::to_string(c.temperature) + ", top_k " + std::to_string(c.top_k) +
                   ", top_p " + std::to_string(c.top_p) + ") drew other tokens";
     }
+    // Guidance: the same bits (three float32 operations, rounded once each on both sides).
+    const auto pair = pattern({2, 3, 70}, 0.2, dtype) * 4;
+    if (problem.empty() && !torch::equal(cfg_mix(pair.to(device), 2.5).cpu(), cfg_mix(pair, 2.5)))
+      problem = "cfg_mix mixed other logits";
     // The keyed uniforms: the same bits (integer arithmetic, then one exact conversion).
     const auto ids = torch::tensor({int64_t(0), int64_t(7), (int64_t(1) << 40) + 3}, torch::kInt64);
     const auto positions = torch::arange(12, torch::kInt64).view({3, 4}) * 977;

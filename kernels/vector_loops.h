@@ -14,4 +14,7 @@ void silu_f32(const float* gate, float* out, int64_t n);
 // out[i] = out[i] * by[i]. The arrays do not overlap.
 void multiply_f32(float* out, const float* by, int64_t n);
 
+// out[i] = uncond[i] + scale (cond[i] - uncond[i]): classifier-free guidance. The arrays do not overlap.
+void cfg_mix_f32(const float* cond, const float* uncond, float scale, float* out, int64_t n);
+
 }  // namespace vispec::kernels::cpu

@@ -106,6 +106,27 @@ TEST(FusedOps, SharedExpIsWithinOneUlpAndTheVectorLoopEqualsTheScalar) {
   }
 }
 
+// Guidance in one pass gives the composite formula's bits, from float32 and bfloat16 logits of a step and a
+// block.
+TEST(FusedOps, CfgMixEqualsTheCompositeFormulaBitForBit) {
+  torch::manual_seed(11);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    for (const auto& shape : {std::vector<int64_t>{6, 513}, std::vector<int64_t>{4, 5, 300}}) {
+      const auto logits = (torch::randn(shape) * 7).to(dtype);
+      for (const double scale : {1.0, 4.0, 7.5}) {
+        const auto fused = cfg_combine(logits, scale);
+        torch::Tensor composite;
+        {
+          kernels::CompositeOnly plain;
+          composite = cfg_combine(logits, scale);
+        }
+        EXPECT_TRUE(torch::equal(fused, composite)) << dtype << " " << logits.sizes() << " scale " << scale;
+        EXPECT_EQ(fused.scalar_type(), torch::kFloat32);
+      }
+    }
+  }
+}
+
 TEST(FusedOps, NormsAndGateEqualTheCompositeFormulas) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(11);
