@@ -26,10 +26,10 @@ torch::Tensor tree_masks(const std::vector<DraftTree>& trees, int64_t T) {
   return mask;
 }
 
-TreeTables tree_tables(const std::vector<DraftTree>& trees, int64_t T, torch::Device device) {
+TreeTables tree_tables(const std::vector<DraftTree>& trees, int64_t T, torch::Device device, int64_t slots) {
   const int64_t B = int64_t(trees.size());
   std::vector<std::vector<std::vector<int64_t>>> children;
-  int64_t C = 1;
+  int64_t C = std::max<int64_t>(1, slots);
   for (const auto& tree : trees) {
     children.push_back(tree.children());
     for (const auto& c : children.back()) C = std::max(C, int64_t(c.size()));

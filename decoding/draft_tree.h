@@ -33,11 +33,12 @@ TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<in
 
 // Every row's tree as tensors on `device`, padded to T nodes, for the batched walk (decoding/verify.h):
 // token and depth [B, T] (padding: token 0, depth 0), children [B, T, C] each node's children best first, -1 in
-// the unused slots (C: the most children any node has).
+// the unused slots (C: the most children any node has, at least `slots`: a decoder that passes its shape's
+// top-k gets tables, and walks, of one width whatever trees it drew).
 struct TreeTables {
   torch::Tensor token, depth, children;
 };
-TreeTables tree_tables(const std::vector<DraftTree>& trees, int64_t T, torch::Device device);
+TreeTables tree_tables(const std::vector<DraftTree>& trees, int64_t T, torch::Device device, int64_t slots = 1);
 
 struct TreeShape {
   int64_t depth = 4;          // expansions after the root's children: drafts reach depth + 1 levels

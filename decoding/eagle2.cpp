@@ -108,14 +108,16 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     times.verify = clock.lap();
 
     // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read)
-    const auto tables = tree_tables(trees, in.tokens.size(1), device);
+    // Levels and child slots from the shapes, not from the trees drawn: the walk's operators are then the same
+    // whatever trees the drafter grew (a level without children ends the walk as a leaf does).
     std::vector<int64_t> lengths(static_cast<size_t>(B)), roots_before = root_index;
-    int64_t levels = 0;
+    int64_t levels = 0, slots = 1;
     for (int64_t b = 0; b < B; ++b) {
-      lengths[size_t(b)] = shapes[size_t(b)].depth + 1;
-      const auto& d = trees[size_t(b)].depth;
-      levels = std::max(levels, *std::max_element(d.begin(), d.end()));
+      lengths[size_t(b)] = shapes[size_t(b)].depth + 1;  // a node's depth is at most its shape's depth + 1
+      levels = std::max(levels, lengths[size_t(b)]);
+      slots = std::max(slots, shapes[size_t(b)].top_k);
     }
+    const auto tables = tree_tables(trees, in.tokens.size(1), device, slots);
     const auto paths = rows.commit_tree(walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels),
                                         tables.token);
     for (int64_t b : active) {

@@ -154,11 +154,16 @@ torch::Tensor children_of(const TreeTables& tree, const torch::Tensor& node) {
 torch::Tensor node_values(const torch::Tensor& table, const torch::Tensor& node) {  // table [B, T] at node [B]
   return table.gather(1, node.clamp_min(0).view({-1, 1})).squeeze(1);
 }
+thread_local bool device_shaped_walks = false;
+
+// Whether a walk over t may take the CPU's shortcuts (DeviceShapedWalks).
+bool cpu_shortcuts(const torch::Tensor& t) { return t.device().is_cpu() && !device_shaped_walks; }
+
 // Whether any entry of a bool tensor may be set: read where reading is free (a CPU tensor; the walk then stops
 // testing when no row is left), assumed on a device, where the walk keeps its fixed shape and never waits.
 // The CPU read goes through memory, not item(): nothing waits, so it is not a host read in the op counts.
 bool may_hold(const torch::Tensor& flags) {
-  return !flags.device().is_cpu() || *flags.any().data_ptr<bool>();
+  return !cpu_shortcuts(flags) || *flags.any().data_ptr<bool>();
 }
 
 // pc [B, V] with each rejected row replaced by its rule's rejection distribution against q_hat. On a device
@@ -174,7 +179,7 @@ torch::Tensor after_rejections(const ChainRule& rule, const torch::Tensor& pc, c
     });
   };
   const int64_t B = pc.size(0);
-  if (!pc.device().is_cpu())
+  if (!cpu_shortcuts(pc))
     return torch::where(rejected.view({B, 1}), rejection(pc, q_hat, x, depth, near, lengths), pc);
   const auto rows = rejected.nonzero().view(-1);
   const int64_t R = rows.size(0);
@@ -298,6 +303,9 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
   }
   return w.verdict(L);
 }
+
+DeviceShapedWalks::DeviceShapedWalks() : before_(device_shaped_walks) { device_shaped_walks = true; }
+DeviceShapedWalks::~DeviceShapedWalks() { device_shaped_walks = before_; }
 
 TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,
                        const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,

@@ -106,7 +106,23 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
                                const std::vector<int64_t>& lengths, const torch::Tensor& limit, const TreeUniforms& u);
 // The walk of every row's tree from its newest token (the root): the walk's uniforms, then verify_tree at T > 0
 // or verify_tree_greedy at T = 0 on the verification forward's guided logits [B, T, V], each row accepting no
-// draft past its image. levels: the deepest node's depth; the rest as verify_tree.
+// draft past its image. levels: the deepest depth a node may have (deeper than the tree's deepest node walks
+// the same path: a level without children ends the walk as a leaf does); the rest as verify_tree.
+// On the CPU the walks stop testing once no row is left and compute rejection distributions only for the
+// rejected rows (reading which is free there); on a device they keep a fixed shape and never wait. While a
+// DeviceShapedWalks is alive, this thread's CPU walks take the device's shape too, so that a test on the CPU
+// counts the operators a GPU iteration issues.
+class DeviceShapedWalks {
+ public:
+  DeviceShapedWalks();
+  ~DeviceShapedWalks();
+  DeviceShapedWalks(const DeviceShapedWalks&) = delete;
+  DeviceShapedWalks& operator=(const DeviceShapedWalks&) = delete;
+
+ private:
+  bool before_;
+};
+
 TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,
                        const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,
                        int64_t levels, const torch::Tensor& node_q = {}, const torch::Tensor& q_slot = {});

@@ -18,6 +18,7 @@
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "decoding/ssd.h"
+#include "decoding/verify.h"
 #include "decoding/zipar.h"
 #include "kernels/kernel_check.h"
 #include "exact_distribution.h"
@@ -133,6 +134,34 @@ TEST(DecodeOpCounts, ArStepCastsAreTheFloat32IslandsOnly) {
     } else {
       EXPECT_LE(casts[torch::kBFloat16], 8.0 * double(config.n_layer) + 4.0);
       EXPECT_GE(casts[torch::kBFloat16], 8.0 * double(config.n_layer));  // the counter sees them
+    }
+  }
+}
+
+}  // namespace vispec
+
+namespace vispec {
+
+// An EAGLE-2 iteration issues the same operators whatever the tree's size: the growth, the walk and the
+// commit work on [rows, nodes] tensors, not node by node, and the walk's levels and child slots come from the
+// tree's shape. Counted per iteration, walking as a GPU does, for trees of 8, 16 and 32 nodes (depth 3, top-k
+// 4), at T = 0 and 1.
+TEST(DecodeOpCounts, Eagle2IterationOpsDoNotGrowWithTheTree) {
+  auto target = test::tiny_gpt(1);
+  auto eagle = test::tiny_eagle_drafter(target->config(), 4);
+  for (double temperature : {0.0, 1.0}) {
+    const auto p = test::guided_sampling(temperature);
+    std::map<int64_t, PerIteration> counts;
+    for (int64_t nodes : {8, 16, 32}) {
+      Eagle2Decoder eagle2("eagle2", target, eagle, p, TreeShape{3, 4, nodes}, AcceptanceParams{}, nullptr);
+      const DeviceShapedWalks as_on_a_gpu;  // no early exits read from the host, as a GPU walks
+      counts[nodes] = count_per_iteration(eagle2, 4);
+      std::cout << "eagle2 T=" << temperature << ", " << nodes << " nodes: " << counts[nodes].ops
+                << " ATen ops, " << counts[nodes].reads << " host reads per iteration\n";
+    }
+    for (const auto& [nodes, c] : counts) {
+      EXPECT_LE(c.ops, 1.01 * counts[8].ops) << nodes << " nodes, T = " << temperature;
+      EXPECT_LE(c.reads, counts[8].reads) << nodes << " nodes, T = " << temperature;
     }
   }
 }
