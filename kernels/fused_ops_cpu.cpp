@@ -302,14 +302,15 @@ torch::Tensor cfg_mix(const torch::Tensor& logits_in, double scale) {
   float* o = out.data_ptr<float>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "vispec::cfg_mix", [&] {
     const scalar_t* cond = logits.data_ptr<scalar_t>();
+    constexpr bool is_float = std::is_same_v<scalar_t, float>;
     at::parallel_for(0, n, 16384, [&](int64_t i0, int64_t i1) {
-      std::vector<float> c, u;
-      if (!std::is_same_v<scalar_t, float>) {  // a half-precision span in float32
+      std::vector<float> c, u;  // another dtype's span in float32
+      if (!is_float) {
         c.assign(cond + i0, cond + i1);
         u.assign(cond + n + i0, cond + n + i1);
       }
-      const float* cp = c.empty() ? reinterpret_cast<const float*>(cond) + i0 : c.data();
-      const float* up = u.empty() ? reinterpret_cast<const float*>(cond) + n + i0 : u.data();
+      const float* cp = is_float ? reinterpret_cast<const float*>(cond) + i0 : c.data();
+      const float* up = is_float ? reinterpret_cast<const float*>(cond) + n + i0 : u.data();
       cfg_mix_f32(cp, up, float(scale), o + i0, i1 - i0);
     });
   });
