@@ -42,10 +42,10 @@ at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint
 at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t positions,
                          Purpose purpose, uint32_t draw = 0);
 
-// The same numbers for tensors of keys, on their device, are kernels/keyed_uniforms.h's uniforms_at: one
-// operator (a host loop or a CUDA kernel over core/philox.h's body), or, where a GPU's kernels are not used,
-// this generator in tensor arithmetic:
-// Philox4x32-10 in int64 tensor arithmetic (32-bit words, products split so nothing overflows), on any device.
+// The same numbers for tensors of keys, on their device: Philox4x32-10 in int64 tensor arithmetic (32-bit
+// words, products split so nothing overflows), about 235 operations. Decode loops call kernels/keyed_uniforms.h's
+// uniforms_at instead, one operator over core/philox.h's body, which falls back to this where a GPU's kernels
+// are not used.
 at::Tensor philox_uniforms(uint64_t seed, const at::Tensor& sample_ids, const at::Tensor& positions, Purpose purpose,
                            const at::Tensor& draws);
 

@@ -304,8 +304,7 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
   return w.verdict(L);
 }
 
-DeviceShapedWalks::DeviceShapedWalks() : before_(device_shaped_walks) { device_shaped_walks = true; }
-DeviceShapedWalks::~DeviceShapedWalks() { device_shaped_walks = before_; }
+DeviceShapedWalks::DeviceShapedWalks() : set_(device_shaped_walks) {}
 
 TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,
                        const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,

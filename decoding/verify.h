@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "core/scoped_flag.h"
 #include "decoding/acceptance.h"
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decode_rows.h"
@@ -115,12 +116,9 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
 class DeviceShapedWalks {
  public:
   DeviceShapedWalks();
-  ~DeviceShapedWalks();
-  DeviceShapedWalks(const DeviceShapedWalks&) = delete;
-  DeviceShapedWalks& operator=(const DeviceShapedWalks&) = delete;
 
  private:
-  bool before_;
+  ScopedFlag set_;
 };
 
 TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,

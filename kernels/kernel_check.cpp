@@ -137,7 +137,6 @@ bool use_fused(const at::Tensor& x, const at::Tensor& operand) {
   return operand.scalar_type() == x.scalar_type() && use_fused(x);
 }
 
-CompositeOnly::CompositeOnly() : before_(composite_only) { composite_only = true; }
-CompositeOnly::~CompositeOnly() { composite_only = before_; }
+CompositeOnly::CompositeOnly() : set_(composite_only) {}
 
 }  // namespace vispec::kernels

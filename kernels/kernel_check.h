@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "core/scoped_flag.h"
+
 namespace at { class Tensor; }
 
 namespace vispec::kernels {
@@ -33,12 +35,9 @@ bool use_fused(const at::Tensor& x, const at::Tensor& operand);
 class CompositeOnly {
  public:
   CompositeOnly();
-  ~CompositeOnly();
-  CompositeOnly(const CompositeOnly&) = delete;
-  CompositeOnly& operator=(const CompositeOnly&) = delete;
 
  private:
-  bool before_;
+  ScopedFlag set_;
 };
 
 }  // namespace vispec::kernels
