@@ -47,6 +47,36 @@ VISPEC_HD float div(float a, float b) {
 #endif
 }
 
+// The same four in double precision (the tree walk's probabilities, kernels/tree_walk_body.h).
+VISPEC_HD double mul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+VISPEC_HD double add(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+VISPEC_HD double sub(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+VISPEC_HD double div(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
 // The float whose bits are `bits`.
 VISPEC_HD float float_from_bits(int32_t bits) {
 #if defined(__CUDA_ARCH__)

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "core/check.h"
 #include "core/rng.h"
 #include "decoding/sampler.h"
+#include "kernels/fused_ops.h"
+#include "kernels/kernel_check.h"
 
 namespace vispec {
 
@@ -306,11 +309,56 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
 
 DeviceShapedWalks::DeviceShapedWalks() : set_(device_shaped_walks) {}
 
+namespace {
+std::optional<torch::Tensor> optional(const torch::Tensor& t) {
+  return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;
+}
+
+// Cool-SD's w at depth 1 .. levels of each row's draft length [B, levels] float64 (past a row's length, its
+// last weight: cool_weights_at's clamp), for the fused walk.
+torch::Tensor cool_weight_table(const AcceptanceParams& params, const std::vector<int64_t>& lengths, int64_t levels,
+                                const torch::Device& device) {
+  const int64_t B = int64_t(lengths.size()), W = std::max<int64_t>(levels, 1);
+  std::vector<double> table;
+  table.reserve(size_t(B * W));
+  for (int64_t length : lengths) {
+    const auto w = cool_weights(params, std::max<int64_t>(length, 1));
+    for (int64_t d = 0; d < W; ++d) table.push_back(w[size_t(std::min<int64_t>(d, int64_t(w.size()) - 1))]);
+  }
+  return torch::tensor(table, torch::kFloat64).view({B, W}).to(device);
+}
+
+// The walk as one operator (kernels/fused_ops.h's tree_walk): one CUDA block per row, or its CPU reference.
+TreeVerdict fused_walk(const ChainRule& rule, const SamplingParams& params, const TreeTables& tree,
+                       const torch::Tensor& logits, const std::vector<int64_t>& lengths, int64_t levels,
+                       const torch::Tensor& node_q, const torch::Tensor& q_slot, const torch::Tensor& limit,
+                       const TreeUniforms& u) {
+  const auto& a = rule.params;
+  torch::Tensor p, target, q;
+  if (params.greedy())
+    target = greedy_tokens(logits);
+  else
+    p = target_probs(logits, params);
+  if (p.defined() && node_q.defined()) q = node_q.to(p.scalar_type());
+  const auto weights = a.rule == AcceptRule::kCoolSd ? cool_weight_table(a, lengths, levels, logits.device())
+                                                     : torch::Tensor();
+  const auto neighbours = a.needs_neighbours() && p.defined() ? rule.neighbours : torch::Tensor();
+  auto [path, accepted, next, sampled, tried] = kernels::tree_walk(
+      optional(p), optional(target), tree.token, tree.depth, tree.children, optional(q),
+      q.defined() ? optional(q_slot) : std::nullopt, optional(neighbours), optional(weights), i64(limit),
+      optional(u.accept), optional(u.resample), optional(u.sample), levels, int64_t(a.rule),
+      neighbours.defined() ? a.k : 0, a.delta, a.lambda, a.optimal_resampling);
+  return {path, accepted, next, sampled, tried};
+}
+}  // namespace
+
 TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,
                        const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,
                        int64_t levels, const torch::Tensor& node_q, const torch::Tensor& q_slot) {
   const auto u = tree_uniforms(rows, levels, tree.children.size(2), rule, params.greedy());
   const auto limit = rows.cells() - rows.n;  // drafts each row may still accept: the cells after its root
+  if (kernels::use_fused(logits.device(), torch::kFloat32))
+    return fused_walk(rule, params, tree, logits, lengths, levels, node_q, q_slot, limit, u);
   return params.greedy() ? verify_tree_greedy(rule, greedy_tokens(logits), tree, lengths, limit, u)
                          : verify_tree(rule, target_probs(logits, params), tree, node_q, q_slot, lengths, limit, u);
 }

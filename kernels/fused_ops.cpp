@@ -42,6 +42,10 @@ TORCH_LIBRARY(vispec, m) {
   m.def("sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> Tensor");
   m.def("cfg_mix(Tensor logits, float scale) -> Tensor");
   m.def("keyed_uniforms(Tensor sample_ids, Tensor positions, Tensor? draws, int seed, int purpose) -> Tensor");
+  m.def("tree_walk(Tensor? p, Tensor? target, Tensor token, Tensor depth, Tensor children, Tensor? node_q, "
+        "Tensor? q_slot, Tensor? neighbours, Tensor? weights, Tensor limit, Tensor? u_accept, Tensor? u_resample, "
+        "Tensor? u_sample, int levels, int rule, int k, float delta, float lambda, bool optimal) "
+        "-> (Tensor, Tensor, Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) {
@@ -52,6 +56,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("sample_next", &cpu::sample_next);
   m.impl("cfg_mix", &cpu::cfg_mix);
   m.impl("keyed_uniforms", &cpu::keyed_uniforms);
+  m.impl("tree_walk", &cpu::tree_walk);
 }
 
 TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) { m.impl("attend_cache", &attend_cache_composite); }
@@ -65,6 +70,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("sample_next", &cuda::sample_next_cuda);
   m.impl("cfg_mix", &cuda::cfg_mix_cuda);
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
+  m.impl("tree_walk", &cuda::tree_walk_cuda);
 }
 #endif
 
@@ -118,6 +124,23 @@ at::Tensor keyed_uniforms(const at::Tensor& sample_ids, const at::Tensor& positi
   static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
                                            int64_t, int64_t)>("vispec::keyed_uniforms");
   return op.call(sample_ids, positions, draws, seed, purpose);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> tree_walk(
+    const std::optional<at::Tensor>& p, const std::optional<at::Tensor>& target, const at::Tensor& token,
+    const at::Tensor& depth, const at::Tensor& children, const std::optional<at::Tensor>& node_q,
+    const std::optional<at::Tensor>& q_slot, const std::optional<at::Tensor>& neighbours,
+    const std::optional<at::Tensor>& weights, const at::Tensor& limit, const std::optional<at::Tensor>& u_accept,
+    const std::optional<at::Tensor>& u_resample, const std::optional<at::Tensor>& u_sample, int64_t levels,
+    int64_t rule, int64_t k, double delta, double lambda, bool optimal) {
+  using Optional = const std::optional<at::Tensor>&;
+  using Tensor = const at::Tensor&;
+  static const auto op =
+      handle<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+          Optional, Optional, Tensor, Tensor, Tensor, Optional, Optional, Optional, Optional, Tensor, Optional, Optional,
+          Optional, int64_t, int64_t, int64_t, double, double, bool)>("vispec::tree_walk");
+  return op.call(p, target, token, depth, children, node_q, q_slot, neighbours, weights, limit, u_accept, u_resample,
+                 u_sample, levels, rule, k, delta, lambda, optimal);
 }
 
 }  // namespace vispec::kernels

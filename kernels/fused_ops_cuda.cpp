@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "kernels/fused_ops_cpu.h"
 #include "kernels/fused_ops_cuda.h"
+#include "kernels/tree_walk_op.h"
 
 namespace vispec::kernels::cuda {
 
@@ -127,6 +128,22 @@ torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids_in, const torc
                               stream_of(positions)),
                "keyed_uniforms");
   return u;
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> tree_walk_cuda(
+    const std::optional<torch::Tensor>& p, const std::optional<torch::Tensor>& target, const torch::Tensor& token,
+    const torch::Tensor& depth, const torch::Tensor& children, const std::optional<torch::Tensor>& node_q,
+    const std::optional<torch::Tensor>& q_slot, const std::optional<torch::Tensor>& neighbours,
+    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit, const std::optional<torch::Tensor>& u_accept,
+    const std::optional<torch::Tensor>& u_resample, const std::optional<torch::Tensor>& u_sample, int64_t levels,
+    int64_t rule, int64_t k, double delta, double lambda, bool optimal) {
+  const c10::cuda::CUDAGuard guard(token.device());
+  const auto c = prepare_tree_walk(p, target, token, depth, children, node_q, q_slot, neighbours, weights, limit,
+                                   u_accept, u_resample, u_sample, levels, rule, k, delta, lambda, optimal);
+  const int error = c.dtype == torch::kFloat64 ? tree_walk(c.args<double>(), c.B, stream_of(token))
+                                               : tree_walk(c.args<float>(), c.B, stream_of(token));
+  check_launch(error, "tree_walk");
+  return c.outputs();
 }
 
 }  // namespace vispec::kernels::cuda

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "kernels/tree_walk_body.h"
+
 struct CUstream_st;
 
 namespace vispec::kernels::cuda {
@@ -31,6 +33,10 @@ int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale,
 // ids [B], positions and draws (or nullptr: draw 0) [B, C] -> u [B, C], core/philox.h's keyed uniforms.
 int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B,
                    int64_t C, uint64_t seed, uint32_t purpose, CUstream_st* stream);
+
+// The tree walk of kernels/tree_walk_body.h, one block of walk::kLanes threads per row (kernels/tree_walk.cu).
+int tree_walk(const walk::Args<float>& args, int64_t B, CUstream_st* stream);
+int tree_walk(const walk::Args<double>& args, int64_t B, CUstream_st* stream);
 
 const char* error_string(int error);
 

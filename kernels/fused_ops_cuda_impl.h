@@ -23,4 +23,12 @@ torch::Tensor cfg_mix_cuda(const torch::Tensor& logits, double scale);
 torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids, const torch::Tensor& positions,
                                   const std::optional<torch::Tensor>& draws, int64_t seed, int64_t purpose);
 
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> tree_walk_cuda(
+    const std::optional<torch::Tensor>& p, const std::optional<torch::Tensor>& target, const torch::Tensor& token,
+    const torch::Tensor& depth, const torch::Tensor& children, const std::optional<torch::Tensor>& node_q,
+    const std::optional<torch::Tensor>& q_slot, const std::optional<torch::Tensor>& neighbours,
+    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit, const std::optional<torch::Tensor>& u_accept,
+    const std::optional<torch::Tensor>& u_resample, const std::optional<torch::Tensor>& u_sample, int64_t levels,
+    int64_t rule, int64_t k, double delta, double lambda, bool optimal);
+
 }  // namespace vispec::kernels::cuda

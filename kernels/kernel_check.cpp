@@ -13,7 +13,7 @@ namespace vispec::kernels {
 
 namespace {
 
-constexpr const char* kFused = "fused-2";
+constexpr const char* kFused = "fused-3";
 constexpr const char* kComposite = "composite";
 
 thread_local bool composite_only = false;
@@ -32,6 +32,50 @@ std::string differs(const char* what, const torch::Tensor& a, const torch::Tenso
   if (torch::allclose(gpu, ref, tolerance, tolerance)) return "";
   return std::string(what) + " differs by " + std::to_string((gpu - ref).abs().max().item<float>());
 }
+
+#ifdef VISPEC_CUDA_KERNELS
+// The tree walk on a small tree (0 -> 1, 2; 1 -> 3; 3 -> 4) in two rows, one whose uniforms accept and one
+// whose uniforms reject, under each rule, sampling and greedy: the same paths and tokens as the CPU reference.
+std::string check_tree_walk(const c10::Device& device) {
+  const int64_t B = 2, T = 5, C = 2, V = 64, L = 3;
+  const auto token = torch::tensor({0, 7, 11, 3, 5}, torch::kInt64).repeat({B, 1});
+  const auto depth = torch::tensor({0, 1, 1, 2, 3}, torch::kInt64).repeat({B, 1});
+  const auto children =
+      torch::tensor({1, 2, 3, -1, -1, -1, 4, -1, -1, -1}, torch::kInt64).view({1, T, C}).repeat({B, 1, 1});
+  const auto p = torch::softmax(pattern({B, T, V}, 0.5, torch::kFloat32) * 3, -1);
+  const auto node_q = torch::softmax(pattern({B, T, V}, 1.1, torch::kFloat32) * 3, -1);
+  const auto q_slot = torch::arange(T, torch::kInt64).repeat({B, 1});
+  const auto target = p.argmax(-1);
+  const auto neighbours = (torch::arange(V, torch::kInt64).view({V, 1}) + torch::arange(1, 9, torch::kInt64)) % V;
+  const auto weights = torch::tensor({0.7, 1.2, 0.9, 0.5, 1.1, 0.8}, torch::kFloat64).view({B, L});
+  const auto limit = torch::tensor({int64_t(4), int64_t(4)}, torch::kInt64);
+  const auto u_accept = torch::stack({torch::full({L, C}, 0.001, torch::kFloat64), torch::full({L, C}, 0.999, torch::kFloat64)});
+  const auto u_resample = torch::tensor({0.3, 0.6, 0.1, 0.8, 0.45, 0.2, 0.9, 0.55}, torch::kFloat64).view({B, L + 1});
+  const auto u_sample = 1.0 - u_resample;
+  auto on = [&](const torch::Tensor& t, const c10::Device& d) { return std::optional<torch::Tensor>(t.to(d)); };
+  for (int64_t rule = 0; rule <= 3; ++rule)
+    for (int variant = 0; variant < 3; ++variant) {  // sampling, sampling with node_q, greedy
+      const bool greedy = variant == 2, with_q = variant == 1, lantern = rule == 1 || rule == 2;
+      auto walk = [&](const c10::Device& d) {
+        return tree_walk(greedy ? std::nullopt : on(p, d), greedy ? on(target, d) : std::nullopt, token.to(d),
+                         depth.to(d), children.to(d), with_q ? on(node_q, d) : std::nullopt,
+                         with_q ? on(q_slot, d) : std::nullopt, lantern && !greedy ? on(neighbours, d) : std::nullopt,
+                         rule == 3 ? on(weights, d) : std::nullopt, limit.to(d), on(u_accept, d), on(u_resample, d),
+                         on(u_sample, d), L, rule, lantern && !greedy ? 8 : 0, 0.3, 2.0, false);
+      };
+      const auto gpu = walk(device), cpu = walk(torch::kCPU);
+      const bool same = torch::equal(std::get<0>(gpu).cpu(), std::get<0>(cpu)) &&
+                        torch::equal(std::get<1>(gpu).cpu(), std::get<1>(cpu)) &&
+                        torch::equal(std::get<2>(gpu).cpu(), std::get<2>(cpu)) &&
+                        torch::equal(std::get<3>(gpu).cpu(), std::get<3>(cpu)) &&
+                        torch::equal(std::get<4>(gpu).cpu(), std::get<4>(cpu));
+      if (!same)
+        return "tree_walk (rule " + std::to_string(rule) + (greedy ? ", greedy" : with_q ? ", with q" : "") +
+               ") walked otherwise";
+    }
+  return "";
+}
+#endif
 
 // Every CUDA kernel on small inputs beside its CPU reference: "" when all agree, else what went wrong.
 std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
@@ -97,6 +141,7 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
       if (problem.empty() && !torch::equal(gpu.cpu(), keyed_uniforms(ids, positions, d, -5, 2)))
         problem = "keyed_uniforms drew other numbers";
     }
+    if (problem.empty()) problem = check_tree_walk(device);
     return problem;
   } catch (const std::exception& e) {
     const std::string what = e.what();
