@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
+#include <ctime>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
@@ -19,6 +21,26 @@ std::string plot_data(const nlohmann::json& r) {
                      d["fid"].get<double>(), d["class_agreement"].get<double>());
   return s;
 }
+
+// While alive, a write into a pipe whose reader is gone (gnuplot missing: `sh` exits at once) fails with EPIPE
+// on this thread instead of killing the process with SIGPIPE; a SIGPIPE it raised is consumed on the way out.
+class PipeSignalBlocked {
+ public:
+  PipeSignalBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &before_);
+  }
+  ~PipeSignalBlocked() {
+    const timespec now{0, 0};
+    while (sigtimedwait(&pipe_, nullptr, &now) == SIGPIPE) {
+    }
+    pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+  }
+
+ private:
+  sigset_t pipe_, before_;
+};
 
 void write_plot(const nlohmann::json& r, const std::string& png) {
   const std::string data = png + ".dat.tmp", tmp_png = png + ".tmp.png";
@@ -38,6 +60,7 @@ void write_plot(const nlohmann::json& r, const std::string& png) {
       "unset multiplot\n",
       fmt::arg("out", tmp_png), fmt::arg("title", title), fmt::arg("data", data),
       fmt::arg("base", r["baseline"].get<std::string>()));
+  const PipeSignalBlocked no_sigpipe;
   FILE* gp = popen("gnuplot 2>&1", "w");
   int status = -1;
   if (gp) {

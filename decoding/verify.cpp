@@ -38,6 +38,61 @@ torch::Tensor at_index(const torch::Tensor& t, const torch::Tensor& idx) {
 }
 }  // namespace
 
+namespace {
+std::optional<torch::Tensor> optional(const torch::Tensor& t) {
+  return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;
+}
+
+// Cool-SD's w at depth 1 .. levels of each row's draft length [B, levels] float64 (past a row's length, its
+// last weight: cool_weights_at's clamp), for the fused walk.
+torch::Tensor cool_weight_table(const AcceptanceParams& params, const std::vector<int64_t>& lengths, int64_t levels,
+                                const torch::Device& device) {
+  const int64_t B = int64_t(lengths.size()), W = std::max<int64_t>(levels, 1);
+  std::vector<double> table;
+  table.reserve(size_t(B * W));
+  for (int64_t length : lengths) {
+    const auto w = cool_weights(params, std::max<int64_t>(length, 1));
+    for (int64_t d = 0; d < W; ++d) table.push_back(w[size_t(std::min<int64_t>(d, int64_t(w.size()) - 1))]);
+  }
+  return torch::tensor(table, torch::kFloat64).view({B, W}).to(device);
+}
+
+// A chain as the tree walk's input (kernels/fused_ops.h's tree_walk): node j <= G is the context after j drafts,
+// node j + 1 (draft j) its one child while j < count. Walking it is the chain rule: accept draft j against
+// p_j and q_j (Cool-SD's weight at depth j + 1), at the first rejection resample at that position, and where
+// no draft is left (all accepted, or count reached) draw the bonus token of p there. p_or_target: the
+// target's distributions [B, G + 1, V], or its argmax [B, G + 1] when greedy.
+ChainVerdict fused_chain(const ChainRule& rule, const torch::Tensor& p_or_target, bool greedy, const torch::Tensor& q,
+                         const torch::Tensor& drafts, const torch::Tensor& count, const ChainUniforms& u) {
+  const int64_t B = drafts.size(0), G = drafts.size(1);
+  const auto device = drafts.device();
+  const auto x = i64(drafts);
+  const auto j = torch::arange(G + 1, x.options()).view({1, G + 1});
+  const auto children = torch::where(j < i64(count).to(device).view({B, 1}), j + 1, -1).unsqueeze(-1);
+  const auto token = torch::cat({torch::zeros({B, 1}, x.options()), x}, 1);
+  const auto depth = j.expand({B, G + 1}).contiguous();
+  const auto& a = rule.params;
+  const auto weights = a.rule == AcceptRule::kCoolSd
+                           ? cool_weight_table(a, std::vector<int64_t>(size_t(B), rule.length), G, device)
+                           : torch::Tensor();
+  const bool nn = a.needs_neighbours() && !greedy;
+  const auto node_q = greedy ? torch::Tensor() : q.to(p_or_target.scalar_type());
+  const auto q_slot = greedy ? torch::Tensor() : j.clamp_max(G - 1).expand({B, G + 1}).contiguous();
+  auto [path, accepted, next, sampled, tried] = kernels::tree_walk(
+      greedy ? std::nullopt : optional(p_or_target), greedy ? optional(i64(p_or_target)) : std::nullopt, token, depth,
+      children, optional(node_q), optional(q_slot), optional(nn ? rule.neighbours : torch::Tensor()),
+      optional(weights), torch::full({B}, G + 1, x.options()),
+      u.accept.defined() ? optional(u.accept.to(device).view({B, G, 1})) : std::nullopt, optional(u.resample),
+      optional(u.sample), G, int64_t(a.rule), nn ? a.k : 0, a.delta, a.lambda, a.optimal_resampling);
+  return {accepted, next};
+}
+
+// Whether the chain rule runs as the fused walk: where the fused operators run, for chains of one draft or more.
+bool fused_chains(const torch::Tensor& drafts) {
+  return drafts.size(1) > 0 && kernels::use_fused(drafts.device(), torch::kFloat32);
+}
+}  // namespace
+
 ChainRule chain_rule(const AcceptanceParams& params, const CodebookNeighbours* neighbours, int64_t length,
                      torch::Device device) {
   ChainRule rule{params, torch::Tensor(), length};
@@ -63,6 +118,7 @@ ChainUniforms chain_uniforms(const DecodeRows& rows, int64_t G, const ChainRule&
 
 ChainVerdict verify_chain(const ChainRule& rule, const torch::Tensor& p, const torch::Tensor& q,
                           const torch::Tensor& drafts, const torch::Tensor& count, const ChainUniforms& u) {
+  if (fused_chains(drafts)) return fused_chain(rule, p, false, q, drafts, count, u);
   const int64_t B = drafts.size(0), G = drafts.size(1), V = p.size(-1);
   const auto x = i64(drafts);
   const bool nn = rule.params.needs_neighbours();
@@ -85,6 +141,7 @@ ChainVerdict verify_chain(const ChainRule& rule, const torch::Tensor& p, const t
 
 ChainVerdict verify_chain_greedy(const ChainRule& rule, const torch::Tensor& target, const torch::Tensor& drafts,
                                  const torch::Tensor& count, const ChainUniforms& u) {
+  if (fused_chains(drafts)) return fused_chain(rule, target, true, torch::Tensor(), drafts, count, u);
   const int64_t B = drafts.size(0), G = drafts.size(1);
   auto ok = i64(drafts).eq(target.narrow(1, 0, G)).logical_and(within_count(count, G));
   if (rule.params.rule == AcceptRule::kCoolSd) {  // a weight below 1 accepts a match only by chance
@@ -310,24 +367,6 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
 DeviceShapedWalks::DeviceShapedWalks() : set_(device_shaped_walks) {}
 
 namespace {
-std::optional<torch::Tensor> optional(const torch::Tensor& t) {
-  return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;
-}
-
-// Cool-SD's w at depth 1 .. levels of each row's draft length [B, levels] float64 (past a row's length, its
-// last weight: cool_weights_at's clamp), for the fused walk.
-torch::Tensor cool_weight_table(const AcceptanceParams& params, const std::vector<int64_t>& lengths, int64_t levels,
-                                const torch::Device& device) {
-  const int64_t B = int64_t(lengths.size()), W = std::max<int64_t>(levels, 1);
-  std::vector<double> table;
-  table.reserve(size_t(B * W));
-  for (int64_t length : lengths) {
-    const auto w = cool_weights(params, std::max<int64_t>(length, 1));
-    for (int64_t d = 0; d < W; ++d) table.push_back(w[size_t(std::min<int64_t>(d, int64_t(w.size()) - 1))]);
-  }
-  return torch::tensor(table, torch::kFloat64).view({B, W}).to(device);
-}
-
 // The walk as one operator (kernels/fused_ops.h's tree_walk): one CUDA block per row, or its CPU reference.
 TreeVerdict fused_walk(const ChainRule& rule, const SamplingParams& params, const TreeTables& tree,
                        const torch::Tensor& logits, const std::vector<int64_t>& lengths, int64_t levels,

@@ -15,6 +15,7 @@
 #include "decoding/draft_tree.h"
 #include "decoding/verify.h"
 #include "kernels/fused_ops.h"
+#include "kernels/kernel_check.h"
 
 namespace vispec {
 
@@ -177,6 +178,53 @@ TEST(TreeWalk, TheOperatorWalksAsTheCompositeWalkForEveryRule) {
   std::cout << walks << " walks: " << deep << " accepted two drafts or more, " << rejected << " rejected a child\n";
   EXPECT_GT(deep, walks / 10) << walks << " walks";
   EXPECT_GT(rejected, walks / 5) << walks << " walks";
+}
+
+// The chain rule (SD, SJD, SSD's first row) runs as the same walk over a tree of one child per node.
+TEST(TreeWalk, ChainsWalkAsTheCompositeChainRule) {
+  const int64_t B = 16, G = 5, V = 200;
+  int64_t rows = 0, accepted_some = 0, rejected_some = 0;
+  for (int64_t seed : {11, 12, 13}) {
+    torch::manual_seed(seed);
+    const auto q = torch::softmax(torch::randn({B, G, V}) * 2, -1);
+    const auto drafts = torch::multinomial(q.reshape({B * G, V}), 1).view({B, G});
+    // The target mostly agrees with the drafts, so that chains run long and reject too.
+    auto logits = torch::randn({B, G + 1, V});
+    logits.narrow(1, 0, G).scatter_add_(2, drafts.unsqueeze(2), torch::full({B, G, 1}, 3.0));
+    const auto p = torch::softmax(logits, -1);
+    auto target = p.argmax(-1);
+    target.narrow(1, 0, G).copy_(torch::where(torch::rand({B, G}) < 0.7, drafts, target.narrow(1, 0, G)));
+    const auto count = torch::randint(0, G + 1, {B}, torch::kInt64).clamp_min(G - 1);
+    ChainUniforms u{torch::rand({B, G}, torch::kFloat64), torch::rand({B, G + 1}, torch::kFloat64),
+                    torch::rand({B, G + 1}, torch::kFloat64)};
+    const auto neighbours = torch::stack([&] {
+      std::vector<torch::Tensor> near;
+      for (int64_t x = 0; x < V; ++x) near.push_back(torch::randperm(V, torch::kInt64).narrow(0, 0, 40));
+      return near;
+    }());
+    for (const auto& r : every_rule()) {
+      const ChainRule rule{r.params, neighbours, G};
+      for (bool greedy : {false, true}) {
+        ChainVerdict composite;
+        {
+          const kernels::CompositeOnly reference;
+          composite = greedy ? verify_chain_greedy(rule, target, drafts, count, u)
+                             : verify_chain(rule, p, q, drafts, count, u);
+        }
+        const auto fused = greedy ? verify_chain_greedy(rule, target, drafts, count, u)
+                                  : verify_chain(rule, p, q, drafts, count, u);
+        EXPECT_TRUE(torch::equal(fused.accepted, composite.accepted)) << r.name << (greedy ? " greedy" : "");
+        EXPECT_TRUE(torch::equal(fused.next, composite.next)) << r.name << (greedy ? " greedy" : "");
+        rows += B;
+        accepted_some += fused.accepted.gt(1).sum().item<int64_t>();
+        rejected_some += fused.accepted.lt(count).sum().item<int64_t>();
+      }
+    }
+  }
+  std::cout << rows << " chains: " << accepted_some << " accepted two drafts or more, " << rejected_some
+            << " rejected one\n";
+  EXPECT_GT(accepted_some, rows / 10);
+  EXPECT_GT(rejected_some, rows / 5);
 }
 
 TEST(TreeWalk, RefusesInputsOfTheWrongShape) {
