@@ -7,7 +7,8 @@
 #   device run, carry [".gpu-carry"], timeout_s 300: bash scripts/gpu_check.sh --quick    # there; results in $OUT
 #
 #   bash scripts/gpu_check.sh [--quick] [--cpu] [--binaries DIR] [--build-dir DIR] [--tests REGEX]
-#                             [--step-cost-args "..."] [--bench-set KEY=VALUE]... [--deadline SECONDS] [OUTDIR]
+#                             [--step-cost-args "..."] [--bench-set KEY=VALUE]... [--demo-set KEY=VALUE]...
+#                             [--skip STEP[,STEP...]] [--deadline SECONDS] [OUTDIR]
 #   bash scripts/gpu_check.sh --deps-only [--binaries DIR]   # prints the decisions below as JSON, and exits
 #
 # What comes from where, decided one by one (a machine may have MPI, HDF5 and spdlog but no pcre2.h):
@@ -48,7 +49,10 @@
 # the matching tests (ctest -R, or the matching gtest names); --step-cost-args replaces the step-cost sizes (with
 # --quick: "--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"); --bench-set overrides a field
 # of bench/gpu-quick.yaml in both runs (vispec bench --set; repeatable; e.g. prompts=FILE, or decoders=[...] with
-# fewer). OUTDIR defaults to $OUT, else out/gpu-check.
+# fewer); --demo-set likewise for both demo runs (vispec run --set; e.g. images_per_prompt=20, so that a demo
+# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, bench_b1, bench_b8,
+# demo_fp32, demo_bf16: the summary records them as skipped), so that a short second run measures only what
+# it is for. OUTDIR defaults to $OUT, else out/gpu-check.
 # Environment, for tests of the decisions on a machine that lacks things (tests/gpu_check_deps.sh):
 #   VISPEC_GPU_CHECK_SYSROOT  where /usr/include, the library directories and the tools are looked up (default /)
 #   VISPEC_GPU_CHECK_LDCONFIG a file of `ldconfig -p` output read instead of the machine's loader cache
@@ -59,7 +63,7 @@ cd "$(dirname "$0")/.." || exit 2
 src=$(pwd)
 
 cpu=0 quick=0 deps_only=0 build="" binaries_dir="" tests_regex="" outdir="" deadline=""
-step_cost_args="" step_cost_args_set=0 bench_sets=()
+step_cost_args="" step_cost_args_set=0 bench_sets=() demo_sets=() skip_steps=","
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu=1 ;;
@@ -70,6 +74,8 @@ while [ $# -gt 0 ]; do
     --tests) tests_regex=$2; shift ;;
     --step-cost-args) step_cost_args=$2; step_cost_args_set=1; shift ;;
     --bench-set) bench_sets+=(--set "$2"); shift ;;
+    --demo-set) demo_sets+=(--set "$2"); shift ;;
+    --skip) skip_steps=",$2,"; shift ;;
     --deadline) deadline=$2; shift ;;
     -h|--help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
     -*) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
@@ -305,6 +311,11 @@ failed=0
 step() {
   local name=$1 budget=$(($2 * budget_factor)) t0 rc seconds left
   shift 2
+  if [[ "$skip_steps" == *",$name,"* ]]; then
+    echo "gpu_check: $name skipped (--skip)"
+    steps_json="$steps_json${steps_json:+,}\"$name\": {\"seconds\": 0, \"exit\": null, \"budget\": 0, \"skipped\": true}"
+    return 0
+  fi
   left=$((deadline_at - $(date +%s) - 5))
   [ "$budget" -gt "$left" ] && budget=$left
   if [ "$budget" -lt 5 ]; then
@@ -538,15 +549,16 @@ gtest_summary() {  # the gtest summary lines of log $1, on one line
 }
 run_in() { cd "$1" && shift && "$@"; }
 demos() {
-  step demo_fp32 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-fp32" --new --set device=$device
-  step demo_bf16 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-bf16" --new --set device=$device --set model.dtype=bf16
+  step demo_fp32 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-fp32" --new --set device=$device "${demo_sets[@]}"
+  step demo_bf16 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-bf16" --new --set device=$device \
+    --set model.dtype=bf16 "${demo_sets[@]}"
 }
 if [ $quick = 1 ]; then
   tests_runner="vispec_tests --gtest_filter (the CUDA cases and PhaseClock)"
   filter='Devices.*Cuda*:Devices.*Gpu*:*Cuda*:*CudaGraph*:PhaseClock.*'
   step cuda_tests 60 run_in "$work" "$tests_bin" --gtest_filter="$filter"
-  tests_line=$(gtest_summary "$logs/cuda_tests.log")
-  skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}.*/\1/p' "$logs/cuda_tests.log" | head -1)
+  [ -f "$logs/cuda_tests.log" ] && tests_line=$(gtest_summary "$logs/cuda_tests.log") &&
+    skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}.*/\1/p' "$logs/cuda_tests.log" | head -1)
   skipped=${skipped:-0}
   [ $step_cost_args_set = 1 ] || step_cost_args="--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"
   # shellcheck disable=SC2086  # step_cost_args is a list of options
