@@ -48,7 +48,8 @@ TreeWalkCall prepare_tree_walk(const std::optional<torch::Tensor>& p, const std:
                 p ? "both" : "neither");
   VISPEC_ASSERT(token.dim() == 2 && children.dim() == 3 && levels >= 0 && rule >= walk::kExact &&
                     rule <= walk::kCoolSd,
-                "tree_walk: token ", token.sizes(), ", children ", children.sizes(), ", levels ", levels, ", rule ", rule);
+                "tree_walk: token ", token.sizes(), ", children ", children.sizes(), ", levels ", levels, ", rule ",
+                rule);
   TreeWalkCall c;
   const auto device = token.device();
   const int64_t B = token.size(0), T = token.size(1), C = children.size(2), L = levels;
@@ -114,9 +115,10 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
     const std::optional<torch::Tensor>& p, const std::optional<torch::Tensor>& target, const torch::Tensor& token,
     const torch::Tensor& depth, const torch::Tensor& children, const std::optional<torch::Tensor>& node_q,
     const std::optional<torch::Tensor>& q_slot, const std::optional<torch::Tensor>& neighbours,
-    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit, const std::optional<torch::Tensor>& u_accept,
-    const std::optional<torch::Tensor>& u_resample, const std::optional<torch::Tensor>& u_sample, int64_t levels,
-    int64_t rule, int64_t k, double delta, double lambda, bool optimal) {
+    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit,
+    const std::optional<torch::Tensor>& u_accept, const std::optional<torch::Tensor>& u_resample,
+    const std::optional<torch::Tensor>& u_sample, int64_t levels, int64_t rule, int64_t k, double delta, double lambda,
+    bool optimal) {
   const auto c = prepare_tree_walk(p, target, token, depth, children, node_q, q_slot, neighbours, weights, limit,
                                    u_accept, u_resample, u_sample, levels, rule, k, delta, lambda, optimal);
   auto walk_rows = [&](auto zero) {

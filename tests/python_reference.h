@@ -28,18 +28,18 @@ inline PythonReference python_reference(const std::string& script, const std::st
                                         const std::vector<std::string>& imports = {}) {
   namespace fs = std::filesystem;
   PythonReference r;
-  const std::string probe = std::string(VISPEC_TORCH_PYTHON) + " -c 'import " + module + "' > /dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0) {
-    r.missing = std::string(VISPEC_TORCH_PYTHON) + " lacks " + module + " (scripts/setup.sh)";
-    return r;
-  }
   const std::string path = std::string(VISPEC_SOURCE_DIR) + "/tests/" + script + ".py";
   std::ostringstream text;
   text << std::ifstream(path).rdbuf();
   for (const auto& other : imports) text << std::ifstream(std::string(VISPEC_SOURCE_DIR) + "/tests/" + other + ".py").rdbuf();
   r.dir = fs::temp_directory_path() / ("vispec_" + script + "_" + std::to_string(std::hash<std::string>{}(text.str())));
   r.made = fs::exists(r.dir / "done");
-  if (r.made) return r;
+  if (r.made) return r;  // (made by another test process: no Python to start, not even for the probe below)
+  const std::string probe = std::string(VISPEC_TORCH_PYTHON) + " -c 'import " + module + "' > /dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0) {
+    r.missing = std::string(VISPEC_TORCH_PYTHON) + " lacks " + module + " (scripts/setup.sh)";
+    return r;
+  }
   const auto mine = fs::path(r.dir.string() + "." + std::to_string(::getpid()));
   fs::remove_all(mine);
   fs::create_directories(mine);

@@ -42,7 +42,9 @@ WalkCase random_case(int64_t B, int64_t T, int64_t C, int64_t V, uint64_t seed) 
     const int64_t nodes = 1 + int64_t(gen() % uint64_t(T));
     for (int64_t i = 1; i < nodes; ++i) {
       // (a recent node mostly: deep trees)
-      auto pick = [&] { return gen() % 4 ? i - 1 - int64_t(gen() % uint64_t(std::min<int64_t>(i, 3))) : int64_t(gen() % uint64_t(i)); };
+      auto pick = [&] {
+        return gen() % 4 ? i - 1 - int64_t(gen() % uint64_t(std::min<int64_t>(i, 3))) : int64_t(gen() % uint64_t(i));
+      };
       int64_t parent = pick();
       while (kids[size_t(parent)] >= C) parent = int64_t(gen() % uint64_t(i));
       ++kids[size_t(parent)];
