@@ -5,7 +5,10 @@
 #include "apps/commands.h"
 #include "io/distill_index.h"
 #include "io/distill_schema.h"
+#include "core/check.h"
+#include "io/atomic_file.h"
 #include "scheduler/journal.h"
+#include "scheduler/output_lock.h"
 
 namespace vispec {
 
@@ -23,6 +26,8 @@ void add_distill_commands(CLI::App& app, Action& action) {
   index->add_option("out", out, "the run's output directory")->required();
   index->callback([&action] {
     action = [] {
+      VISPEC_CHECK(file_exists(out + "/journal.jsonl"), out, ": no vispec run here (no journal.jsonl)");
+      const OutputLock lock(out);  // one writer: a running job writes its own index when it ends
       const auto units = distill_units(Journal(out).done());
       build_distill_index(out, units);
       std::cout << describe_h5(distill_index_path(out));

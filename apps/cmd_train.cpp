@@ -8,6 +8,7 @@
 #include "core/device.h"
 #include "scheduler/nccl_data_parallel.h"
 #include "scheduler/mpi_node_weights.h"
+#include "scheduler/output_lock.h"
 #include "train/trainers.h"
 
 namespace vispec {
@@ -19,11 +20,14 @@ namespace {
 int run_trainer(TrainOptions& o, const std::function<void()>& train) {
   MpiSession session;
   if (session.size() == 1) {
+    const OutputLock lock(o.out_dir);  // one writer per training directory: its checkpoints and log
     train();
     return kExitOk;
   }
   if (session.rank() != 0) spdlog::set_level(spdlog::level::warn);  // rank 0 reports for all
   try {
+    std::unique_ptr<OutputLock> lock;  // rank 0 writes the checkpoints and the log
+    if (session.rank() == 0) lock = std::make_unique<OutputLock>(o.out_dir);
     o.local_rank = session.local_rank();  // a node's ranks train on its GPUs in turn
     o.parallel = make_data_parallel(session, pick_device(o.device, o.local_rank));
     if (o.read_weights == "once_per_node") o.node_weights = std::make_shared<MpiNodeWeights>(session);
@@ -52,6 +56,8 @@ void add_common(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--log-every", o.log_every)->capture_default_str();
   cmd->add_option("--checkpoint-every", o.checkpoint_every)->capture_default_str();
   cmd->add_option("--seed", o.seed)->capture_default_str();
+  cmd->add_flag("--resume-with-other-options", o.resume_with_other_options,
+                "resume a checkpoint although --batch-size, --lr, --warmup or --seed differ from its");
   cmd->add_option("--read-weights", o.read_weights,
                   "frozen models' weights under mpirun: every_rank, or once_per_node (a node's first rank reads)")
       ->check(CLI::IsMember({"every_rank", "once_per_node"}))

@@ -31,19 +31,29 @@ int verify(const std::string& out, bool repair, int threads) {
   Journal journal(out);
   const auto check = check_outputs(out, journal.done(), /*checksums=*/true,
                                    threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())));
+  // A file the file system cannot read is neither whole nor damaged: say so, and repair nothing.
+  const auto& unreadable = check.unreadable;
+  VISPEC_CHECK(unreadable.empty(), unreadable.empty() ? "" : unreadable.front(),
+               unreadable.size() > 1 ? " (and " + std::to_string(unreadable.size() - 1) + " more files)" : "",
+               ": unreadable, so whether it is whole is unknown; nothing was repaired");
   std::vector<int64_t> broken;
   for (const auto& b : check.broken) {
     broken.push_back(b.unit);
     for (const auto& p : b.problems) std::cout << "unit " << b.unit << ": " << p << "\n";
   }
+  // metrics.jsonl, summary.json and the distillation index, against the journal (rebuilt by a rerun).
+  const auto assembled = check_assembled_outputs(out, journal.done());
+  for (const auto& p : assembled) std::cout << p << "\n";
   std::cout << "verify " << out << ": " << journal.done().size() << " units journaled, " << check.files_checked
             << " files checked, " << broken.size() << " broken unit(s)";
+  if (!assembled.empty()) std::cout << ", " << assembled.size() << " assembled file(s) not the journal's";
   if (check.units_unlisted > 0)
     std::cout << ", " << check.units_unlisted << " unit(s) journaled without a file list (not checked)";
   std::cout << std::endl;
-  if (broken.empty()) return kExitOk;
+  if (broken.empty() && assembled.empty()) return kExitOk;
   if (!repair) {
-    std::cout << "run `vispec verify " << out << " --repair`, then rerun the job: it recomputes these units"
+    std::cout << "run `vispec verify " << out << " --repair`, then rerun the job: it recomputes "
+              << (broken.empty() ? "metrics.jsonl, summary.json and the distillation index" : "these units")
               << std::endl;
     return kExitBrokenOutputs;
   }
@@ -54,6 +64,7 @@ int verify(const std::string& out, bool repair, int threads) {
     fs::remove(distill_unit_path(out, u));
   }
   fs::remove(summary_path(out));
+  fs::remove(metrics_path(out));  // both rebuilt by the rerun, from the journal
   if (fs::exists(distill_index_path(out))) build_distill_index(out, distill_units(journal.done()));
   std::cout << "repaired: " << broken.size() << " unit(s) un-journaled; rerun the job to recompute them"
             << std::endl;

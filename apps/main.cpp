@@ -2,6 +2,7 @@
 // main() only parses the command line, runs the chosen command and turns errors into exit codes.
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "apps/commands.h"
@@ -35,6 +36,12 @@ int main(int argc, char** argv) {
     return vispec::kExitUserError;
   }
   vispec::init_logging(log_level);
+  // HDF5 would look for the unit files of a distillation index under this prefix instead of beside the index,
+  // that is, read files outside the run's directory: vispec's indexes always map the files beside them.
+  if (const char* prefix = std::getenv("HDF5_VDS_PREFIX")) {
+    spdlog::warn("HDF5_VDS_PREFIX={} is ignored: a distillation index maps the unit files beside it", prefix);
+    ::unsetenv("HDF5_VDS_PREFIX");
+  }
   try {
     return action();
   } catch (const vispec::Error& e) {

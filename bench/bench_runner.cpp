@@ -42,7 +42,8 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   const auto model = load_model_config(c.model_config);
   const auto sample_plan = plan_samples(model, c.prompts_file, c.images_per_prompt, /*unit_size=*/1);
   VISPEC_CHECK(sample_plan.errors.empty(), sample_plan.errors.front().message);  // a bench judges every prompt
-  const auto samples = read_samples(model, c.prompts_file, c.images_per_prompt, {}, 0, sample_plan.id_count);
+  const auto samples =
+      read_samples(model, c.prompts_file, c.prompts_file, c.images_per_prompt, {}, 0, sample_plan.id_count);
   set_threads(c.threads);
   const auto device = pick_device(c.device);
   auto models = load_models(model, device);

@@ -9,6 +9,8 @@
 //   fs-error@U        the worker decoding unit U meets a std::filesystem error
 //   json-error@U      the worker decoding unit U meets a JSON parse error
 //   kill-at-step@S    a trainer SIGKILLs itself as step S starts (after the checkpoints before it)
+//   kill-in-checkpoint@S   a trainer SIGKILLs itself with step S's checkpoint files written, before they are
+//                     put in place
 //   train-error@S     a trainer's step S fails (std::runtime_error), as a rank's failure mid-training
 // Unset (always, in production), every check is one integer comparison.
 #pragma once

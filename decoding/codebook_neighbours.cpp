@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <filesystem>
 
 #include "core/check.h"
@@ -54,7 +57,9 @@ CodebookNeighbours CodebookNeighbours::cached(const torch::Tensor& codebook, int
     t.codes_ = shape[0];
     t.columns_ = shape[1];
     t.table_ = std::move(data);
-    return t;
+    const auto problem = t.disagrees_with(codebook);
+    if (problem.empty()) return t;
+    spdlog::warn("{}: not this codebook's neighbours ({}): built again", path, problem);
   }
   auto t = build(codebook, columns);
   std::error_code ec;
@@ -66,6 +71,39 @@ CodebookNeighbours CodebookNeighbours::cached(const torch::Tensor& codebook, int
     spdlog::warn("could not cache the codebook neighbour table: {}", ex.what());
   }
   return t;
+}
+
+std::string CodebookNeighbours::disagrees_with(const torch::Tensor& codebook) const {
+  const auto e = codebook.to(torch::kCPU, torch::kFloat64);
+  if (e.size(0) != codes_) return std::to_string(codes_) + " codes, the codebook has " + std::to_string(e.size(0));
+  for (const int32_t c : table_)
+    if (c < 0 || c >= codes_) return "a code " + std::to_string(c) + " out of range";
+  // Sixteen rows spread over the table: each row's codes are other codes than its own, distinct, in
+  // ascending distance, and the first is at the nearest distance any other code has (within rounding: the
+  // build's distances come from a block of rows, these from one).
+  constexpr int64_t kRows = 16;
+  for (int64_t i = 0; i < kRows; ++i) {
+    const int64_t c = i * (codes_ - 1) / (kRows - 1);
+    const auto d = (e - e[c]).pow(2).sum(1).sqrt();
+    const auto dist = d.accessor<double, 1>();
+    double nearest = std::numeric_limits<double>::infinity();
+    for (int64_t o = 0; o < codes_; ++o)
+      if (o != c) nearest = std::min(nearest, dist[o]);
+    const int32_t* r = row(c);
+    std::vector<int32_t> seen(r, r + columns_);
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end())
+      return "row " + std::to_string(c) + " repeats a code";
+    const double tolerance = 1e-9 * std::max(1.0, nearest);
+    for (int64_t j = 0; j < columns_; ++j) {
+      if (r[j] == c) return "row " + std::to_string(c) + " holds its own code";
+      if (j > 0 && dist[r[j]] < dist[r[j - 1]] - tolerance)
+        return "row " + std::to_string(c) + " is not in ascending distance";
+    }
+    if (std::abs(dist[r[0]] - nearest) > tolerance)
+      return "row " + std::to_string(c) + " does not start at the nearest code";
+  }
+  return "";
 }
 
 torch::Tensor CodebookNeighbours::tensor(torch::Device device) const {

@@ -2,7 +2,8 @@
 // the raw codebook weights (LANTERN's generate_codebook.py: raw embedding.weight, no normalisation, self
 // excluded, ascending distance). Only the first `columns` neighbours are kept (rules read k of them).
 // Built once per VQ model and cached as .npy under a key made of the codebook's bytes, so any process on
-// any rank that asks for the same codebook reads the same file.
+// any rank that asks for the same codebook reads the same file; a cached file is checked against the codebook
+// before it is used.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,6 +22,9 @@ class CodebookNeighbours {
   // Reads cache_dir/codebook-neighbours-<hash>-<N>x<columns>.npy, or builds it and writes it there (atomic
   // rename, so concurrent ranks at worst build it twice). Empty cache_dir: build without caching.
   static CodebookNeighbours cached(const torch::Tensor& codebook, int64_t columns, const std::string& cache_dir);
+  // Why this table cannot be `codebook`'s (checked on sixteen rows; a cached file is checked before use, and
+  // built again if it fails), or "" if it can.
+  std::string disagrees_with(const torch::Tensor& codebook) const;
   // $VISPEC_CACHE, else $XDG_CACHE_HOME/vispec, else $HOME/.cache/vispec.
   static std::string default_cache_dir();
 

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "models/load.h"
+#include "models/load.h"
 
 namespace vispec {
 
@@ -169,6 +170,19 @@ std::string describe_decoders() {
     out << "  fields (defaults): " << line << "\n";
   }
   return out.str();
+}
+
+void check_decoder_weights(const DecoderConfig& c, const ModelConfig& model) {
+  check_decoder_model(c, model);
+  const auto meta = torch::TensorOptions().device(torch::kMeta);
+  if (reads(c, Drafter::kDraftGpt))
+    check_weights_file(*Gpt(model.draft_gpt, meta), model.draft_gpt_weights, {}, model.draft_gpt_keys);
+  if (reads(c, Drafter::kEagleHead)) (void)load_eagle_drafter(model.eagle_head, model);
+  if (reads(c, Drafter::kSsdHeads)) (void)load_ssd_heads(model.ssd_heads, model);
+  if (reads(c, Drafter::kMulo)) {
+    check_weights_file(*Gpt(model.mulo.gpt, meta), model.mulo.gpt_weights, {}, model.mulo.gpt_keys);
+    check_weights_file(*MuloResamplers(model.mulo.resamplers), model.mulo.resamplers_weights);
+  }
 }
 
 DecoderModels load_decoder_models(const DecoderConfig& c, const ModelConfig& model, Gpt target, VqModel vq,

@@ -72,6 +72,10 @@ struct DecoderRegistration {
   explicit DecoderRegistration(DecoderEntry entry);
 };
 
+// Checks, before a job writes anything, that every drafter file the decoder reads fits its model: names and
+// shapes from the files' headers (the GPT drafters, MuLo-SD's resamplers), the heads read and checked against
+// the target as loading them does (they are small). One line naming the file if not.
+void check_decoder_weights(const DecoderConfig& config, const ModelConfig& model);
 // Loads what the decoder's drafters need (in the target's dtype, on `device`) and the codebook neighbours.
 DecoderModels load_decoder_models(const DecoderConfig& config, const ModelConfig& model, Gpt target, VqModel vq,
                                   torch::Device device);

@@ -43,8 +43,13 @@ void AtomicFile::write(const void* data, size_t size) {
 
 FileDigest AtomicFile::commit(bool sync_directory) {
   VISPEC_CHECK(::fsync(fd_) == 0, path_, ": fsync failed: ", std::strerror(errno));
-  ::close(fd_);
+  const int closed = ::close(fd_);  // (a network file system may report a failed write only here)
+  const int close_error = errno;
   fd_ = -1;
+  if (closed != 0) {
+    ::unlink(tmp_.c_str());
+    VISPEC_FAIL(path_, ": close failed: ", std::strerror(close_error));
+  }
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp_.c_str());
@@ -84,11 +89,11 @@ void make_directories(const std::string& dir) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  VISPEC_CHECK(in.good(), path, ": cannot read: ", std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  // Every read checked (io/file_digest.h's read_chunks): a failed read is an error naming the file, never a
+  // shorter file.
+  std::string s;
+  read_chunks(path, [&](const char* data, size_t size) { s.append(data, size); });
+  return s;
 }
 
 bool file_exists(const std::string& path) {

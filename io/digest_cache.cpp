@@ -52,7 +52,7 @@ FileDigest cached_file_digest(const std::string& path) {
       hit = parse_crc32_hex(j["crc32"].get<std::string>(), found.crc32);
       found.bytes = key["bytes"].get<int64_t>();
     }
-    if (hit) return found;
+    if (hit && !in.bad()) return found;  // (a cache that cannot be read whole costs a digest, never a wrong one)
   }
   const auto digest = digest_file(path);
   std::error_code ec;

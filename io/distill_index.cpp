@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
+#include <set>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
@@ -51,6 +54,28 @@ void copy_root_attributes(hid_t from_file, hid_t to, const std::vector<std::stri
 void write_table_column(hid_t group, const char* name, const std::vector<int64_t>& values, const std::string& where) {
   auto ds = h5::create_dataset(group, name, H5T_STD_I64LE, {hsize_t(values.size())}, {}, 0, where);
   if (!values.empty()) h5::write_rows(ds.get(), H5T_NATIVE_INT64, 0, values.size(), values.data(), where);
+}
+}  // namespace
+
+namespace {
+// What a row of the index reads as when its unit file is missing (moved, deleted): a value no row of data can
+// hold, never zeros that look like data. Floats NaN, bf16 states stored as uint16 bf16's NaN (0x7FC0), signed
+// integers (tokens, ids, classes) -1.
+void set_missing_fill(hid_t dcpl, hid_t type, bool bf16, const std::string& path) {
+  herr_t status = 0;
+  if (H5Tget_class(type) == H5T_FLOAT) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    status = H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &nan);
+  } else if (H5Tget_class(type) == H5T_INTEGER && H5Tget_sign(type) == H5T_SGN_NONE) {
+    const uint16_t bf16_nan = 0x7FC0;
+    const unsigned long long all_ones = ~0ull;
+    status = bf16 ? H5Pset_fill_value(dcpl, H5T_NATIVE_UINT16, &bf16_nan)
+                  : H5Pset_fill_value(dcpl, H5T_NATIVE_ULLONG, &all_ones);
+  } else if (H5Tget_class(type) == H5T_INTEGER) {
+    const long long minus_one = -1;
+    status = H5Pset_fill_value(dcpl, H5T_NATIVE_LLONG, &minus_one);
+  }
+  VISPEC_CHECK(status >= 0, path, ": HDF5 fill value failed");
 }
 }  // namespace
 
@@ -120,6 +145,7 @@ void build_distill_index(const std::string& out_dir, const std::vector<DistillUn
         h5::Handle vspace(H5Screate_simple(rank, dims.data(), nullptr), H5Sclose);
         h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
         H5Pset_obj_track_times(dcpl.get(), false);  // a rebuilt index equals the first, byte for byte
+        set_missing_fill(dcpl.get(), type.get(), H5Aexists(ds.get(), "dtype") > 0, path);
         for (size_t i = 0; i < units.size(); ++i) {
           if (lengths[i] == 0) continue;
           std::vector<hsize_t> start(static_cast<size_t>(rank), 0), count = dims;
@@ -148,6 +174,28 @@ void build_distill_index(const std::string& out_dir, const std::vector<DistillUn
   ::close(fd);
   VISPEC_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": rename failed");
   fsync_directory(out_dir + "/distill");
+}
+
+void check_index_mappings(const std::string& index_path, const std::vector<DistillUnitRef>& units) {
+  std::set<std::string> allowed;
+  for (const auto& u : units) allowed.insert(unit_file_name(u.unit));
+  h5::Handle file = h5::open_file(index_path);
+  for (const char* name : kRowDatasets) {
+    if (H5Lexists(file.get(), name, H5P_DEFAULT) <= 0) continue;
+    h5::Handle ds(h5::check(H5Dopen2(file.get(), name, H5P_DEFAULT), index_path, "dataset open"), H5Dclose);
+    h5::Handle dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
+    if (H5Pget_layout(dcpl.get()) != H5D_VIRTUAL) continue;
+    size_t count = 0;
+    h5::check(H5Pget_virtual_count(dcpl.get(), &count), index_path, "virtual mapping count");
+    for (size_t i = 0; i < count; ++i) {
+      const ssize_t n = H5Pget_virtual_filename(dcpl.get(), i, nullptr, 0);
+      std::string source(size_t(std::max<ssize_t>(n, 0)) + 1, '\0');
+      if (n > 0) H5Pget_virtual_filename(dcpl.get(), i, source.data(), source.size());
+      source.resize(size_t(std::max<ssize_t>(n, 0)));
+      VISPEC_CHECK(allowed.count(source) == 1, index_path, ": dataset '", name, "' maps '", source,
+                   "', which is not a journaled unit file beside the index: not an index vispec wrote for this run");
+    }
+  }
 }
 
 std::string describe_h5(const std::string& path) {

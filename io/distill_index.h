@@ -27,6 +27,11 @@ void build_distill_index(const std::string& out_dir, const std::vector<DistillUn
 // after its run), with the way out: `vispec verify OUT --repair`, then the rerun recomputes those units.
 void check_distill_unit_files(const std::string& out_dir, const std::vector<DistillUnitRef>& units);
 
+// Throws one line unless every virtual dataset of the index maps only the unit files of `units`, by their bare
+// names (beside the index, in OUT/distill): an index whose mappings point anywhere else is not one vispec
+// wrote for this run. (HDF5_VDS_PREFIX, which would move where HDF5 looks, is ignored: vispec's main unsets it.)
+void check_index_mappings(const std::string& index_path, const std::vector<DistillUnitRef>& units);
+
 // `vispec inspect`: the schema attributes, each dataset's shape, dtype, layout (chunked/virtual/contiguous)
 // and filters, and the unit table's totals, as text.
 std::string describe_h5(const std::string& path);

@@ -113,6 +113,7 @@ DistillReader::DistillReader(const std::string& path) : path_(path) {
   // A unit file deleted or truncated since the index was built would read as rows of zeros (HDF5 fills
   // unmapped virtual data): refuse it here, before any training step. The index sits in OUT/distill/.
   check_distill_unit_files(std::filesystem::absolute(path).parent_path().parent_path().string(), units_);
+  check_index_mappings(path, units_);
 }
 
 DistillRows DistillReader::read(int64_t row, int64_t count) const {

@@ -28,11 +28,10 @@ void DigestBuilder::update(const void* data, size_t size) {
   digest_.crc32 = uint32_t(crc);
 }
 
-FileDigest digest_file(const std::string& path) {
+void read_chunks(const std::string& path, const std::function<void(const char* data, size_t size)>& chunk) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   VISPEC_CHECK(fd >= 0, path, ": cannot read: ", std::strerror(errno));
   std::vector<char> buffer(1 << 20);
-  DigestBuilder builder;
   for (;;) {
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
@@ -42,10 +41,26 @@ FileDigest digest_file(const std::string& path) {
       VISPEC_FAIL(path, ": read failed: ", std::strerror(err));
     }
     if (n == 0) break;
-    builder.update(buffer.data(), size_t(n));
+    try {
+      chunk(buffer.data(), size_t(n));
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
   }
   ::close(fd);
+}
+
+FileDigest digest_file(const std::string& path) {
+  DigestBuilder builder;
+  read_chunks(path, [&](const char* data, size_t size) { builder.update(data, size); });
   return builder.digest();
+}
+
+uint64_t file_fnv(const std::string& path) {
+  uint64_t h = kFnv1aBasis;
+  read_chunks(path, [&](const char* data, size_t size) { h = fnv1a(data, size, h); });
+  return h;
 }
 
 std::string crc32_hex(uint32_t crc) {

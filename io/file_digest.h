@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace vispec {
@@ -28,6 +29,8 @@ class DigestBuilder {
 
 // Streams the file once (1 MiB at a time); throws one line naming the file if it cannot be read.
 FileDigest digest_file(const std::string& path);
+// The file's bytes, 1 MiB at a time, to `chunk`; a failed open or read throws one line naming the file.
+void read_chunks(const std::string& path, const std::function<void(const char* data, size_t size)>& chunk);
 // FNV-1a, 64 bits: the job fingerprint's hash of small texts (scheduler/fingerprint.h), streamable.
 inline constexpr uint64_t kFnv1aBasis = 1469598103934665603ull;
 inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = kFnv1aBasis) {
@@ -35,6 +38,7 @@ inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = kFnv1aBasis) {
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
+uint64_t file_fnv(const std::string& path);  // fnv1a of the whole file
 
 std::string crc32_hex(uint32_t crc);                                  // "0a1b2c3d"
 // Parses crc32_hex's form; false if `text` is not 8 hex digits.

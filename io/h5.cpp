@@ -60,14 +60,34 @@ hid_t check(hid_t id, const std::string& where, const char* what) {
   return id;
 }
 
+namespace {
+// File access without HDF5's own file locks. vispec already keeps one writer per file (a unit's file is
+// written by the worker that owns the unit, under a temporary name; index.h5 by the run that holds OUT's
+// lock), and on a file system without locks (NFS without a lock manager) HDF5's lock fails every open.
+Handle unlocked_access() {
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+#if H5_VERSION_GE(1, 10, 7)
+  H5Pset_file_locking(fapl.get(), /*use_file_locking=*/false, /*ignore_when_disabled=*/true);
+#endif
+  return fapl;
+}
+}  // namespace
+
 Handle create_file(const std::string& path) {
   silence_errors();
-  return {check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path, "file create"), H5Fclose};
+  const auto fapl = unlocked_access();
+  return {check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), path, "file create"), H5Fclose};
 }
 
 Handle open_file(const std::string& path) {
   silence_errors();
-  return {check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path, "open (not an HDF5 file?)"), H5Fclose};
+  const auto fapl = unlocked_access();
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id < 0) {  // the cause says which: a read that failed, or bytes that are not HDF5's
+    const auto cause = error_cause();
+    VISPEC_FAIL(path, ": HDF5 open failed: ", cause.empty() ? "not an HDF5 file?" : cause);
+  }
+  return {id, H5Fclose};
 }
 
 Handle group(hid_t parent, const std::string& name, const std::string& where) {

@@ -1,6 +1,6 @@
 #include "io/metrics.h"
 
-#include <fstream>
+#include <sstream>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
@@ -14,8 +14,7 @@ void append_metrics(const std::string& path, const std::vector<nlohmann::json>& 
 }
 
 std::vector<nlohmann::json> read_metrics(const std::string& path) {
-  std::ifstream in(path);
-  VISPEC_CHECK(in.good(), path, ": cannot read");
+  std::istringstream in(read_file(path));  // every read checked: a failed one is an error, not fewer lines
   std::vector<nlohmann::json> out;
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {

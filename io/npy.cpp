@@ -1,5 +1,6 @@
 #include "io/npy.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 
@@ -121,6 +122,7 @@ NpyArray read_npy_header(const std::string& path) {
   VISPEC_CHECK(in, path, ": cannot open");
   std::string head(65536 + 12, '\0');
   in.read(head.data(), std::streamsize(head.size()));
+  VISPEC_CHECK(!in.bad(), path, ": read failed: ", std::strerror(errno));  // not a "short header"
   head.resize(size_t(in.gcount()));
   size_t offset = 0;
   return parse_header(head, path, &offset);

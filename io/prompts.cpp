@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/check.h"
@@ -9,8 +10,33 @@
 
 namespace vispec {
 
+namespace {
+// The kind of a file that is not a regular one, for the message that refuses it.
+const char* kind_of(std::filesystem::file_type type) {
+  switch (type) {
+    case std::filesystem::file_type::directory: return "a directory";
+    case std::filesystem::file_type::fifo: return "a named pipe";
+    case std::filesystem::file_type::socket: return "a socket";
+    case std::filesystem::file_type::block:
+    case std::filesystem::file_type::character: return "a device";
+    default: return "not a regular file";
+  }
+}
+
+// Opens `path` only if it is a regular file: a named pipe would block the open (and the run) forever, and a
+// prompt file is read more than once (planned, then each unit's lines), which only a file can be.
+std::ifstream open_regular(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status))
+    VISPEC_CHECK(std::filesystem::is_regular_file(status), path, ": the prompts file is ", kind_of(status.type()),
+                 ", not a regular file: vispec reads it more than once, so it must be a file");
+  return std::ifstream(path, std::ios::binary);
+}
+}  // namespace
+
 PromptReader::PromptReader(const std::string& path, uint64_t offset, int64_t line)
-    : path_(path), in_(path, std::ios::binary), offset_(offset), line_(line), fnv_(kFnv1aBasis) {
+    : path_(path), in_(open_regular(path)), offset_(offset), line_(line), fnv_(kFnv1aBasis) {
   VISPEC_CHECK(in_.good(), path, ": cannot read prompts file: ", std::strerror(errno));
   if (offset > 0) in_.seekg(std::streamoff(offset));
 }

@@ -1,7 +1,8 @@
 // Where a run's outputs live under its output directory OUT (one place, so every reader and writer agree):
 //   OUT/images/<stem>.png     OUT/tokens/<stem>.npy     OUT/metrics.jsonl     OUT/summary.json     OUT/eval.json
 // with <stem> the sample id, zero-padded to 8 digits; besides them OUT/journal.jsonl, OUT/errors.jsonl,
-// OUT/metrics/unit-<id>.jsonl and, when distilling, OUT/distill/unit-<id>.h5 and OUT/distill/index.h5.
+// OUT/planned-prompts.txt, OUT/metrics/unit-<id>.jsonl and, when distilling, OUT/distill/unit-<id>.h5 and
+// OUT/distill/index.h5.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,9 @@ inline std::string tokens_path(const std::string& out, uint64_t id) { return out
 inline std::string metrics_path(const std::string& out) { return out + "/metrics.jsonl"; }
 inline std::string summary_path(const std::string& out) { return out + "/summary.json"; }
 inline std::string eval_path(const std::string& out) { return out + "/eval.json"; }
+// The prompt file as planned, copied when the run starts: the workers read their units' prompts from it, so
+// an edit of the prompt file during a run changes nothing (workers/job_plan.h's snapshot_prompts).
+inline std::string prompts_snapshot_path(const std::string& out) { return out + "/planned-prompts.txt"; }
 
 // The directories of OUT that hold a run's files, "" for OUT itself.
 inline constexpr const char* kRunDirectories[] = {"", "images", "tokens", "metrics", "distill"};

@@ -25,6 +25,7 @@ std::vector<UnitFile> unit_files_from_json(const nlohmann::json& j, const std::s
 
 // Empty if OUT/<name> is what the journal says; else what is wrong, one line naming the file:
 // "OUT/images/00000042.png: missing", "...: 0 bytes, journaled 1093", "...: CRC-32 0badf00d, journaled 9a0c41d2".
+// A file that cannot be read (an I/O error) throws: that it cannot be checked is not that it is damaged.
 std::string check_unit_file(const std::string& out, const UnitFile& file, bool checksum);
 
 }  // namespace vispec

@@ -55,7 +55,8 @@ std::string encode_assignment(const std::optional<WorkUnit>& unit) {
   return nlohmann::json{{"unit", unit->id},
                         {"first", unit->first_id},
                         {"end", unit->end_id},
-                        {"start", {unit->start.offset, unit->start.line, unit->start.prompt}}}
+                        {"start", {unit->start.offset, unit->start.line, unit->start.prompt, unit->start.prompts,
+                                   unit->start.fnv}}}
       .dump();
 }
 
@@ -64,7 +65,8 @@ std::optional<WorkUnit> decode_assignment(const std::string& text) {
   if (j.contains("stop")) return std::nullopt;
   const auto& s = j.at("start");
   return WorkUnit{j.at("unit").get<int64_t>(), j.at("first").get<uint64_t>(), j.at("end").get<uint64_t>(),
-                  {s.at(0).get<uint64_t>(), s.at(1).get<int64_t>(), s.at(2).get<uint64_t>()}};
+                  {s.at(0).get<uint64_t>(), s.at(1).get<int64_t>(), s.at(2).get<uint64_t>(), s.at(3).get<uint64_t>(),
+                   s.at(4).get<uint64_t>()}};
 }
 
 }  // namespace vispec

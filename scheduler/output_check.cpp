@@ -5,9 +5,60 @@
 #include <mutex>
 #include <thread>
 
+#include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/distill_index.h"
+#include "io/file_digest.h"
+#include "io/metrics.h"
+#include "io/run_layout.h"
 #include "io/unit_files.h"
+#include "scheduler/journal.h"
+#include "workers/worker.h"
 
 namespace vispec {
+
+std::vector<std::string> check_assembled_outputs(const std::string& out,
+                                                 const std::map<int64_t, nlohmann::json>& done) {
+  std::vector<std::string> problems;
+  if (file_exists(metrics_path(out))) {
+    DigestBuilder units;
+    bool whole = true;
+    for (const auto& entry : done) {
+      const auto path = unit_metrics_path(out, entry.first);
+      if (!file_exists(path)) {
+        whole = false;  // (the unit's own check reports it)
+        break;
+      }
+      read_chunks(path, [&](const char* data, size_t size) { units.update(data, size); });
+    }
+    const auto assembled = digest_file(metrics_path(out));
+    if (whole && !(assembled == units.digest()))
+      problems.push_back(metrics_path(out) + ": " + std::to_string(assembled.bytes) + " bytes, CRC-32 " +
+                         crc32_hex(assembled.crc32) + "; the journaled units' metrics make " +
+                         std::to_string(units.digest().bytes) + " bytes, CRC-32 " + crc32_hex(units.digest().crc32));
+  }
+  if (file_exists(summary_path(out))) {
+    int64_t images = 0;
+    for (const auto& entry : done) images += entry.second.value("images", int64_t(0));
+    try {
+      const auto s = nlohmann::json::parse(read_file(summary_path(out)));
+      if (s.at("images").get<int64_t>() != images || s.at("units_done").get<int64_t>() != int64_t(done.size()))
+        problems.push_back(summary_path(out) + ": " + std::to_string(s.at("images").get<int64_t>()) + " images in " +
+                           std::to_string(s.at("units_done").get<int64_t>()) + " units; the journal holds " +
+                           std::to_string(images) + " in " + std::to_string(done.size()));
+    } catch (const nlohmann::json::exception& e) {
+      problems.push_back(summary_path(out) + ": not a summary (" + e.what() + ")");
+    }
+  }
+  if (file_exists(distill_index_path(out))) {
+    try {
+      check_index_mappings(distill_index_path(out), distill_units(done));
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
+  }
+  return problems;
+}
 
 OutputCheck check_outputs(const std::string& out_dir, const std::map<int64_t, nlohmann::json>& done, bool checksums,
                           int threads) {
@@ -28,8 +79,13 @@ OutputCheck check_outputs(const std::string& out_dir, const std::map<int64_t, nl
       // The journal was parsed (and its lists checked) when it was opened: this cannot throw.
       for (const auto& f : unit_files_from_json(record["files"], "journal")) {
         ++files;
-        if (auto problem = check_unit_file(out_dir, f, checksums); !problem.empty())
-          b.problems.push_back(std::move(problem));
+        try {
+          if (auto problem = check_unit_file(out_dir, f, checksums); !problem.empty())
+            b.problems.push_back(std::move(problem));
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(mutex);
+          result.unreadable.push_back(e.what());
+        }
       }
       if (!b.problems.empty()) {
         std::lock_guard<std::mutex> lock(mutex);
@@ -43,6 +99,7 @@ OutputCheck check_outputs(const std::string& out_dir, const std::map<int64_t, nl
   for (auto& t : pool) t.join();
   std::sort(result.broken.begin(), result.broken.end(),
             [](const BrokenUnit& a, const BrokenUnit& b) { return a.unit < b.unit; });
+  std::sort(result.unreadable.begin(), result.unreadable.end());
   result.units_checked = int64_t(records.size()) - unlisted;
   result.files_checked = files;
   result.units_unlisted = unlisted;

@@ -21,7 +21,15 @@ struct OutputCheck {
   std::vector<BrokenUnit> broken;  // ascending unit
   int64_t units_checked = 0, files_checked = 0;
   int64_t units_unlisted = 0;      // records without a file list (journaled by an older vispec): not checked
+  std::vector<std::string> unreadable;  // files whose read failed (one line each): neither whole nor broken
 };
+
+// What a user reads besides the unit files, against the journal: OUT/metrics.jsonl must be the journaled
+// units' metrics files in unit order (size and CRC-32 of their concatenation), OUT/summary.json the journal's
+// totals (images, units done), OUT/distill/index.h5 map exactly the journaled units' files beside it. One
+// line per problem; files that do not exist (a run that never ended) are none.
+std::vector<std::string> check_assembled_outputs(const std::string& out_dir,
+                                                 const std::map<int64_t, nlohmann::json>& done);
 
 // Checks every journaled unit's files, `threads` at a time (stats and reads are latency-bound on network
 // file systems).

@@ -67,6 +67,7 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   if (start_over || start_over_pending(out)) ::vispec::start_over(out);
   for (const char* dir : {"images", "tokens", "metrics"}) make_directories(out + "/" + dir);
   if (plan.job.distill.enabled) make_directories(out + "/distill");
+  snapshot_prompts(plan.job.prompts_file, out, plan.plan.prompts_fnv);
   const uint64_t U = uint64_t(plan.job.unit_size);
   const nlohmann::json header = {{"journal", 1},
                                  {"fingerprint", fingerprint(identity)},

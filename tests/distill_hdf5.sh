@@ -105,3 +105,26 @@ f = h5py.File(sys.argv[1], 'r')
 assert list(f['units/unit'][()]) == [0, 1, 2, 3, 4] and list(f['sample_id'][()]) == list(range(18))
 " "$work/k/out/distill/index.h5" || fail "index after resume"
 echo "ok: killed writer leaves nothing indexed; distill-index covers the journaled units; rerun completes"
+
+# 5. A unit file gone (moved, deleted): plain h5py reading index.h5 sees values no data can hold in its rows,
+# not zeros (bf16 states NaN's bits, float states NaN, tokens and ids -1); the other rows are intact.
+cp -r "$work/a/out" "$work/gone"
+rm "$work/gone/distill/unit-000001.h5"
+cp -r "$work/h/out" "$work/gone16"
+rm "$work/gone16/distill/unit-000000.h5"
+(cd / && "$py" - "$work/gone" "$work/a/out" "$work/gone16" <<'PY'
+import sys
+import h5py, numpy as np
+gone, whole, gone16 = sys.argv[1:4]
+with h5py.File(f"{gone}/distill/index.h5", "r") as f, h5py.File(f"{whole}/distill/index.h5", "r") as w:
+    rows = slice(4, 8)  # unit 1
+    assert (f["hidden"][rows] == 0x7FC0).all(), "bf16 rows of a missing unit are not NaN"
+    for k in ("tokens", "sample_id", "class_id"):
+        assert (f[k][rows] == -1).all(), k
+    for k in ("hidden", "tokens", "sample_id", "class_id"):
+        assert (f[k][:4] == w[k][:4]).all() and (f[k][8:] == w[k][8:]).all(), k
+with h5py.File(f"{gone16}/distill/index.h5", "r") as f:
+    assert np.isnan(f["hidden"][:4]).all() and np.isfinite(f["hidden"][4:]).all()
+print("ok: a missing unit file's rows read as NaN and -1 through plain h5py")
+PY
+) || fail "fill values of a missing unit"

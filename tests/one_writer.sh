@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One writer per output directory: while a job runs, a second run into its directory (the same job, with
-# --new, with another seed, or under mpirun) fails at once with one line naming the holder and changes
-# nothing, and the first completes as if alone; a holder killed with SIGKILL leaves no stale lock.
+# --new, with another seed, or under mpirun), `vispec distill-index` of it and a trainer writing into it fail
+# at once with one line naming the holder and change nothing, and the first completes as if alone; a holder
+# killed with SIGKILL leaves no stale lock.
 set -euo pipefail
 vispec=$1 src=$2
 source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
@@ -28,10 +29,18 @@ done
 status=0; timeout 60 "${MPIRUN[@]}" -np 2 "$vispec" run "$d/job.yaml" 2> "$work/second-mpi.log" || status=$?
 [ $status -eq 2 ] && grep -q "in use by another vispec run" "$work/second-mpi.log" \
   || { cat "$work/second-mpi.log"; fail "second run under mpirun: expected exit 2 naming the holder, got $status"; }
+# The other commands that write into a run's directory take its lock too.
+for other in "distill-index $d/out" "train classifier --config $src/configs/fmnist.yaml --out $d/out --steps 1 --threads 1"; do
+  status=0
+  # shellcheck disable=SC2086  # $other is a command line
+  timeout 60 "$vispec" $other > "$work/other.log" 2>&1 || status=$?
+  [ $status -eq 2 ] && grep -q "in use by another vispec run (host .*, pid $first" "$work/other.log" \
+    || { cat "$work/other.log"; fail "'vispec $other' beside a running job: expected exit 2 naming the holder, got $status"; }
+done
 kill -0 $first 2> /dev/null || fail "the first run ended before the second runs were tried (make it slower)"
 wait $first || { cat "$work/first.log"; fail "the first run failed"; }
 same_outputs "$work/ref/out" "$d/out"
-echo "ok: a second run (same job, --new, another seed, mpirun) is refused naming the holder; the first completes identically"
+echo "ok: a second run (same job, --new, another seed, mpirun), distill-index and a trainer are refused naming the holder; the first completes identically"
 
 VISPEC_FAULT=kill-at-unit@2 "$vispec" run "$d/job.yaml" --new 2> /dev/null && fail "the killed run exited 0"
 "$vispec" run "$d/job.yaml" 2> "$work/after-kill.log" || { cat "$work/after-kill.log"; fail "rerun after SIGKILL"; }

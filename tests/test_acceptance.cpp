@@ -8,6 +8,7 @@
 
 #include "decoding/acceptance.h"
 #include "decoding/codebook_neighbours.h"
+#include "io/npy.h"
 
 namespace vispec {
 
@@ -194,6 +195,17 @@ TEST(CodebookNeighbours, TableEqualsBruteForceAndIsCached) {
   const auto again = CodebookNeighbours::cached(codebook, 10, dir.string());  // read back from the file
   for (int64_t c = 0; c < 40; ++c)
     EXPECT_TRUE(std::equal(again.row(c), again.row(c) + 10, t.row(c)));
+  // A cached file that is not this codebook's table (another codebook's, or damaged) is built again.
+  EXPECT_EQ(t.disagrees_with(codebook), "");
+  EXPECT_NE(t.disagrees_with(torch::randn({40, 8}, gen)), "");
+  const auto cached_file = std::filesystem::directory_iterator(dir)->path().string();
+  const auto other = CodebookNeighbours::build(torch::randn({40, 8}, gen), 10);
+  std::vector<int32_t> other_table(other.row(0), other.row(0) + 400);
+  write_npy_int32(cached_file, other_table, {40, 10});
+  const auto rebuilt = CodebookNeighbours::cached(codebook, 10, dir.string());
+  for (int64_t c = 0; c < 40; ++c)
+    EXPECT_TRUE(std::equal(rebuilt.row(c), rebuilt.row(c) + 10, t.row(c))) << c;
+  EXPECT_NE(read_npy_int32(cached_file, nullptr), other_table) << "the bad file was not replaced";
   std::filesystem::remove_all(dir);
 }
 

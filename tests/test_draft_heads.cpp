@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "core/check.h"
 #include "distill_job.h"
+#include "io/atomic_file.h"
 #include "io/distill_reader.h"
 #include "io/h5.h"
 #include "models/eagle_drafter.h"
@@ -155,6 +156,53 @@ TEST_F(DraftHeads, EagleHeadTrainingLowersHeldOutLossAndExportsACheckedHead) {
   EXPECT_LE(after["heldout_top1"].get<double>(), after["heldout_top3"].get<double>());
   const auto drafter = load_eagle_drafter(run + "/model.safetensors", load_model_config(kTargetConfig));
   EXPECT_EQ(drafter->fc->weight.sizes(), (std::vector<int64_t>{128, 256}));
+}
+
+// A checkpoint is one set: a trainer killed while writing one resumes from the one before and ends with the
+// weights of an uninterrupted run; a resume with other options, a --steps before the checkpoint, or a damaged
+// checkpoint file is one line (train/checkpoint.h).
+TEST_F(DraftHeads, ACheckpointIsOneSetAndAResumeContinuesTheSameTraining) {
+  const auto data = dataset();
+  auto run = [&](const std::string& out, const std::string& extra, const std::string& lr = "3e-3") {
+    return test::run_vispec("train eagle-head --config " + kTargetConfig + " --data " + data + " --out " + out +
+                            " --batch-size 4 --lr " + lr +
+                            " --warmup 2 --log-every 2 --checkpoint-every 2 --threads 1 " + extra);
+  };
+  const auto whole = (dir / "whole").string(), killed = (dir / "killed").string();
+  auto r = run(whole, "--steps 6");
+  ASSERT_EQ(r.exit_code, 0) << r.text;
+  ::setenv("VISPEC_FAULT", "kill-in-checkpoint@4", 1);
+  r = run(killed, "--steps 6");
+  ::unsetenv("VISPEC_FAULT");
+  ASSERT_NE(r.exit_code, 0) << r.text;
+  EXPECT_TRUE(fs::exists(killed + "/checkpoints/step-00000002/state.json"));
+  EXPECT_FALSE(fs::exists(killed + "/checkpoints/step-00000004"));
+  r = run(killed, "--steps 6");
+  ASSERT_EQ(r.exit_code, 0) << r.text;
+  EXPECT_NE(r.text.find("at step 2"), std::string::npos) << r.text;
+  EXPECT_EQ(read_file(killed + "/model.safetensors"), read_file(whole + "/model.safetensors"));
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(killed + "/checkpoints")) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"step-00000006"}) << "older checkpoints and temporaries stay";
+  // What a resume refuses, each in one line.
+  r = run(whole, "--steps 6", "1e-3");
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_NE(r.text.find("was trained with lr 0.003, not 0.001"), std::string::npos) << r.text;
+  r = run(whole, "--steps 6 --resume-with-other-options", "1e-3");
+  EXPECT_EQ(r.exit_code, 0) << r.text;
+  r = run(whole, "--steps 4");
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_NE(r.text.find("its checkpoint is at step 6, past --steps 4"), std::string::npos) << r.text;
+  const auto weights = whole + "/checkpoints/step-00000006/weights.safetensors";
+  {
+    std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(fs::file_size(weights) - 3));
+    f.put('\x7f');
+  }
+  r = run(whole, "--steps 8");
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_NE(r.text.find("weights.safetensors: "), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find(": damaged; remove "), std::string::npos) << r.text;
 }
 
 TEST_F(DraftHeads, SsdHeadTrainingLowersEveryHeadsHeldOutLoss) {

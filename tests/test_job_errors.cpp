@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "cli.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "io/prompts.h"
+#include "models/safetensors.h"
 
 namespace vispec {
 
@@ -155,6 +158,27 @@ TEST_F(JobErrors, UnwritableOutputDirectory) {
   EXPECT_NE(r.text.find("/dev/null/out: cannot create directory"), std::string::npos) << r.text;
 }
 
+// A drafter's weights that do not fit are the job's error before anything is written, like the target's
+// (found by a worker, they would leave a journal behind, and the rerun after the fix would need --new).
+TEST_F(JobErrors, ADrafterFileThatDoesNotFitIsRefusedBeforeAnythingIsWritten) {
+  const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
+  std::string config = read_file(src + "fmnist.yaml");
+  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
+    config.replace(at + 1, 0, src);
+  for (const auto& [decoder, drafter, other] :
+       {std::tuple<std::string, std::string, std::string>{"eagle2", "eagle_head", "ssd_heads"},
+        {"ssd", "ssd_heads", "eagle_head"}, {"sd", "draft_gpt", "gpt"}}) {
+    std::string c = config;
+    const auto file = src + "fmnist/" + drafter + ".safetensors";
+    c.replace(c.find(file), file.size(), src + "fmnist/" + other + ".safetensors");
+    write("model.yaml", c);
+    std::string text = job("decoder: {name: " + decoder + "}\n");
+    text.replace(text.find(src + "fmnist.yaml"), (src + "fmnist.yaml").size(), (dir / "model.yaml").string());
+    const auto err = expect_rejected(text);
+    EXPECT_NE(err.find(other + ".safetensors"), std::string::npos) << decoder << ": " << err;
+  }
+}
+
 TEST_F(JobErrors, UnknownTopLevelFieldAndBadSetOverride) {
   auto err = expect_rejected(job("decoder: {name: ar}\nimages_per_promt: 3\n"));
   EXPECT_NE(err.find("job.yaml:5: images_per_promt: unknown field"), std::string::npos) << err;
@@ -256,6 +280,33 @@ TEST_F(JobErrors, NonFiniteLogitsFailTheUnitInOneLine) {
     EXPECT_NE(r.text.find("non-finite logits (NaN or infinity) while decoding"), std::string::npos) << r.text;
     EXPECT_TRUE(fs::is_empty(dir / "out" / "images")) << decoder;
   }
+}
+
+// A NaN in the VQ decoder's weights would make every image black with exit 0: the unit fails in one line
+// instead, and no image of it is written.
+TEST_F(JobErrors, NonFinitePixelsFailTheUnitInOneLine) {
+  const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
+  std::string config = read_file(src + "fmnist.yaml");
+  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
+    config.replace(at + 1, 0, src);
+  auto vq = read_safetensors(src + "fmnist/vq.safetensors");
+  for (auto& [name, t] : vq)
+    if (name.find("decoder") != std::string::npos && t.dim() == 4) {
+      t = t.clone();
+      t.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+      break;
+    }
+  write_safetensors((dir / "vq.safetensors").string(), vq);
+  const auto file = src + "fmnist/vq.safetensors";
+  config.replace(config.find(file), file.size(), (dir / "vq.safetensors").string());
+  write("model.yaml", config);
+  std::string text = job("decoder: {name: ar}\nimages_per_prompt: 1\n");
+  text.replace(text.find(src + "fmnist.yaml"), (src + "fmnist.yaml").size(), (dir / "model.yaml").string());
+  write("job.yaml", text);
+  const auto r = run("run " + (dir / "job.yaml").string());
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_NE(r.text.find("the VQ decoder's pixels are not finite"), std::string::npos) << r.text;
+  EXPECT_TRUE(fs::is_empty(dir / "out" / "images"));
 }
 
 // Weights that do not fit the config are found while the job is checked, before the output directory or its

@@ -3,6 +3,8 @@
 // every byte of the weight files.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -69,7 +71,7 @@ TEST_F(SamplePlanTest, EachUnitReadFromItsStartEqualsThePlainExpansion) {
       std::vector<PlannedSample> joined;
       for (size_t u = 0; u < plan.units.size(); ++u) {
         const uint64_t first = u * uint64_t(U), end = std::min(first + uint64_t(U), plan.id_count);
-        for (auto& s : read_samples(model, file, ipp, plan.units[u], first, end)) {
+        for (auto& s : read_samples(model, file, file, ipp, plan.units[u], first, end)) {
           EXPECT_TRUE(s.sample_id >= first && s.sample_id < end) << s.sample_id;
           joined.push_back(std::move(s));
         }
@@ -99,10 +101,76 @@ TEST_F(SamplePlanTest, AHundredMillionSamplesArePlannedPerUnit) {
   EXPECT_EQ(start.prompt, 123440u);
   EXPECT_EQ(start.line, 123441);
   EXPECT_EQ(start.offset, 123440u * 4);
-  const auto samples = read_samples(model, file, 500, start, 61720000, 61730000);
+  const auto samples = read_samples(model, file, file, 500, start, 61720000, 61730000);
   EXPECT_EQ(samples.size(), 9500u);
   EXPECT_EQ(samples.front().sample_id, 61720000u);
   EXPECT_EQ(samples.back().sample_id, 61729999u);
+}
+
+// A unit's prompts are the planned ones or an error naming the file: a line edited, removed or added after
+// planning (in the prompt file, or in the run's copy of it that the workers read) is never decoded in silence.
+TEST_F(SamplePlanTest, AUnitWhosePromptsChangedAfterPlanningIsAnError) {
+  const std::string text = "trouser\n# a comment\nbag\nsock\ncoat\nshirt\n";
+  const auto file = write("prompts.txt", text);
+  const auto plan = plan_samples(model, file, 2, 3);  // units of 3 ids over 5 prompts of 2 images
+  ASSERT_EQ(plan.units.size(), 4u);
+  auto read_unit = [&](const std::string& source, size_t u) {
+    const uint64_t first = u * 3, end = std::min<uint64_t>(first + 3, plan.id_count);
+    return read_samples(model, source, file, 2, plan.units[u], first, end);
+  };
+  for (size_t u = 0; u < plan.units.size(); ++u) EXPECT_NO_THROW(read_unit(file, u)) << u;
+  auto expect_refused = [&](const std::string& edited, size_t u, const char* what) {
+    const auto source = write("edited.txt", edited);
+    try {
+      read_unit(source, u);
+      ADD_FAILURE() << what << ": unit " << u << " was read";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(source + ": the prompts of sample ids"), std::string::npos) << e.what();
+    }
+  };
+  expect_refused("trouser\n# a comment\nbag\nsock\ncoat\nskirt\n", 3, "a class renamed, same length");
+  expect_refused("trouser\n# a comment\nbag\ncoat\nshirt\n", 2, "a line removed");
+  expect_refused("trouser\n# a comment\nbag\nsock\ncoat\n", 3, "the last line gone");
+  expect_refused("trouser\n# a comment\nbag\nsock\nbag\nshirt\n", 2, "a class changed");
+  // A comment may change (the same length: the units' offsets are the planned ones): it is not a prompt.
+  EXPECT_NO_THROW(read_unit(write("comment.txt", "trouser\n# a remark!\nbag\nsock\ncoat\nshirt\n"), 3));
+}
+
+// The run reads its own copy of the prompt file, taken when it starts, so an edit of the file meanwhile
+// changes nothing; a copy that is not the planned bytes (tampered with between a kill and the resume) is
+// taken again, and the resumed run makes the images an uninterrupted one made.
+TEST_F(SamplePlanTest, RunsReadTheirOwnCopyOfThePlannedPrompts) {
+  write("prompts.txt", "bag\ntrouser\ncoat\nsandal\n");
+  write("job.yaml", "model: " + std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml\nprompts: prompts.txt\n"
+                    "decoder: {name: ar, temperature: 0}\nunit_size: 1\nout: " + (dir / "out").string() + "\n");
+  const std::string job = (dir / "job.yaml").string();
+  auto r = test::run_vispec("run " + job + " --set threads=1");
+  ASSERT_EQ(r.exit_code, 0) << r.text;
+  EXPECT_EQ(read_file((dir / "out" / "planned-prompts.txt").string()), "bag\ntrouser\ncoat\nsandal\n");
+  const auto uninterrupted = read_file((dir / "out" / "images" / "00000002.png").string());
+  ::setenv("VISPEC_FAULT", "kill-at-unit@2", 1);
+  r = test::run_vispec("run " + job + " --new --set threads=1");
+  ::unsetenv("VISPEC_FAULT");
+  ASSERT_NE(r.exit_code, 0) << r.text;
+  ASSERT_FALSE(fs::exists(dir / "out" / "images" / "00000002.png"));
+  write("out/planned-prompts.txt", "bag\ntrouser\nshirt\nsandal\n");  // same length, another class
+  r = test::run_vispec("run " + job + " --set threads=1");
+  EXPECT_EQ(r.exit_code, 0) << r.text;
+  EXPECT_NE(r.text.find("planned-prompts.txt is not the planned prompts: copied again"), std::string::npos) << r.text;
+  EXPECT_EQ(read_file((dir / "out" / "planned-prompts.txt").string()), "bag\ntrouser\ncoat\nsandal\n");
+  EXPECT_EQ(read_file((dir / "out" / "images" / "00000002.png").string()), uninterrupted);
+}
+
+// A named pipe as the prompt file would block the run at its open, forever: it is refused in one line.
+TEST_F(SamplePlanTest, ANamedPipeIsNotAPromptFile) {
+  ASSERT_EQ(::mkfifo((dir / "pipe.txt").c_str(), 0600), 0);
+  write("job.yaml", "model: " + std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml\nprompts: pipe.txt\n"
+                    "decoder: {name: ar}\nout: " + (dir / "out").string() + "\n");
+  const auto r = test::run_vispec("run " + (dir / "job.yaml").string());
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
+  EXPECT_NE(r.text.find("pipe.txt: the prompts file is a named pipe"), std::string::npos) << r.text;
+  EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 // A byte changed in the middle of a weight file, far from its first and last MiB, changes the job's identity:

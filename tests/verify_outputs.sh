@@ -84,3 +84,33 @@ grep -q "(4 done before" "$work/r3.log" || { cat "$work/r3.log"; fail "the rerun
 same_outputs "$work/ref/out" "$a" && same_distill "$work/ref/out" "$a" || fail "after the repair"
 "$vispec" verify "$a" > /dev/null || fail "verify after the rerun"
 echo "ok: journaled outputs are checked, verified and repaired"
+
+# 5. What a user reads besides the unit files, against the journal: a metrics.jsonl short of a line, a
+#    summary.json of other totals, an index mapping a file that is no journaled unit's. verify names each
+#    (exit 6); the trainers refuse the index; the rerun after --repair rebuilds them.
+cp "$a/metrics.jsonl" "$work/metrics.bak" && cp "$a/summary.json" "$work/summary.bak"
+sed -i '3d' "$a/metrics.jsonl"
+expect_fail 6 "metrics.jsonl: .* bytes, CRC-32 .*; the journaled units' metrics make" "$work/v5.log" "$vispec" verify "$a"
+cp "$work/metrics.bak" "$a/metrics.jsonl"
+"$py" -c "import json, sys; p=sys.argv[1]; s=json.load(open(p)); s['images'] -= 1; json.dump(s, open(p, 'w'))" "$a/summary.json"
+expect_fail 6 "summary.json: 17 images in 5 units; the journal holds 18 in 5" "$work/v6.log" "$vispec" verify "$a"
+cp "$work/summary.bak" "$a/summary.json"
+(cd / && "$py" - "$a/distill/index.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    shape, dtype = f["tokens"].shape, f["tokens"].dtype
+    del f["tokens"]
+    layout = h5py.VirtualLayout(shape=shape, dtype=dtype)
+    layout[0:4] = h5py.VirtualSource("other.h5", "tokens", shape=(4,) + shape[1:])
+    f.create_virtual_dataset("tokens", layout, fillvalue=-1)
+PY
+) || fail "rewriting the index"
+expect_fail 6 "index.h5: dataset 'tokens' maps 'other.h5', which is not a journaled unit file" "$work/v7.log" \
+  "$vispec" verify "$a"
+expect_fail 2 "maps 'other.h5'" "$work/train2.log" \
+  "$vispec" train eagle-head --config "$src/configs/fmnist.yaml" --data "$a" --out "$work/head2" --steps 2 --threads 1
+"$vispec" verify "$a" --repair > "$work/v8.log" || { cat "$work/v8.log"; fail "verify --repair of the index"; }
+"$vispec" run "$work/a/job.yaml" 2> "$work/r4.log" || { cat "$work/r4.log"; fail "rerun after the index repair"; }
+same_outputs "$work/ref/out" "$a" && same_distill "$work/ref/out" "$a" || fail "after the index repair"
+"$vispec" verify "$a" > /dev/null || fail "verify after the rebuild"
+echo "ok: metrics.jsonl, summary.json and index.h5 are verified against the journal"

@@ -11,6 +11,7 @@
 #include "core/fault_injection.h"
 #include "io/atomic_file.h"
 #include "models/load.h"
+#include "train/checkpoint.h"
 
 namespace vispec {
 
@@ -97,7 +98,7 @@ void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim:
   const auto shard = o.shard();
   VISPEC_CHECK(shard.count > 0, "train: --batch-size ", o.batch_size, " gives rank ", ranks.rank(),
                " no rows: use at least one row per rank (", ranks.size(), " ranks)");
-  int64_t step = resume_checkpoint(o.out_dir, model, opt);
+  int64_t step = resume_checkpoint(o, model, opt);
   sync_parameters(model, ranks);
   if (step == 0 && o.eval_at_start && o.writes()) {
     auto eval = eval_fn();
@@ -134,7 +135,7 @@ void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim:
       auto eval = eval_fn();
       eval["step"] = step + 1;
       log_train_step(o.out_dir, eval);
-      save_checkpoint(o.out_dir, model, opt, step + 1, eval);
+      save_checkpoint(o, model, opt, step + 1, eval);
     }
   }
   if (o.writes()) {
@@ -161,29 +162,6 @@ void set_learning_rate(torch::optim::Optimizer& opt, double lr) {
 torch::Tensor batch_indices(uint64_t seed, int64_t step, int64_t dataset_size, int64_t batch_size) {
   auto gen = at::detail::createCPUGenerator(seed * 1000003ull + uint64_t(step));
   return torch::randint(dataset_size, {batch_size}, gen, torch::TensorOptions().dtype(torch::kInt64));
-}
-
-int64_t resume_checkpoint(const std::string& out_dir, torch::nn::Module& model, torch::optim::Optimizer& opt) {
-  const std::string state = out_dir + "/state.json";
-  if (!file_exists(state)) return 0;
-  const auto json = nlohmann::json::parse(read_file(state));
-  load_weights(model, out_dir + "/checkpoint.safetensors");
-  torch::load(opt, out_dir + "/optimizer.pt");
-  const int64_t step = json.at("step").get<int64_t>();
-  spdlog::info("resumed {} at step {}", out_dir, step);
-  return step;
-}
-
-void save_checkpoint(const std::string& out_dir, const torch::nn::Module& model, torch::optim::Optimizer& opt,
-                     int64_t step, const nlohmann::json& extra) {
-  // Weights and optimizer first, state.json last: state.json names a step only once both are whole.
-  save_weights(model, out_dir + "/checkpoint.safetensors");
-  const std::string opt_path = out_dir + "/optimizer.pt", tmp = opt_path + ".tmp";
-  torch::save(opt, tmp);
-  VISPEC_CHECK(std::rename(tmp.c_str(), opt_path.c_str()) == 0, opt_path, ": rename failed");
-  nlohmann::json state = extra;
-  state["step"] = step;
-  write_file_atomic(out_dir + "/state.json", state.dump(2) + "\n");
 }
 
 void log_train_step(const std::string& out_dir, const nlohmann::json& record) {

@@ -1,9 +1,8 @@
 // What every trainer shares: options, the learning-rate schedule, resumable checkpoints and the log.
 //
 // A run directory holds
-//   checkpoint.safetensors   model weights at the last checkpoint
-//   optimizer.pt             optimizer state (LibTorch archive)
-//   state.json               {"step": N, ...}
+//   checkpoints/step-N/      the last checkpoint: weights, optimizer state and state.json, one set
+//                            (train/checkpoint.h)
 //   log.jsonl                one line per logged step (also printed through spdlog)
 // Re-running the same command resumes from the checkpoint; batches are drawn from a generator keyed by
 // (seed, step), so a resumed run sees the same data as an uninterrupted one. Under mpirun or srun the loop is
@@ -42,6 +41,7 @@ struct TrainOptions {
   int64_t max_images = 0;       // mulo-resamplers: the first N training images only (0 = all), for quick runs
   int64_t eval_images = 2000;   // train vq: test images reconstructed at each checkpoint (1 .. 10,000)
   bool eval_at_start = false;   // also evaluate (and log) before the first step of a fresh run
+  bool resume_with_other_options = false;  // resume a checkpoint trained with another batch size, lr or seed
   bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target
   bool mulo = false;            // train gpt: drafters.mulo.gpt on half-resolution images instead
   std::shared_ptr<DataParallel> parallel;  // the ranks (none: a single process)
@@ -84,10 +84,6 @@ void set_learning_rate(torch::optim::Optimizer& opt, double lr);
 // Indices of the batch for `step`: a deterministic function of (seed, step).
 torch::Tensor batch_indices(uint64_t seed, int64_t step, int64_t dataset_size, int64_t batch_size);
 
-// Returns the step to continue from (0 when the run directory holds no checkpoint).
-int64_t resume_checkpoint(const std::string& out_dir, torch::nn::Module& model, torch::optim::Optimizer& opt);
-void save_checkpoint(const std::string& out_dir, const torch::nn::Module& model, torch::optim::Optimizer& opt,
-                     int64_t step, const nlohmann::json& extra = {});
 // Appends to out_dir/log.jsonl and logs one line.
 void log_train_step(const std::string& out_dir, const nlohmann::json& record);
 

@@ -1,12 +1,18 @@
 #include "workers/job_plan.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "core/check.h"
+#include "decoding/decoder_registry.h"
+#include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "io/prompts.h"
+#include "io/run_layout.h"
 #include "models/prompt_template.h"
 #include "models/text_encoder.h"
 #include "workers/caption_features.h"
@@ -66,6 +72,14 @@ bool judge_prompt(const ModelConfig& model, const std::string& file, const Promp
 }
 }  // namespace
 
+namespace {
+// A unit's record of its prompts (UnitStart's prompts and fnv), one prompt at a time.
+void note_prompt(UnitStart& unit, const std::string& text) {
+  ++unit.prompts;
+  unit.fnv = fnv1a("\n", 1, fnv1a(text.data(), text.size(), unit.fnv));
+}
+}  // namespace
+
 SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_file, int64_t images_per_prompt,
                         int64_t unit_size) {
   if (model.gpt.prompted()) prompt_template_for(model);  // its files' errors stop the job, before any line
@@ -81,8 +95,11 @@ SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_fil
     VISPEC_CHECK(((prompts + 1) * ipp + U - 1) / U <= uint64_t(kMaxUnits), where, (prompts + 1) * ipp,
                  " sample ids in units of unit_size ", U, " pass the ", kMaxUnits,
                  " units a job may have: raise unit_size");
-    // Units whose first id is an image of this prompt start at its line.
-    while (plan.units.size() * U < (prompts + 1) * ipp) plan.units.push_back({p.offset, p.line, prompts});
+    // Units whose first id is an image of this prompt start at its line; every unit holding one of its ids
+    // (the last of them may start earlier) notes its text.
+    while (plan.units.size() * U < (prompts + 1) * ipp)
+      plan.units.push_back({p.offset, p.line, prompts, 0, kFnv1aBasis});
+    for (uint64_t u = prompts * ipp / U; u <= ((prompts + 1) * ipp - 1) / U; ++u) note_prompt(plan.units[u], p.text);
     std::string error;
     PlannedSample sample;
     if (!judge_prompt(model, prompts_file, p, sample, error))
@@ -96,14 +113,16 @@ SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_fil
   return plan;
 }
 
-std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::string& prompts_file,
-                                        int64_t images_per_prompt, const UnitStart& start, uint64_t first_id,
-                                        uint64_t end_id) {
+std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::string& source,
+                                        const std::string& prompts_file, int64_t images_per_prompt,
+                                        const UnitStart& start, uint64_t first_id, uint64_t end_id) {
   const uint64_t ipp = uint64_t(images_per_prompt);
-  PromptReader reader(prompts_file, start.offset, start.line);
+  PromptReader reader(source, start.offset, start.line);
   std::vector<PlannedSample> samples;
+  UnitStart read{start.offset, start.line, start.prompt, 0, kFnv1aBasis};
   Prompt p;
   for (uint64_t prompt = start.prompt; prompt * ipp < end_id && reader.next(p); ++prompt) {
+    note_prompt(read, p.text);
     std::string error;
     PlannedSample sample;
     if (!judge_prompt(model, prompts_file, p, sample, error)) continue;  // recorded by the planning scan
@@ -112,7 +131,29 @@ std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::str
       samples.push_back(sample);
     }
   }
+  // Prompts other than the planned ones would make other images, or none, under ids the journal calls done.
+  VISPEC_CHECK(start.prompts == 0 || (read.prompts == start.prompts && read.fnv == start.fnv), source,
+               ": the prompts of sample ids [", first_id, ", ", end_id, ") from line ", start.line, " are not the ",
+               start.prompts, " planned (", read.prompts, " read, ", read.fnv == start.fnv ? "the same" : "other",
+               " text): the file changed after the job was planned");
   return samples;
+}
+
+void snapshot_prompts(const std::string& prompts_file, const std::string& out, uint64_t fnv) {
+  const auto snapshot = prompts_snapshot_path(out);
+  if (file_exists(snapshot)) {
+    if (file_fnv(snapshot) == fnv) return;  // a resume's, the planned bytes
+    spdlog::warn("{} is not the planned prompts: copied again from {}", snapshot, prompts_file);
+  }
+  // Copied while hashed: bytes other than the planned ones mean the file changed since planning.
+  AtomicFile copy(snapshot);
+  uint64_t copied = kFnv1aBasis;
+  read_chunks(prompts_file, [&](const char* data, size_t size) {
+    copied = fnv1a(data, size, copied);
+    copy.write(data, size);
+  });
+  VISPEC_CHECK(copied == fnv, prompts_file, ": the prompts file changed while the job was being planned; run again");
+  copy.commit();
 }
 
 JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& overrides,
@@ -128,6 +169,13 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   // the fixed file look like another job.
   check_model_weights(plan.model);
   check_text_encoder_weights(plan.model);
+  check_decoder_weights(plan.decoder, plan.model);  // the drafters' files too: a bad one is the job's error now
+  // The run's copy of the prompts (io/run_layout.h) is a file vispec writes, and --new removes: never the
+  // user's prompt file itself.
+  std::error_code same_error;
+  VISPEC_CHECK(!std::filesystem::equivalent(plan.job.prompts_file, prompts_snapshot_path(plan.job.out_dir), same_error),
+               plan.job.prompts_file, ": the prompts file has the name of the run's own copy of it (",
+               prompts_snapshot_path(plan.job.out_dir), "); rename it or choose another out");
   plan.plan = plan_samples(plan.model, plan.job.prompts_file, plan.job.images_per_prompt, plan.job.unit_size);
   // A bad line is recorded while the job goes on, but a file with no line this model takes (captions for a
   // class model or one without a text encoder, class names for a text model) is the job's error, now: not a

@@ -41,11 +41,15 @@ struct PromptError {
   std::string message;  // "file:line: prompt: unknown class name 'sock' (known: ...)"
 };
 
-// Where a unit's first sample's prompt is: its line's byte offset and number, and its index among the prompts.
+// Where a unit's first sample's prompt is: its line's byte offset and number, and its index among the prompts;
+// and what its prompts were when planned: how many, and the FNV-1a of their texts (each followed by a newline),
+// which the worker that reads them checks (0 prompts: nothing to check, as for a bench's whole-list read).
 struct UnitStart {
   uint64_t offset = 0;
   int64_t line = 1;
   uint64_t prompt = 0;
+  uint64_t prompts = 0;
+  uint64_t fnv = 0;
 };
 
 struct SamplePlan {
@@ -59,11 +63,18 @@ struct SamplePlan {
 // Streams the prompt list once; an unreadable or empty list is an error (thrown), a bad line is recorded.
 SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_file, int64_t images_per_prompt,
                         int64_t unit_size);
-// The samples of ids [first_id, end_id) (those of bad lines left out), read from the prompt file at `start`,
-// which must hold id first_id's prompt.
-std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::string& prompts_file,
-                                        int64_t images_per_prompt, const UnitStart& start, uint64_t first_id,
-                                        uint64_t end_id);
+// The samples of ids [first_id, end_id) (those of bad lines left out), read from `source` at `start`, which
+// must hold id first_id's prompt: the prompt file itself or the run's snapshot of it (io/run_layout.h), whose
+// lines are the file's; messages name the prompt file, and npy:FILE prompts are relative to its directory.
+// Prompts other than the planned ones (start.prompts and start.fnv) are an error naming `source`.
+std::vector<PlannedSample> read_samples(const ModelConfig& model, const std::string& source,
+                                        const std::string& prompts_file, int64_t images_per_prompt,
+                                        const UnitStart& start, uint64_t first_id, uint64_t end_id);
+
+// The prompt file's snapshot in the run's directory (io/run_layout.h's prompts_snapshot_path), which the
+// workers read: a copy whose bytes are the planned ones (`fnv`, the plan's prompts_fnv), kept if already
+// there (a resume), else copied from the prompt file and checked. Rank 0, after the output lock is held.
+void snapshot_prompts(const std::string& prompts_file, const std::string& out, uint64_t fnv);
 
 struct JobPlan {
   JobConfig job;

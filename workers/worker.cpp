@@ -1,5 +1,6 @@
 #include "workers/worker.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -48,7 +49,8 @@ class UnitWriter {
     if (fault_at("json-error", unit.id)) (void)nlohmann::json::parse("{\"injected\": VISPEC_FAULT}");
     const auto& job = plan_.job;
     const auto samples =
-        read_samples(plan_.model, job.prompts_file, job.images_per_prompt, unit.start, unit.first_id, unit.end_id);
+        read_samples(plan_.model, prompts_snapshot_path(job.out_dir), job.prompts_file, job.images_per_prompt,
+                     unit.start, unit.first_id, unit.end_id);
     const PlannedSample* begin = samples.data();
     const int64_t count = int64_t(samples.size());
     const int64_t grid = plan_.model.gpt.grid_size;
@@ -92,8 +94,17 @@ class UnitWriter {
                    "the weights, an overflow in ", plan_.model.dtype, ", or an extreme cfg_scale (",
                    plan_.decoder.sampling.cfg_scale, ")");
       const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
+      // Pixels and stored states are checked like the logits: a NaN there would be a black image or a
+      // training row of NaNs, written and journaled as done. (The images are read to the host just below.)
+      const auto samples = [&] {
+        return fmt::format("unit {}, samples {}..{}", unit.id, begin[start].sample_id, begin[start + B - 1].sample_id);
+      };
+      VISPEC_CHECK(torch::isfinite(images).all().item<bool>(), samples(), ": the VQ decoder's pixels are not finite "
+                   "(NaN or infinity): a NaN in its weights (", plan_.model.vq_weights, ")?");
       if (distill) {
         const auto hidden = teacher_forced_hidden(models_.gpt, req.conditions, result.tokens, job.distill.streams);
+        VISPEC_CHECK(torch::isfinite(hidden).all().item<bool>(), samples(), ": the hidden states to distil are not "
+                     "finite (NaN or infinity): a NaN in the GPT's weights or an overflow in ", plan_.model.dtype);
         distill->push(distill_batch(hidden, result.tokens, req.conditions, req.sample_ids, job.distill.dtype));
       }
       const double batch_ms = seconds_since(t_batch) * 1e3;
