@@ -182,6 +182,20 @@ struct RowWalk {
   }
 };
 
+// Row b's walk at its root (live while it may accept a draft), its path cleared to the root alone.
+template <class Team, typename P>
+VISPEC_HD RowWalk start_row(Team& t, const Args<P>& a, int64_t b) {
+  RowWalk w;
+  w.limit = a.limit[b];
+  w.live = w.limit > 0;
+  int64_t* path = a.path + b * (a.L + 2);
+  t.one([&] {
+    path[0] = 0;
+    for (int64_t l = 1; l < a.L + 2; ++l) path[l] = -1;
+  });
+  return w;
+}
+
 template <class Team, typename P>
 VISPEC_HD void finish_row(Team& t, const Args<P>& a, int64_t b, const RowWalk& w) {
   t.one([&] {
@@ -200,14 +214,8 @@ VISPEC_HD double cool_weight(const Args<P>& a, int64_t b, int64_t depth) {
 // min(1, w_depth)); the walk ends on the argmax.
 template <class Team, typename P>
 VISPEC_HD void walk_greedy_row(Team& t, const Args<P>& a, int64_t b) {
-  RowWalk w;
-  w.limit = a.limit[b];
-  w.live = w.limit > 0;
+  RowWalk w = start_row(t, a, b);
   int64_t* path = a.path + b * (a.L + 2);
-  t.one([&] {
-    path[0] = 0;
-    for (int64_t l = 1; l < a.L + 2; ++l) path[l] = -1;
-  });
   for (int64_t l = 0; l <= a.L && w.live; ++l) {
     const int64_t want = a.target[b * a.T + w.node];
     bool found = false;
@@ -247,14 +255,8 @@ VISPEC_HD void walk_sampling_row(Team& t, const Args<P>& a, int64_t b) {
   double* q_left = a.q_left ? a.q_left + b * V : nullptr;
   double* alt = a.alt ? a.alt + b * V : nullptr;
   const bool has_q = a.node_q != nullptr;
-  RowWalk w;
-  w.limit = a.limit[b];
-  w.live = w.limit > 0;
+  RowWalk w = start_row(t, a, b);
   int64_t* path = a.path + b * (a.L + 2);
-  t.one([&] {
-    path[0] = 0;
-    for (int64_t l = 1; l < a.L + 2; ++l) path[l] = -1;
-  });
   for (int64_t l = 0; l <= a.L && w.live; ++l) {
     const P* p_node = a.p + (b * a.T + w.node) * V;
     const int64_t q_row = has_q ? a.q_slot[b * a.T + w.node] : 0;
