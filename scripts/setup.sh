@@ -47,8 +47,18 @@ stamp=.venv/requirements.installed
 if [ -f "$stamp" ] && cmp -s "$requirements" "$stamp"; then
   echo "setup: .venv matches $requirements"
 else
+  # torch's wheels unpack to about 5 GB in .venv, and pip stages them in TMPDIR first: a full disk would
+  # otherwise surface as pip's bare "[Errno 28]" halfway through.
+  need_kb=$((8 * 1024 * 1024))
+  for dir in . "${TMPDIR:-/tmp}"; do
+    free_kb=$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')
+    if [ "$free_kb" -lt "$need_kb" ]; then
+      echo "setup: error: $(cd "$dir" && pwd) has $((free_kb / 1024)) MiB free; installing .venv needs 8 GiB" >&2
+      exit 1
+    fi
+  done
   [ -x .venv/bin/python3 ] || python3 -m venv .venv
-  .venv/bin/python3 -m pip install -q --disable-pip-version-check -r "$requirements"
+  .venv/bin/python3 -m pip install -q --disable-pip-version-check --no-cache-dir -r "$requirements"
   cp "$requirements" "$stamp"
   echo "setup: .venv has $(.venv/bin/python3 -c 'import torch; print("torch", torch.__version__)')"
 fi
