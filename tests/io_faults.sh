@@ -50,3 +50,17 @@ expect_eio "a trainer reading the distillation index" distill/index.h5 \
 expect_eio "a trainer resuming its checkpoint" checkpoints/step-00000002/state.json \
   "$vispec" train eagle-head --config "$src/configs/fmnist.yaml" --data "$d/out" --out "$work/head" --steps 4 \
   --batch-size 4 --threads 1 --null-fraction 0 --checkpoint-every 2
+
+# 3. Weights are read through a mapping, where an unreadable page raises SIGBUS instead of returning EIO: one
+# line naming the weight file, a non-zero exit, no image; under mpirun -np 2 both ranks end, none hangs.
+write_job "$work/mapped"
+expect_eio "loading mapped weights" gpt.safetensors "$vispec" run "$work/mapped/job.yaml"
+[ -z "$(ls "$work/mapped/out/images" 2>/dev/null)" ] || fail "images written after the weights failed to load"
+status=0
+timeout 120 "${MPIRUN[@]}" -np 2 -x LD_PRELOAD="$preload" -x VISPEC_TEST_EIO=gpt.safetensors \
+  "$vispec" run "$work/mapped/job.yaml" > "$work/mapped.log" 2>&1 || status=$?
+[ $status -ne 0 ] && [ $status -ne 124 ] || { cat "$work/mapped.log"; fail "mpirun -np 2 with unreadable weights: exit $status"; }
+grep 'vispec: error' "$work/mapped.log" | grep -q "gpt.safetensors.*Input/output error" \
+  || { cat "$work/mapped.log"; fail "mpirun -np 2: no line naming the weights"; }
+! grep 'vispec: error' "$work/mapped.log" | grep -vq "gpt.safetensors" || { cat "$work/mapped.log"; fail "mpirun -np 2: other errors"; }
+echo "ok: mpirun -np 2 with unreadable mapped weights exits $status, naming the file"
