@@ -159,6 +159,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
 
   auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
   auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
+  dcache.use_device_lengths();  // static blocks: slots and lengths on the device, keys read per bucket
   DecodeRows rows(request, N, T, device);
   auto& stats = rows.stats;
   PhaseClock clock(device);

@@ -57,6 +57,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   TreeShape widest = shape_;
   if (adt_) widest = {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};
   auto dcache = drafter_->make_cache(R, widest.top_k * (widest.depth + 1) + widest.depth + 2);
+  dcache.use_device_lengths();  // static blocks: slots and lengths on the device, keys read per bucket
   std::vector<AdtPolicy> policies;
   if (adt_)
     for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);

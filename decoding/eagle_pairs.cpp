@@ -43,9 +43,10 @@ torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {
   // The pairs stay where they were written: bookkeeping, no data moves.
   std::vector<int64_t> kept;
   for (int64_t row = 0; row < R_; ++row) kept.push_back(waiting_[size_t(row % B_)]);
-  dcache.shift_lengths(kept);
+  const auto real_pairs = real.sum(1);  // [R]: the same counts on the device, so nothing is uploaded
+  dcache.shift_lengths(kept, real_pairs);
   // Each row's newest pair: its last real one (the first, in a finished row that has none).
-  const auto newest = (real.sum(1, /*keepdim=*/true) - 1).clamp_min(0);
+  const auto newest = (real_pairs.unsqueeze(1) - 1).clamp_min(0);
   return out.gather(1, newest.unsqueeze(-1).expand({R_, 1, out.size(2)})).squeeze(1);
 }
 

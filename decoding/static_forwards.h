@@ -7,9 +7,10 @@
 // positions, mask) into buffers of the pooled cache's that never move, runs the forward through StepGraphs keyed
 // by (rows, block width, length bucket), and returns copies of the outputs, so a caller may keep them past the
 // next forward. A pooled cache in use (a copy of it alive) is never handed out twice.
-// A static cache neither extends a pending block nor restricts the committed entries (EAGLE's drafter trees,
-// ZipAR), and models whose rows end in an end-of-line token cannot have one: those decoders ask for a dynamic
-// cache (CfgModel::make_cache with static_steps false, or a model whose rows end so).
+// A forward here opens a pending block; one that extends it (EAGLE's drafter trees, which run eagerly on a
+// static cache of their own) or restricts the committed entries (ZipAR) is not replayed, and models whose rows
+// end in an end-of-line token cannot have a static cache: those decoders ask for a dynamic cache
+// (CfgModel::make_cache with static_steps false, or a model whose rows end so) or make their own.
 #pragma once
 
 #include <map>

@@ -126,37 +126,40 @@ void KvCache::sync_lengths() {
 
 int64_t KvCache::plan_static_block(int64_t T) {
   VISPEC_ASSERT(device_lengths(), "a static block needs use_device_lengths()");
-  VISPEC_ASSERT(!extend_ && !committed_mask_.defined(),
-                "a static block neither extends a pending block nor restricts the committed entries");
-  const int64_t need = max_length() + T;
+  VISPEC_ASSERT(!committed_mask_.defined(), "a static block does not restrict the committed entries");
+  VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
+  const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
+  extend_ = false;
+  const int64_t need = max_length() + W;
   VISPEC_ASSERT(T >= 1 && need <= capacity_, "KV cache overflow: need ", need, " of ", capacity_, " slots");
   sync_lengths();
   bucket_ = std::min(capacity_, (need + kLengthBucket - 1) / kLengthBucket * kLengthBucket);
   block_slots_ = torch::Tensor();
-  pending_ = T;
-  written_from_ = 0;
+  pending_ = W;
+  written_from_ = P;
   node_starts_.clear();
   return bucket_;
 }
 
-// Every shape below is (B, T, bucket) and every scalar T: the same at every step of a bucket. Row b's block sits
-// at slots [L_b, L_b + T) with L_b = lengths_device_[b]; key slot s is seen where s < L_b (committed) or where
-// the block mask lets the query see block entry s - L_b.
+// Every shape below is (B, T, P, bucket) and every scalar T or P: the same at every step of a bucket. Row b's
+// block sits at slots [L_b, L_b + W) with L_b = lengths_device_[b], this forward's entries at [L_b + P, L_b + W)
+// (P > 0: it extends the pending block); key slot s is seen where s < L_b (committed) or where the block mask
+// lets the query see block entry s - L_b.
 AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_mask) {
-  const int64_t S = plan_static_block(T), B = batch();
+  const int64_t S = plan_static_block(T), B = batch(), P = written_from_, W = pending_;
   const auto device = k_[0].device();
   const auto& L = lengths_device_;
   const auto rel = key_index_.narrow(0, 0, S).view({1, 1, S}) - L.view({B, 1, 1});  // [B, 1, S]: slot - L_b
-  slot_index_ = L.view({B, 1, 1}) + key_index_.narrow(0, 0, T).view({1, 1, T});  // [B, 1, T]
+  slot_index_ = L.view({B, 1, 1}) + key_index_.narrow(0, P, T).view({1, 1, T});  // [B, 1, T]
   torch::Tensor mask;
-  if (T == 1) {
+  if (W == 1) {
     mask = rel.le(0);  // a lone query sees its row's committed keys and itself, whatever its [1, 1] block mask
   } else {
-    auto bm = block_mask.defined() ? block_mask.to(device, torch::kBool) : causal_mask_block(T, device);
-    if (bm.dim() == 2) bm = bm.unsqueeze(0).expand({B, T, T});
-    VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == T, "block mask shape");
-    const auto in_block = rel.ge(0).logical_and(rel.lt(T));
-    const auto block_seen = bm.gather(2, rel.clamp(0, T - 1).expand({B, T, S})).logical_and(in_block);
+    auto bm = block_mask.defined() ? block_mask.to(device, torch::kBool) : causal_mask_block(W, device).narrow(0, P, T);
+    if (bm.dim() == 2) bm = bm.unsqueeze(0).expand({B, T, W});
+    VISPEC_ASSERT(bm.size(0) == B && bm.size(1) == T && bm.size(2) == W, "block mask shape");
+    const auto in_block = rel.ge(0).logical_and(rel.lt(W));
+    const auto block_seen = bm.gather(2, rel.clamp(0, W - 1).expand({B, T, S})).logical_and(in_block);
     mask = rel.lt(0).logical_or(block_seen);  // [B, T, S]
   }
   if (prefix_visible_.defined()) mask = apply_prefix_visibility(mask, prefix_visible_, slot_index_.view({B, T}));

@@ -18,7 +18,8 @@
 // also live in a device tensor, and a block writes at slots computed from it and attends over a fixed-width
 // view of the cache (the length bucket: the longest row plus the block, rounded up to kLengthBucket keys)
 // masked by each row's length. A forward then has the same operators, shapes and scalars at every step of a
-// bucket and reads nothing from the host, which is what a CUDA graph (models/step_graph.h) replays.
+// bucket and reads nothing from the host, which is what a CUDA graph (models/step_graph.h) replays. A static
+// block may extend the pending block as a dynamic one does; it may not restrict the committed entries.
 // The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
 #pragma once
 

@@ -339,7 +339,7 @@ TEST(StaticStep, ConsecutiveChainIterationsIssueTheSameOperators) {
 }
 
 // The tree decoders' iterations are not static yet (the drafter's catch-up block is as wide as the longest path
-// accepted, EAGLE-2 grows its trees on the host), but their decode state is DecodeRows' and their commit its
+// accepted, its forwards run eagerly on its static cache, EAGLE-2 chooses its trees on the host), but their decode state is DecodeRows' and their commit its
 // commit_tree: EAGLE-1 drafts, verifies and walks its static tree on the device and reads the host once per
 // iteration (the walk's verdict); EAGLE-2 reads its chosen trees as well.
 TEST(StaticStep, TreeIterationsReadTheHostOnceOrForTheirTrees) {
@@ -397,6 +397,34 @@ TEST(StaticStep, AStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
     cache.shift_lengths({3, 1}, static_block ? torch::tensor({3, 1}, torch::kInt64) : torch::Tensor());
     outs.push_back(gpt->decode_block(cache, i64({9, 10, 11, 12, 13, 14}), i64({3, 4, 4, 1, 2, 2}), tree));
     if (static_block) EXPECT_EQ(cache.bucket(), KvCache::kLengthBucket);
+  }
+  EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
+      << (outs[0].logits - outs[1].logits).abs().max().item<double>();
+}
+
+// A draft tree grown level by level (EAGLE's drafters): a second block extends the pending one, its queries
+// seeing the committed entries and, through their mask, the first block's. The static cache writes it after
+// the first block at device-computed slots and reads the keys through the bucket, as the dynamic cache would.
+TEST(StaticStep, AnExtendedStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
+  auto gpt = bucketed_gpt(8);
+  torch::NoGradGuard no_grad;
+  const auto cond = gpt->embed_classes(torch::tensor({1, 3}, torch::kInt64));
+  const auto i64 = [](std::vector<int64_t> v, int64_t T) { return torch::tensor(v, torch::kInt64).view({2, T}); };
+  // Level 0: two siblings; level 1: three children, of sibling 0, 1 and 0, seeing their parent and themselves.
+  const auto level0 = torch::eye(2, torch::kBool);
+  const auto level1 = torch::tensor({1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 1}, torch::kBool).view({3, 5});
+  std::vector<GptOutput> outs;
+  for (bool static_block : {false, true}) {
+    auto cache = gpt->make_cache(2, 8);
+    gpt->prefill(cache, cond);
+    cache.keep_all();
+    if (static_block) cache.use_device_lengths();
+    gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}, 3), i64({0, 1, 2, 0, 1, 2}, 3), torch::Tensor());
+    cache.shift_lengths({3, 1}, static_block ? torch::tensor({3, 1}, torch::kInt64) : torch::Tensor());
+    gpt->decode_block(cache, i64({9, 10, 11, 12}, 2), i64({3, 3, 1, 1}, 2), level0);
+    cache.extend_pending();
+    outs.push_back(gpt->decode_block(cache, i64({13, 14, 15, 16, 17, 18}, 3), i64({4, 4, 4, 2, 2, 2}, 3), level1));
+    EXPECT_EQ(cache.pending(), 5);
   }
   EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
       << (outs[0].logits - outs[1].logits).abs().max().item<double>();
