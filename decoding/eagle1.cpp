@@ -158,12 +158,11 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   };
 
   auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
-  auto dcache = drafter_->make_cache(R, int64_t(block.size()) + L + 2);
-  dcache.use_device_lengths();  // static blocks: slots and lengths on the device, keys read per bucket
   DecodeRows rows(request, N, T, device);
   auto& stats = rows.stats;
   PhaseClock clock(device);
-  EaglePairs pairs(target_, tcache, drafter_, B);
+  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B);
+  auto dcache = pairs.drafter_cache(int64_t(block.size()) + L + 2);
   pairs.start(params_, request, rows);  // the prefill and every row's first token
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
   const int64_t draws = int64_t(draw_index.size());
@@ -211,9 +210,8 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
       auto cells = (root_cells + d + 1).clamp_max(N - 1).expand({B, K});
       if (first > 0) dcache.extend_pending();
-      auto out = drafter_(source.index_select(1, lv.parent_slot),
-                          gpt->embed_image(twice(node_tok.index_select(1, lv.next_nodes))), twice(cells), lv.mask,
-                          &dcache);
+      auto out = pairs.draft(dcache, source.index_select(1, lv.parent_slot),
+                             twice(node_tok.index_select(1, lv.next_nodes)), twice(cells), lv.mask);
       drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
       level_q.push_back(draft_probs(out));
       ++draft_forwards;

@@ -9,6 +9,7 @@
 #include "decoding/cfg_model.h"
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
+#include "decoding/static_forwards.h"
 #include "decoding/static_tree.h"
 #include "decoding/verify.h"
 #include "models/eagle_drafter.h"
@@ -26,6 +27,7 @@ class Eagle1Decoder : public Decoder {
   std::string name_;
   CfgModel target_;
   EagleDrafter drafter_;
+  StaticForwards drafter_steps_;  // the drafter's pooled static caches and their graphs, across decodes
   SamplingParams params_;
   StaticTree tree_;
   ChainRule rule_;  // the acceptance rule and its neighbour table on the device

@@ -56,8 +56,6 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.
   TreeShape widest = shape_;
   if (adt_) widest = {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};
-  auto dcache = drafter_->make_cache(R, widest.top_k * (widest.depth + 1) + widest.depth + 2);
-  dcache.use_device_lengths();  // static blocks: slots and lengths on the device, keys read per bucket
   std::vector<AdtPolicy> policies;
   if (adt_)
     for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);
@@ -65,7 +63,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   DecodeRows rows(request, N, shape_.total_tokens, device);
   auto& stats = rows.stats;
   PhaseClock clock(device);
-  EaglePairs pairs(target_, tcache, drafter_, B);
+  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B);
+  auto dcache = pairs.drafter_cache(widest.top_k * (widest.depth + 1) + widest.depth + 2);
   pairs.start(params_, request, rows);  // the prefill and every row's first token
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 
@@ -93,8 +92,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
       auto node_cells = (root_cells + 1 + level).clamp_max(N - 1).expand({B, K});
       if (level > 0) dcache.extend_pending();
-      auto out = drafter_(source.gather(1, slot), gpt->embed_image(twice(newest(tok)).to(device)),
-                          twice(node_cells).to(device), twice(newest(mask)).to(device), &dcache);
+      auto out = pairs.draft(dcache, source.gather(1, slot), twice(newest(tok)), twice(node_cells), twice(newest(mask)));
       drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
       return draft_log_probs(out);
     };

@@ -11,6 +11,7 @@
 #include "decoding/cfg_model.h"
 #include "decoding/codebook_neighbours.h"
 #include "decoding/decoder.h"
+#include "decoding/static_forwards.h"
 #include "decoding/decoder_registry.h"
 #include "decoding/draft_tree.h"
 #include "decoding/verify.h"
@@ -31,6 +32,7 @@ class Eagle2Decoder : public Decoder {
   std::string name_;
   CfgModel target_;
   EagleDrafter drafter_;
+  StaticForwards drafter_steps_;  // the drafter's pooled static caches and their graphs, across decodes
   SamplingParams params_;
   TreeShape shape_;
   ChainRule rule_;  // the acceptance rule and its neighbour table on the device

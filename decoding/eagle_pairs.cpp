@@ -4,10 +4,23 @@
 
 namespace vispec {
 
-EaglePairs::EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, int64_t batch)
-    : target_(target), tcache_(tcache), gpt_(target.gpt()), drafter_(std::move(drafter)), B_(batch),
-      R_(target.rows(batch)),
-      waiting_(static_cast<size_t>(batch), 0) {}
+EaglePairs::EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, StaticForwards& drafter_steps,
+                       int64_t batch)
+    : target_(target), tcache_(tcache), gpt_(target.gpt()), drafter_(std::move(drafter)), steps_(drafter_steps),
+      B_(batch), R_(target.rows(batch)), waiting_(static_cast<size_t>(batch), 0) {}
+
+KvCache EaglePairs::drafter_cache(int64_t extra) {
+  return steps_.make_cache(R_, gpt_->config().image_tokens() + extra, [&] { return drafter_->make_cache(R_, extra); });
+}
+
+torch::Tensor EaglePairs::draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
+                                const torch::Tensor& cells, const torch::Tensor& mask) {
+  return steps_.forward(dcache, tokens.size(1), {features, tokens, cells, mask},
+                        [&](const std::vector<torch::Tensor>& in) {
+                          return std::vector<torch::Tensor>{
+                              drafter_(in[0], gpt_->embed_image(in[1]), in[2], in[3], &dcache)};
+                        })[0];
+}
 
 void EaglePairs::start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows) {
   auto pre = target_.prefill(tcache_, request.conditions);
@@ -39,7 +52,7 @@ torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {
   const auto in = host.to(device);
   const auto cells = in[0], real = in[1].to(torch::kBool);
   const auto tokens = torch::where(real, rows.tokens.repeat({R_ / B_, 1}).gather(1, cells), 0);
-  auto out = drafter_(features_, gpt_->embed_image(tokens), cells, causal_mask(P, device), &dcache);
+  auto out = draft(dcache, features_, tokens, cells, causal_mask(P, device));
   // The pairs stay where they were written: bookkeeping, no data moves.
   std::vector<int64_t> kept;
   for (int64_t row = 0; row < R_; ++row) kept.push_back(waiting_[size_t(row % B_)]);

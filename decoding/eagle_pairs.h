@@ -5,7 +5,8 @@
 //               yet. A feature is the target's post-norm state at a committed position (both CFG streams),
 //               the token the one committed after it; EAGLE drafts from the newest pair's output.
 // A row's newest token (the tree's root) is not in the target's cache yet: each verification forward runs it
-// first, before the tree's nodes.
+// first, before the tree's nodes. Every drafter forward (the catch-up, each tree level) is a static step on a
+// pooled static cache (decoding/static_forwards.h), replayed as a CUDA graph on a GPU.
 #pragma once
 
 #include <torch/torch.h>
@@ -15,6 +16,7 @@
 #include "decoding/cfg_model.h"
 #include "decoding/decode_rows.h"
 #include "decoding/decoder.h"
+#include "decoding/static_forwards.h"
 #include "models/eagle_drafter.h"
 #include "models/gpt.h"
 
@@ -22,8 +24,17 @@ namespace vispec {
 
 class EaglePairs {
  public:
-  // batch B samples, drafter rows R = target.rows(B) ([cond; uncond] when guided); tcache: the target's.
-  EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, int64_t batch);
+  // batch B samples, drafter rows R = target.rows(B) ([cond; uncond] when guided); tcache: the target's;
+  // drafter_steps: the decoder's pool of the drafter's static caches, which outlives the decode.
+  EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, StaticForwards& drafter_steps, int64_t batch);
+
+  // The drafter's cache for this decode, `extra` slots past the image: a copy of a pooled static cache.
+  KvCache drafter_cache(int64_t extra);
+  // The drafter over a block of T nodes per row in `dcache` (after extend_pending: added to the pending
+  // block), as a static step: features [R, T, D] (each node's parent's output), tokens and raster cells
+  // [R, T], mask [T, W] or [R, T, W] over the block's W entries -> the drafter's outputs [R, T, D].
+  torch::Tensor draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
+                      const torch::Tensor& cells, const torch::Tensor& mask);
 
   // The decode's start: the target's prefill, every row's first token (rows.start, read to the host: the
   // pairs and EAGLE-2's trees are built there) and the first pairs.
@@ -41,6 +52,7 @@ class EaglePairs {
   KvCache& tcache_;
   Gpt gpt_;  // the target's handle (a shared module): its frozen norm and embedding
   EagleDrafter drafter_;
+  StaticForwards& steps_;
   int64_t B_, R_;
   std::vector<int64_t> waiting_;  // per row, the pairs the drafter has not read: its newest committed tokens
   torch::Tensor features_;        // [R, P, D] their post-norm features (row r's first waiting_ valid)

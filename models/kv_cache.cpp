@@ -146,11 +146,16 @@ int64_t KvCache::plan_static_block(int64_t T) {
 // (P > 0: it extends the pending block); key slot s is seen where s < L_b (committed) or where the block mask
 // lets the query see block entry s - L_b.
 AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_mask) {
-  const int64_t S = plan_static_block(T), B = batch(), P = written_from_, W = pending_;
+  // A held plan is the block a runner planned before its step, which it may run, warm up and capture: each
+  // begins the same block.
+  VISPEC_ASSERT(!plan_held_ || T == pending_ - written_from_, "a block of ", T, " entries where ",
+                pending_ - written_from_, " were planned");
+  const int64_t S = plan_held_ ? bucket_ : plan_static_block(T), B = batch(), P = written_from_, W = pending_;
   const auto device = k_[0].device();
   const auto& L = lengths_device_;
   const auto rel = key_index_.narrow(0, 0, S).view({1, 1, S}) - L.view({B, 1, 1});  // [B, 1, S]: slot - L_b
   slot_index_ = L.view({B, 1, 1}) + key_index_.narrow(0, P, T).view({1, 1, T});  // [B, 1, T]
+  block_slots_ = torch::Tensor();  // made from slot_index_ when asked
   torch::Tensor mask;
   if (W == 1) {
     mask = rel.le(0);  // a lone query sees its row's committed keys and itself, whatever its [1, 1] block mask

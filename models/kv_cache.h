@@ -112,6 +112,9 @@ class KvCache {
   // replayed graph does not, so a caller replaying one calls it first. Returns the bucket.
   int64_t plan_static_block(int64_t T);
   int64_t bucket() const { return bucket_; }
+  // While held, begin_block() opens the block planned last instead of planning one: a step that extends the
+  // pending block is run, warmed up and captured, and each run must open the same block (StaticForwards).
+  void hold_plan(bool held) { plan_held_ = held; }
   // keep_all() in two halves, for a step whose device half is replayed: lengths += block on the device (inside
   // the step), then on the host (after it).
   void keep_all_on_device();
@@ -143,6 +146,7 @@ class KvCache {
   torch::Tensor key_index_;            // [capacity] int64 on the device: 0 .. capacity - 1
   torch::Tensor row_index_, head_index_;  // [B, 1, 1] and [1, Hkv, 1]: with slot_index_, a static write's indices
   int64_t bucket_ = 0;                 // keys of the static block's view
+  bool plan_held_ = false;             // begin_block() opens the planned block (hold_plan)
   bool lengths_stale_ = false;         // host-side commits not yet uploaded to lengths_device_
 };
 

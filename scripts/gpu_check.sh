@@ -556,7 +556,7 @@ demos() {
 if [ $quick = 1 ]; then
   tests_runner="vispec_tests --gtest_filter (the CUDA cases and PhaseClock)"
   filter='Devices.*Cuda*:Devices.*Gpu*:*Cuda*:*CudaGraph*:PhaseClock.*'
-  step cuda_tests 60 run_in "$work" "$tests_bin" --gtest_filter="$filter"
+  step cuda_tests 90 run_in "$work" "$tests_bin" --gtest_filter="$filter"
   [ -f "$logs/cuda_tests.log" ] && tests_line=$(gtest_summary "$logs/cuda_tests.log") &&
     skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}.*/\1/p' "$logs/cuda_tests.log" | head -1)
   skipped=${skipped:-0}
