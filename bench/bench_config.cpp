@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "io/yaml_util.h"
+#include "models/model_config.h"
 
 namespace vispec {
 
@@ -40,6 +41,8 @@ BenchConfig load_bench_config(const std::string& path, const std::vector<std::st
   c.device = root.get<std::string>("device", c.device);
   c.threads = root.get<int>("threads", c.threads);
 
+  // Decoders take the model's sampling defaults for the fields they leave out, as a job's decoder does.
+  const auto model_sampling = load_model_config(c.model_config).sampling;
   const auto list = root.at("decoders");
   if (!list.node().IsSequence() || list.node().size() == 0) list.fail("expected a non-empty list of decoders");
   std::set<std::string> labels;
@@ -48,7 +51,7 @@ BenchConfig load_bench_config(const std::string& path, const std::vector<std::st
     if (!entry.node().IsMap()) entry.fail("expected a map with 'decoder' and optionally 'label'");
     entry.reject_unknown_keys({"label", "decoder"});
     BenchEntry e;
-    e.decoder = parse_decoder(parse_decoder_spec(entry.at("decoder")));
+    e.decoder = parse_decoder(parse_decoder_spec(entry.at("decoder")), model_sampling);
     e.label = entry.get<std::string>("label", e.decoder.name);
     e.where = entry.where();
     if (!labels.insert(e.label).second)

@@ -18,6 +18,7 @@
 namespace vispec {
 
 struct ModelConfig;
+struct SamplingDefaults;
 
 // The trained drafters a decoder reads, each from the model config's drafters section.
 enum class Drafter {
@@ -48,8 +49,10 @@ struct DecoderConfig {
 };
 
 // Parses and checks a decoder section: its name, then that every field is one the decoder reads, then every
-// value. Throws "file:line: decoder.field: ..." on the first problem.
+// value. Throws "file:line: decoder.field: ..." on the first problem. The sampling fields the section leaves
+// out take the model config's `sampling:` values where it sets them (model_defaults), else vispec's defaults.
 DecoderConfig parse_decoder(const DecoderSpec& spec);
+DecoderConfig parse_decoder(const DecoderSpec& spec, const SamplingDefaults& model_defaults);
 // What needs the model config: the drafters the decoder reads are configured, its neighbour count and tree
 // widths fit the codebook and vocabulary.
 void check_decoder_model(const DecoderConfig& config, const ModelConfig& model);

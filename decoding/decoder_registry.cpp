@@ -6,7 +6,7 @@
 
 #include "core/check.h"
 #include "models/load.h"
-#include "models/load.h"
+#include "models/model_config.h"
 
 namespace vispec {
 
@@ -31,11 +31,15 @@ const DecoderEntry& entry_for(const DecoderSpec& spec) {
 }
 
 // The fields every decoder reads, and then its own (the same code for the defaults and for the job's fields).
-DecoderConfig read_config(const DecoderEntry& entry, DecoderFields& f) {
+DecoderConfig read_config(const DecoderEntry& entry, DecoderFields& f, const SamplingDefaults& model = {}) {
   DecoderConfig c;
   c.name = entry.name;
   c.spec = f.spec();
   c.drafters = entry.drafters;
+  c.sampling.cfg_scale = model.cfg_scale.value_or(c.sampling.cfg_scale);
+  c.sampling.temperature = model.temperature.value_or(c.sampling.temperature);
+  c.sampling.top_k = model.top_k.value_or(c.sampling.top_k);
+  c.sampling.top_p = model.top_p.value_or(c.sampling.top_p);
   c.sampling.cfg_scale = f.number("cfg_scale", c.sampling.cfg_scale);
   f.require(c.sampling.cfg_scale >= 0, "cfg_scale", "must be >= 0");
   c.sampling.temperature = f.number("temperature", c.sampling.temperature);
@@ -103,7 +107,9 @@ std::vector<std::string> known_decoders() {
   return names;
 }
 
-DecoderConfig parse_decoder(const DecoderSpec& spec) {
+DecoderConfig parse_decoder(const DecoderSpec& spec) { return parse_decoder(spec, SamplingDefaults{}); }
+
+DecoderConfig parse_decoder(const DecoderSpec& spec, const SamplingDefaults& model_defaults) {
   const auto& entry = entry_for(spec);
   // First the fields the decoder knows (its reading code over no fields), so that a misspelt field is named
   // as such before any other field's check runs.
@@ -121,7 +127,7 @@ DecoderConfig parse_decoder(const DecoderSpec& spec) {
   for (const auto& [key, value] : spec.params) check_known(key);
   for (const auto& [key, value] : spec.words) check_known(key);
   DecoderFields fields(spec);
-  return read_config(entry, fields);
+  return read_config(entry, fields, model_defaults);
 }
 
 void check_decoder_model(const DecoderConfig& c, const ModelConfig& model) {

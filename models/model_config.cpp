@@ -277,14 +277,34 @@ int64_t ModelConfig::class_id(const std::string& prompt) const {
   return -1;
 }
 
+namespace {
+// sampling: {cfg_scale, temperature, top_k, top_p}, each optional, refused outside the ranges a decoder spec
+// accepts.
+SamplingDefaults parse_sampling(const YamlView& v) {
+  v.reject_unknown_keys({"cfg_scale", "temperature", "top_k", "top_p"});
+  SamplingDefaults d;
+  if (v.has("cfg_scale")) d.cfg_scale = v.need<double>("cfg_scale");
+  if (v.has("temperature")) d.temperature = v.need<double>("temperature");
+  if (v.has("top_k")) d.top_k = v.need<int64_t>("top_k");
+  if (v.has("top_p")) d.top_p = v.need<double>("top_p");
+  if (d.cfg_scale && !(*d.cfg_scale >= 0 && *d.cfg_scale <= 1e6)) v.at("cfg_scale").fail("must be in [0, 1e6]");
+  if (d.temperature && !(*d.temperature >= 0 && *d.temperature <= 1e6)) v.at("temperature").fail("must be in [0, 1e6]");
+  if (d.top_k && (*d.top_k < 0 || *d.top_k > (int64_t(1) << 30))) v.at("top_k").fail("must be in [0, 2^30]");
+  if (d.top_p && !(*d.top_p > 0 && *d.top_p <= 1)) v.at("top_p").fail("must be in (0, 1]");
+  return d;
+}
+}  // namespace
+
 ModelConfig load_model_config(const std::string& path) {
   YamlView root(load_yaml_file(path), path);
-  root.reject_unknown_keys({"name", "dtype", "classes", "gpt", "vq", "text_encoder", "prompt", "classifier", "drafters"});
+  root.reject_unknown_keys({"name", "dtype", "classes", "sampling", "gpt", "vq", "text_encoder", "prompt", "classifier",
+                            "drafters"});
   ModelConfig m;
   m.file = path;
   m.name = root.need<std::string>("name");
   m.dtype = root.get<std::string>("dtype", m.dtype);
   if (!is_model_dtype(m.dtype)) root.at("dtype").fail("expected fp32, bf16 or fp16, got '" + m.dtype + "'");
+  if (root.has("sampling")) m.sampling = parse_sampling(root.at("sampling"));
   const auto gpt = root.at("gpt"), vq = root.at("vq");
   m.gpt = parse_gpt(gpt);
   m.vq = parse_vq(vq);

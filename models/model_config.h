@@ -27,6 +27,7 @@
 //       prompt: {template: ..., unconditional: ...}   # a prompted drafter's own (its image size)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,14 @@
 
 namespace vispec {
 
+// The sampling settings the model's paper samples with (LlamaGen: cfg_scale 4.0 and top_k 2000 for its class
+// models, 7.5 and 1000 for its text models). A decoder spec that leaves a field out takes the model's; a field
+// the model leaves unset keeps vispec's default (no guidance, temperature 1, top-k and top-p off).
+struct SamplingDefaults {
+  std::optional<double> cfg_scale, temperature, top_p;
+  std::optional<int64_t> top_k;
+};
+
 struct ModelConfig {
   std::string file;  // where it was read from
   std::string name;
@@ -46,6 +55,7 @@ struct ModelConfig {
   // the classifier stay float32, and so do logits, sampling and acceptance. Trainers train in float32.
   std::string dtype = "fp32";
   std::vector<std::string> classes;
+  SamplingDefaults sampling;  // the config's `sampling:` section
   GptConfig gpt;
   std::string gpt_weights;  // absolute or relative to the working directory
   VqConfig vq;

@@ -47,6 +47,29 @@ TEST(DecoderRegistry, EveryDecoderFileRegisteredItself) {
   EXPECT_NE(listing.find("gamma 4"), std::string::npos) << listing;
 }
 
+// A model config's `sampling:` values are the defaults of the sampling fields a decoder section leaves out;
+// the fields it writes are its own, and the model's values enter the identity (the numbers) like any field.
+TEST(DecoderRegistry, SamplingFieldsLeftOutTakeTheModelsDefaults) {
+  SamplingDefaults model;
+  model.cfg_scale = 4.0;
+  model.top_k = 2000;
+  for (const std::string name : {"ar", "sd", "eagle2", "mulo_sd"}) {
+    const auto c = parse_decoder(spec_of(name), model);
+    EXPECT_EQ(c.sampling.cfg_scale, 4.0) << name;
+    EXPECT_EQ(c.sampling.top_k, 2000) << name;
+    EXPECT_EQ(c.sampling.temperature, 1.0) << name;  // unset in the model: vispec's default
+    EXPECT_EQ(c.numbers.at("cfg_scale"), 4.0) << name;
+    EXPECT_NE(c.numbers, parse_decoder(spec_of(name)).numbers) << name;
+  }
+  auto written = spec_of("sd");
+  give(written, "cfg_scale", 1.0, 4);  // no guidance, asked for
+  give(written, "top_k", 0, 5);
+  const auto c = parse_decoder(written, model);
+  EXPECT_EQ(c.sampling.cfg_scale, 1.0);
+  EXPECT_EQ(c.sampling.top_k, 0);
+  EXPECT_EQ(c.numbers, parse_decoder(written).numbers);
+}
+
 TEST(DecoderRegistry, DefaultsFillTheIdentityAndTheMethodSettings) {
   auto written = spec_of("sd");
   give(written, "gamma", 4, 4);

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/check.h"
+#include "decoding/decoder_config.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "models/gpt.h"
@@ -53,6 +54,14 @@ TEST(FamilyConfigs, EveryReleasedModelHasAJob) {
     EXPECT_EQ(std::filesystem::path(job.model_config).filename(), std::string(name) + ".yaml");
     EXPECT_TRUE(std::filesystem::exists(job.model_config)) << job.model_config;
     EXPECT_TRUE(std::filesystem::exists(job.prompts_file)) << job.prompts_file;
+    // The job writes out the sampling its model config carries as defaults (`sampling:`): the same numbers.
+    const auto model = load_model_config(job.model_config).sampling;
+    const auto written = parse_decoder(job.decoder).sampling;
+    ASSERT_TRUE(model.cfg_scale && model.top_k && model.temperature && model.top_p) << name;
+    EXPECT_EQ(written.cfg_scale, *model.cfg_scale) << name;
+    EXPECT_EQ(written.top_k, *model.top_k) << name;
+    EXPECT_EQ(written.temperature, *model.temperature) << name;
+    EXPECT_EQ(written.top_p, *model.top_p) << name;
   }
 }
 

@@ -5,8 +5,12 @@
 // place of the class table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
+#include "core/check.h"
 #include "models/gpt.h"
 #include "models/model_config.h"
 #include "models/vq.h"
@@ -67,6 +71,44 @@ TEST(LlamaGenConfigs, Vq16HasLlamaGensParameterCount) {
   expect_stated(count, 72e6, 1e6, "vq_ds16_c2i");
   EXPECT_EQ(model.vq.codebook_size, 16384);
   EXPECT_EQ(model.vq.downsample(), 16);
+}
+
+// Each release carries the sampling its own sampler uses (sample_c2i.py: cfg_scale 4.0, top_k 2000;
+// sample_t2i.py: 7.5, 1000; both temperature 1.0, top_p 1.0), which a job's decoder takes for the fields it
+// leaves out. A value out of range is one line naming the config's line and field.
+TEST(LlamaGenConfigs, EveryReleaseCarriesItsSamplersDefaults) {
+  for (const auto& entry : std::filesystem::directory_iterator(kDir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const auto file = entry.path().filename().string();
+    const auto s = load_model_config(entry.path().string()).sampling;
+    const bool t2i = file.rfind("t2i_", 0) == 0;
+    ASSERT_TRUE(s.cfg_scale && s.top_k && s.temperature && s.top_p) << file;
+    EXPECT_EQ(*s.cfg_scale, t2i ? 7.5 : 4.0) << file;
+    EXPECT_EQ(*s.top_k, t2i ? 1000 : 2000) << file;
+    EXPECT_EQ(*s.temperature, 1.0) << file;
+    EXPECT_EQ(*s.top_p, 1.0) << file;
+  }
+  const auto dir = std::filesystem::temp_directory_path() / "vispec_sampling_defaults";
+  std::filesystem::create_directories(dir);
+  std::ifstream in(kDir + "c2i_B_256.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find("top_p: 1.0}");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 11, "top_p: 1.5}");
+  const auto bad = (dir / "c2i_B_256.yaml").string();
+  std::ofstream(bad) << text;
+  try {
+    load_model_config(bad);
+    ADD_FAILURE() << "top_p 1.5 accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    const auto line = 1 + std::count(text.begin(), text.begin() + std::ptrdiff_t(at), '\n');
+    EXPECT_NE(what.find(bad + ":" + std::to_string(line) + ":"), std::string::npos) << what;
+    EXPECT_NE(what.find("sampling.top_p"), std::string::npos) << what;
+    EXPECT_NE(what.find("must be in (0, 1]"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace vispec

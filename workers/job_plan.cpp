@@ -162,7 +162,7 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   plan.job = load_job_config(job_file, overrides, out_override);
   plan.model = load_model_config(plan.job.model_config);
   if (!plan.job.model_dtype.empty()) plan.model.dtype = plan.job.model_dtype;
-  plan.decoder = parse_decoder(plan.job.decoder);
+  plan.decoder = parse_decoder(plan.job.decoder, plan.model.sampling);
   check_decoder_model(plan.decoder, plan.model);
   if (!first_rank) return plan;
   // Found by a worker after the journal's header was written, a bad weights file would make the rerun with
