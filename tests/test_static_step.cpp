@@ -386,6 +386,22 @@ TEST(StaticStep, AStepThatMovesItsStateIsRefused) {
   EXPECT_THROW(graphs.run({1, 1, 64}, [&] {}), std::exception);
 }
 
+namespace {
+// A cache of `gpt` (dynamic, or static with device lengths) holding two rows' prefills and a first block of 3
+// entries, of which rows keep 3 and 1: ragged rows with 4 and 2 committed entries, the static cache adding
+// the counts on the device.
+KvCache ragged_cache(Gpt gpt, const torch::Tensor& cond, bool static_block, int64_t extra) {
+  auto cache = gpt->make_cache(2, extra);
+  gpt->prefill(cache, cond);
+  cache.keep_all();
+  if (static_block) cache.use_device_lengths();
+  const auto i64 = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).view({2, 3}); };
+  gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}), i64({0, 1, 2, 0, 1, 2}), torch::Tensor());
+  cache.shift_lengths({3, 1}, static_block ? torch::tensor({3, 1}, torch::kInt64) : torch::Tensor());
+  return cache;
+}
+}  // namespace
+
 TEST(StaticStep, AStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
   // Two rows of different committed lengths, then a 3-entry block under a tree mask, through both caches.
   auto gpt = bucketed_gpt(7);
@@ -394,14 +410,8 @@ TEST(StaticStep, AStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
   const auto tree = torch::tensor({1, 0, 0, 1, 1, 0, 1, 0, 1}, torch::kBool).view({3, 3});
   std::vector<GptOutput> outs;
   for (bool static_block : {false, true}) {
-    auto cache = gpt->make_cache(2, 3);
-    gpt->prefill(cache, cond);
-    cache.keep_all();
-    if (static_block) cache.use_device_lengths();
+    auto cache = ragged_cache(gpt, cond, static_block, 3);
     const auto i64 = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).view({2, 3}); };
-    gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}), i64({0, 1, 2, 0, 1, 2}), torch::Tensor());
-    // Ragged: 4 and 2 committed entries; the static cache adds the counts on the device.
-    cache.shift_lengths({3, 1}, static_block ? torch::tensor({3, 1}, torch::kInt64) : torch::Tensor());
     outs.push_back(gpt->decode_block(cache, i64({9, 10, 11, 12, 13, 14}), i64({3, 4, 4, 1, 2, 2}), tree));
     if (static_block) EXPECT_EQ(cache.bucket(), KvCache::kLengthBucket);
   }
@@ -422,12 +432,7 @@ TEST(StaticStep, AnExtendedStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
   const auto level1 = torch::tensor({1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 1}, torch::kBool).view({3, 5});
   std::vector<GptOutput> outs;
   for (bool static_block : {false, true}) {
-    auto cache = gpt->make_cache(2, 8);
-    gpt->prefill(cache, cond);
-    cache.keep_all();
-    if (static_block) cache.use_device_lengths();
-    gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}, 3), i64({0, 1, 2, 0, 1, 2}, 3), torch::Tensor());
-    cache.shift_lengths({3, 1}, static_block ? torch::tensor({3, 1}, torch::kInt64) : torch::Tensor());
+    auto cache = ragged_cache(gpt, cond, static_block, 8);
     gpt->decode_block(cache, i64({9, 10, 11, 12}, 2), i64({3, 3, 1, 1}, 2), level0);
     cache.extend_pending();
     outs.push_back(gpt->decode_block(cache, i64({13, 14, 15, 16, 17, 18}, 3), i64({4, 4, 4, 2, 2, 2}, 3), level1));
