@@ -42,10 +42,11 @@ CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, co
   return {out.logits, out.hidden};
 }
 
-void CfgModel::keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const {
+void CfgModel::keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths,
+                          const torch::Tensor& on_device) const {
   auto rows = paths;
   if (guided()) rows.insert(rows.end(), paths.begin(), paths.end());
-  cache.keep_rows(rows);
+  cache.keep_rows(rows, on_device.defined() ? twice(on_device) : on_device);
 }
 
 void CfgModel::shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device) const {

@@ -40,8 +40,9 @@ class CfgModel {
                          const torch::Tensor& block_mask);
   // The cache's commits (models/kv_cache.h) for B samples, given to both streams: every sample's path (block
   // indices; empty: none), or every sample's length moved by delta[b] (`on_device`: the same [B] counts on the
-  // device, so that a static cache adds them there).
-  void keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const;
+  // device, so that a static cache adds them there; for paths, the same [B, W] on the device, -1 past each end).
+  void keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths,
+                  const torch::Tensor& on_device = {}) const;
   void shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device = {}) const;
 
   // Drafters that read the target's states (EAGLE heads, SSD heads) run under the same guidance: their token

@@ -16,7 +16,7 @@ torch::Tensor read_to_host(const torch::Tensor& t) {
 }
 
 DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device)
-    : committed(size_t(request.batch()), 0), newest(size_t(request.batch()), 0), stats(size_t(request.batch())),
+    : committed(size_t(request.batch()), 0), stats(size_t(request.batch())),
       cells_(cells), seed_(request.seed) {
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const int64_t B = request.batch();
@@ -63,12 +63,6 @@ torch::Tensor first_tokens(const torch::Tensor& prefill_logits, const SamplingPa
 void DecodeRows::start(const torch::Tensor& prefill_logits, const SamplingParams& params) {
   tokens.select(1, 0).copy_(first_tokens(prefill_logits, params, seed_, sample_ids_));
   set_committed(1);
-}
-
-void DecodeRows::read_newest() {
-  const auto host = read_to_host(tokens_at(-1).view({-1})).contiguous();
-  const auto h = host.accessor<int64_t, 1>();  // (an item() per row would be a read per row)
-  for (int64_t b = 0; b < batch(); ++b) newest[size_t(b)] = h[b];
 }
 
 std::vector<int64_t> DecodeRows::newest_index() const {
@@ -127,15 +121,12 @@ std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& ver
   // The accepted nodes after the root, as a chain of drafts (-1 past the path's end reads the root: never kept).
   const auto drafts = node_tokens.gather(1, verdict.path.narrow(1, 1, P - 1).clamp_min(0));
   Advance advance;
-  const auto extra =
-      torch::cat({verdict.path, verdict.next.view({-1, 1}), verdict.sampled.to(torch::kInt64).view({-1, 1})}, 1);
-  const auto host = commit(drafts, ChainVerdict{verdict.accepted, verdict.next}, verdict.tried, cells_, extra, advance);
+  const auto host =
+      commit(drafts, ChainVerdict{verdict.accepted, verdict.next}, verdict.tried, cells_, verdict.path, advance);
   const auto h = host.accessor<int64_t, 2>();
   std::vector<std::vector<int64_t>> paths(static_cast<size_t>(batch()));
-  for (int64_t b : walked) {
+  for (int64_t b : walked)
     for (int64_t j = 0; j < P && h[b][j] >= 0; ++j) paths[size_t(b)].push_back(h[b][j]);
-    if (h[b][P + 1]) newest[size_t(b)] = h[b][P];
-  }
   return paths;
 }
 

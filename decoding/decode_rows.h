@@ -60,9 +60,6 @@ class DecodeRows {
   void set_committed(int64_t count);
   // Token 0 of every row (first_tokens); every row has then committed 1 token.
   void start(const torch::Tensor& prefill_logits, const SamplingParams& params);
-  // For decoders that build drafts on the host (EAGLE's pairs and trees): brings every row's newest token to
-  // `newest`, once after start(); commit_tree's read keeps it from then on.
-  void read_newest();
   // Each row's newest token's raster index (its tree's root), as of the last read: committed - 1.
   std::vector<int64_t> newest_index() const;
   // The decode loop: `while (rows.next_iteration())` runs iterations while a row has committed fewer than
@@ -85,7 +82,7 @@ class DecodeRows {
   // node tokens are node_tokens [B, T]: the accepted path after the root is a chain, written with the sampled
   // token as commit_chain writes one (the pad must hold T columns), its statistics counted (drafted: the
   // children tested). One read, the iteration's only wait. Returns each row's accepted path, root first (empty
-  // for rows that had finished), and sets `newest` where a token was sampled.
+  // for rows that had finished).
   std::vector<std::vector<int64_t>> commit_tree(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
 
   // tokens [B, cells] on the CPU and the statistics, every row's `tokens` set.
@@ -95,7 +92,6 @@ class DecodeRows {
   torch::Tensor n;                       // [B] int64, device: tokens committed per row (updated in place)
   torch::Tensor iteration;               // [1] int64, device: the current iteration, from 0 (-1 before the first)
   std::vector<int64_t> committed;        // n as of the last read
-  std::vector<int64_t> newest;           // each row's newest token, as of the last read (read_newest)
   std::vector<SampleStats> stats;
 
  private:

@@ -50,9 +50,9 @@ TreeTables tree_tables(const std::vector<DraftTree>& trees, int64_t T, torch::De
   return {token.to(device), depth.to(device), kids.to(device)};
 }
 
-TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<int64_t>& root_index, int64_t cells) {
+TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<int64_t>& root_index, int64_t cells,
+                       int64_t T) {
   const int64_t B = int64_t(trees.size());
-  int64_t T = 1;
   for (const auto& t : trees) T = std::max(T, t.size());
   auto tok = torch::zeros({B, T}, torch::kInt64), pos = torch::zeros({B, T}, torch::kInt64);
   auto ta = tok.accessor<int64_t, 2>(), pa = pos.accessor<int64_t, 2>();
@@ -71,13 +71,17 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
                              std::vector<TreeShape>(size_t(root_log_probs.size(0)), shape), expand);
 }
 
-// Every row at once, where the log-probs are: the candidates of each level are one [B, n] block (level 0: the
-// root's K children; level l + 1: the K^2 children of level l's frontier), and the only read is of the chosen
-// trees at the end. Rows may ask for different shapes (ADT-Tree): the blocks are sized by the largest; in a
-// smaller row the candidates beyond its own top_k or depth score -inf, so they are expanded with the rest but
-// never chosen.
 std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
                                            const std::vector<TreeShape>& shapes, const TreeExpand& expand) {
+  return read_trees(grow_dynamic_trees(root_log_probs, shapes, expand), roots);
+}
+
+// Every row at once, where the log-probs are: the candidates of each level are one [B, n] block (level 0: the
+// root's K children; level l + 1: the K^2 children of level l's frontier). Rows may ask for different shapes
+// (ADT-Tree): the blocks are sized by the largest; in a smaller row the candidates beyond its own top_k or
+// depth score -inf, so they are expanded with the rest but never chosen.
+TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
+                                  const TreeExpand& expand) {
   const int64_t B = root_log_probs.size(0);
   int64_t K = 1, D = 0;
   std::vector<int64_t> own_shape;  // per row: top_k, depth, nodes to choose
@@ -136,18 +140,31 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
 
   // Rerank: each row's best total_tokens - 1 finite candidates (ties in candidate order), then, level by
   // level, drop any whose parent was cut (it lost a tie at the cut: a node without its path is unverifiable).
-  const auto all_score = torch::cat(cand_score, 1), all_parent = torch::cat(cand_parent, 1);
-  const int64_t C = all_score.size(1);
-  const auto order = std::get<1>(all_score.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true));
+  TreeCandidates c;
+  c.top_k = K;
+  c.depth = D;
+  c.token = torch::cat(cand_token, 1);
+  c.parent = torch::cat(cand_parent, 1);
+  c.score = torch::cat(cand_score, 1);
+  const int64_t C = c.score.size(1);
+  const auto order = std::get<1>(c.score.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true));
   const auto rank = torch::empty_like(order).scatter_(1, order, torch::arange(C, i64).view({1, C}).expand({B, C}));
-  auto keep = rank.lt(own_nodes.view({B, 1})).logical_and(all_score.isfinite());
+  c.keep = rank.lt(own_nodes.view({B, 1})).logical_and(c.score.isfinite());
   for (int64_t level = 1, start = K; level <= D; start += K * K, ++level) {
-    auto seg = keep.narrow(1, start, K * K);
-    seg.logical_and_(keep.gather(1, all_parent.narrow(1, start, K * K)));
+    auto seg = c.keep.narrow(1, start, K * K);
+    seg.logical_and_(c.keep.gather(1, c.parent.narrow(1, start, K * K)));
   }
+  return c;
+}
+
+// A candidate's depth in the tree from its index alone: level 0's K are depth 1, then K^2 per level.
+static int64_t candidate_depth(int64_t c, int64_t K) { return c < K ? 1 : (c - K) / (K * K) + 2; }
+
+std::vector<DraftTree> read_trees(const TreeCandidates& candidates, const std::vector<int64_t>& roots) {
+  const int64_t B = candidates.token.size(0), C = candidates.token.size(1), K = candidates.top_k;
   // One read: tokens, parents, kept flags and the scores' bits.
-  const auto host = read_to_host(torch::stack(
-      {torch::cat(cand_token, 1), all_parent, keep.to(torch::kInt64), all_score.contiguous().view(torch::kInt64)}));
+  const auto host = read_to_host(torch::stack({candidates.token, candidates.parent, candidates.keep.to(torch::kInt64),
+                                               candidates.score.contiguous().view(torch::kInt64)}));
   const auto h = host.accessor<int64_t, 3>();
   std::vector<DraftTree> trees(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
@@ -163,11 +180,55 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
       node_of[size_t(c)] = t.size();
       t.token.push_back(h[0][b][c]);
       t.parent.push_back(parent < 0 ? 0 : node_of[size_t(parent)]);
-      t.depth.push_back(c < K ? 1 : (c - K) / (K * K) + 2);
+      t.depth.push_back(candidate_depth(c, K));
       t.score.push_back(double_from_bits(h[3][b][c]));
     }
   }
   return trees;
+}
+
+// read_trees' numbering on the device: a kept candidate's node is 1 + the kept candidates before it (the root is
+// node 0), so nodes stay in candidate order and parents precede children. Writes of candidates that are not
+// kept go to a spare node T, cut off at the end. A node's children are the kept candidates of its K-block, in
+// the block's order (best first, as DraftTree::children() sorts them: a block is one topk's output, and the
+// summed scores keep its order).
+GrownTrees grown_tree_tables(const TreeCandidates& candidates, const torch::Tensor& roots,
+                             const torch::Tensor& root_index, int64_t T, int64_t cells) {
+  const auto& keep = candidates.keep;
+  const int64_t B = keep.size(0), C = keep.size(1), K = candidates.top_k;
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(keep.device());
+  const auto kept = keep.to(torch::kInt64);
+  const auto node_of = torch::where(keep, kept.cumsum(1), T);  // [B, C]
+  const auto c = torch::arange(C, i64);
+  const auto depth_c = torch::where(c.lt(K), 1, (c - K).div(K * K, "floor") + 2).view({1, C}).expand({B, C});
+  const auto parent_node = torch::where(candidates.parent.lt(0), 0,
+                                        node_of.gather(1, candidates.parent.clamp_min(0)));  // kept: its parent kept
+  auto per_node = [&](const torch::Tensor& first, const torch::Tensor& values) {  // [B, T]: node 0, then the kept
+    auto out = torch::zeros({B, T + 1}, i64);
+    out.select(1, 0).copy_(first);
+    return out.scatter_(1, node_of, values).narrow(1, 0, T);
+  };
+  GrownTrees g;
+  g.tables.token = per_node(roots, candidates.token);
+  g.tables.depth = per_node(torch::zeros({B}, i64), depth_c);
+  g.inputs.tokens = g.tables.token;
+  g.inputs.positions = (root_index.view({B, 1}) + g.tables.depth).clamp_max(cells - 1);
+  // Ancestry: node i attends itself and, hop by hop, its parents (the root and padding are their own parents).
+  const auto self = torch::arange(T, i64).view({1, T}).expand({B, T});
+  const auto parent = torch::cat({self, torch::zeros({B, 1}, i64)}, 1).scatter_(1, node_of, parent_node).narrow(1, 0, T);
+  auto mask = torch::eye(T, i64.dtype(torch::kBool)).unsqueeze(0).repeat({B, 1, 1});
+  auto up = self;
+  for (int64_t hop = 0; hop <= candidates.depth; ++hop) {
+    up = parent.gather(1, up);
+    mask.scatter_(2, up.unsqueeze(2), true);
+  }
+  g.inputs.mask = mask;
+  // Children: slot = rank among the kept candidates of the same K-block.
+  const auto slot = kept.view({B, C / K, K}).cumsum(2).view({B, C}) - 1;
+  const auto at = torch::where(keep, parent_node * K + slot, T * K);
+  g.tables.children =
+      torch::full({B, (T + 1) * K}, -1, i64).scatter_(1, at, node_of).view({B, T + 1, K}).narrow(1, 0, T);
+  return g;
 }
 
 }  // namespace vispec

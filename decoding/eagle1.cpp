@@ -161,7 +161,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   DecodeRows rows(request, N, T, device);
   auto& stats = rows.stats;
   PhaseClock clock(device);
-  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B);
+  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, L + 1);  // a path: root + L levels
   auto dcache = pairs.drafter_cache(int64_t(block.size()) + L + 2);
   pairs.start(params_, request, rows);  // the prefill and every row's first token
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
@@ -238,7 +238,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     times.resample = clock.lap();
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-    pairs.keep_paths(rows, paths, vout.hidden);
+    pairs.keep_paths(rows, paths, verdict.path, vout.hidden);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, draft_forwards);
   }

@@ -4,7 +4,8 @@
 //   catch up  the drafter reads the new pairs (feature_t, token_t): features are the target's post-norm
 //             states at the accepted positions, both CFG streams, the same tokens (decoding/eagle_pairs)
 //   build     from the drafter's guided log-probs after the root (the newest committed token), EAGLE-2's
-//             dynamic tree (decoding/draft_tree: top-k, `depth` expansions, rerank to total_tokens)
+//             dynamic tree (decoding/draft_tree: top-k, `depth` expansions, rerank to total_tokens), grown and
+//             laid out on the device
 //   verify    ONE target forward over [root, tree nodes] under the tree's ancestor mask
 //   walk      from the root: try the children best-first; child x is accepted with rule(p, 1_x, x, depth)
 //             (drafts are deterministic top-k picks, so q(x) := 1); on rejection p becomes the rule's
@@ -43,7 +44,6 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   const int64_t B = request.batch(), N = gpt->config().image_tokens();
   const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
   const auto device = gpt->device();
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
 
   // Guided drafter log-probs for tree building: the processed distribution's log (raw CFG logits at T = 0,
   // where the processed distribution is one-hot and would leave only one candidate).
@@ -63,15 +63,14 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   DecodeRows rows(request, N, shape_.total_tokens, device);
   auto& stats = rows.stats;
   PhaseClock clock(device);
-  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B);
+  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, widest.depth + 2);  // a path: root + depth + 1
   auto dcache = pairs.drafter_cache(widest.top_k * (widest.depth + 1) + widest.depth + 2);
   pairs.start(params_, request, rows);  // the prefill and every row's first token
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 
   while (rows.next_iteration()) {
     const auto active = rows.active();
-    const auto root_index = rows.newest_index();
-    const auto& roots = rows.newest;
+    const auto root_index = rows.newest_index();  // the host's copy, for ADT-Tree's policy
 
     // ---- catch up: the drafter reads every row's new (feature, token) pairs
     IterationTimes times;
@@ -81,7 +80,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's pending
     // block (their mask also covers the earlier levels' entries)
     torch::Tensor drafted;  // drafter outputs of every tree node so far [R, M_prev, D]
-    const auto root_cells = torch::tensor(root_index, i64).view({B, 1});
+    const auto root_cells = rows.positions(-1, 1);  // [B, 1] each row's newest cell, on the device
     TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
                             int64_t level) {
       const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest row's top_k)
@@ -98,11 +97,14 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     };
     if (adt_)
       for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);
-    auto trees = build_dynamic_trees(draft_log_probs(catchup), roots, shapes, expand);
+    // The trees stay on the device: their verification inputs and walk tables are built there, of one width
+    // (total_tokens nodes), so nothing is read or uploaded between drafting and the walk.
+    const auto grown = grown_tree_tables(grow_dynamic_trees(draft_log_probs(catchup), shapes, expand),
+                                         rows.tokens_at(-1).view({B}), root_cells.view({B}), shape_.total_tokens, N);
     times.draft = clock.lap();
 
     // ---- verify: one target forward over every row's tree
-    const auto in = tree_inputs(trees, root_index, N);
+    const auto& in = grown.inputs;
     auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
     times.verify = clock.lap();
 
@@ -116,9 +118,10 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       levels = std::max(levels, lengths[size_t(b)]);
       slots = std::max(slots, shapes[size_t(b)].top_k);
     }
-    const auto tables = tree_tables(trees, in.tokens.size(1), device, slots);
-    const auto paths = rows.commit_tree(walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels),
-                                        tables.token);
+    const auto& tables = grown.tables;
+    VISPEC_ASSERT(tables.children.size(2) == slots, "the grown trees' child slots are the widest top_k");
+    const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels);
+    const auto paths = rows.commit_tree(verdict, tables.token);
     for (int64_t b : active) {
       if (adt_) policies[size_t(b)].record(roots_before[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
       stats[size_t(b)].tree_depth += double(shapes[size_t(b)].depth);
@@ -126,7 +129,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     times.resample = clock.lap();
 
     // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-    pairs.keep_paths(rows, paths, vout.hidden);
+    pairs.keep_paths(rows, paths, verdict.path, vout.hidden);
     times.bookkeeping = clock.lap();
     int64_t expansions = 0;
     for (int64_t b : active) expansions = std::max(expansions, shapes[size_t(b)].depth);

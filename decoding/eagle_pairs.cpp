@@ -2,12 +2,14 @@
 
 #include <algorithm>
 
+#include "core/check.h"
+
 namespace vispec {
 
 EaglePairs::EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, StaticForwards& drafter_steps,
-                       int64_t batch)
+                       int64_t batch, int64_t path_width)
     : target_(target), tcache_(tcache), gpt_(target.gpt()), drafter_(std::move(drafter)), steps_(drafter_steps),
-      B_(batch), R_(target.rows(batch)), waiting_(static_cast<size_t>(batch), 0) {}
+      B_(batch), R_(target.rows(batch)), W_(path_width), waiting_(static_cast<size_t>(batch), 0) {}
 
 KvCache EaglePairs::drafter_cache(int64_t extra) {
   return steps_.make_cache(R_, gpt_->config().image_tokens() + extra, [&] { return drafter_->make_cache(R_, extra); });
@@ -26,33 +28,24 @@ void EaglePairs::start(const SamplingParams& params, const DecodeRequest& reques
   auto pre = target_.prefill(tcache_, request.conditions);
   tcache_.keep_all();
   rows.start(pre.logits, params);
-  rows.read_newest();
-  features_ = gpt_->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));  // [R, 1, D]
+  // [R, W, D]: the first token's pair, repeated as padding
+  features_ = gpt_->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1)).expand({R_, W_, -1}).contiguous();
   std::fill(waiting_.begin(), waiting_.end(), 1);  // the first token
+  waiting_device_ = torch::ones({B_}, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device()));
   for (auto& s : rows.stats) s.target_forwards = 1;
 }
 
 torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {
-  const auto device = gpt_->device();
-  const int64_t N = rows.cells();
-  // Rows padded at the end to the longest; padding entries are not kept. The raster cells of every drafter
-  // row's pairs and which are real, built here and uploaded as one [2, R, P] block; their tokens are the
-  // row's newest committed ones, read on the device.
-  const int64_t P = features_.size(1);
-  auto host = torch::zeros({2, R_, P}, torch::kInt64);
-  auto h = host.accessor<int64_t, 3>();
-  for (int64_t b = 0; b < B_; ++b) {
-    const int64_t n = waiting_[size_t(b)], first_cell = rows.committed[size_t(b)] - n;
-    for (int64_t s = 0; s < R_ / B_; ++s)
-      for (int64_t j = 0; j < P; ++j) {
-        h[0][b + s * B_][j] = std::min(N - 1, first_cell + std::min(j, std::max<int64_t>(0, n - 1)));
-        h[1][b + s * B_][j] = j < n;
-      }
-  }
-  const auto in = host.to(device);
-  const auto cells = in[0], real = in[1].to(torch::kBool);
-  const auto tokens = torch::where(real, rows.tokens.repeat({R_ / B_, 1}).gather(1, cells), 0);
-  auto out = draft(dcache, features_, tokens, cells, causal_mask(P, device));
+  const int64_t N = rows.cells(), W = W_, S = R_ / B_;
+  // Every row's waiting pairs as one block of W, padded at the end; padding entries are not kept. The raster
+  // cells of the pairs, n - waiting .. n - 1 (padding repeats the last), their tokens the row's newest committed
+  // ones: all from device counts, so the block is the same step whatever was accepted.
+  const auto j = torch::arange(W, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device())).view({1, W});
+  const auto n = waiting_device_.view({B_, 1});
+  const auto cells = (rows.n.view({B_, 1}) - n + torch::minimum(j, (n - 1).clamp_min(0))).clamp_max(N - 1).repeat({S, 1});
+  const auto real = j.lt(n).repeat({S, 1});  // [R, W]
+  const auto tokens = torch::where(real, rows.tokens.repeat({S, 1}).gather(1, cells), 0);
+  auto out = draft(dcache, features_, tokens, cells, causal_mask(W, gpt_->device()));
   // The pairs stay where they were written: bookkeeping, no data moves.
   std::vector<int64_t> kept;
   for (int64_t row = 0; row < R_; ++row) kept.push_back(waiting_[size_t(row % B_)]);
@@ -64,24 +57,28 @@ torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {
 }
 
 void EaglePairs::keep_paths(const DecodeRows& rows, std::vector<std::vector<int64_t>> paths,
-                            const torch::Tensor& hidden) {
-  for (int64_t b = 0; b < B_; ++b)
-    if (rows.committed[size_t(b)] >= rows.cells()) paths[size_t(b)].clear();  // finished: nothing more to read
-  target_.keep_paths(tcache_, paths);
-  int64_t P = 1;
-  for (const auto& p : paths) P = std::max<int64_t>(P, int64_t(p.size()));
-  // Row b's pairs read the hidden states at its path's entries (padding repeats the last one); their tokens,
-  // the path's drafts and the token sampled after them, are the row's newest path.size() committed ones.
-  auto idx = torch::zeros({R_, P}, torch::kInt64);
-  auto ia = idx.accessor<int64_t, 2>();
+                            const torch::Tensor& path, const torch::Tensor& hidden) {
+  // The walk's verdict is levels + 2 wide, its last column -1 (a path holds the root and at most `levels`
+  // accepted nodes): W_ = levels + 1 columns hold every path.
+  VISPEC_ASSERT(path.size(0) == B_ && path.size(1) <= W_ + 1, "EaglePairs: paths of ", path.size(1),
+                " entries for a width of ", W_);
+  for (const auto& p : paths) VISPEC_ASSERT(int64_t(p.size()) <= W_, "EaglePairs: a path of ", p.size(), " entries");
+  const auto finished = rows.n.ge(rows.cells()).view({B_, 1});  // nothing more to read
   for (int64_t b = 0; b < B_; ++b) {
-    const auto& path = paths[size_t(b)];
-    waiting_[size_t(b)] = int64_t(path.size());
-    if (path.empty()) continue;
-    for (int64_t s = 0; s < R_ / B_; ++s)
-      for (int64_t j = 0; j < P; ++j) ia[b + s * B_][j] = path[size_t(std::min<int64_t>(j, int64_t(path.size()) - 1))];
+    if (rows.committed[size_t(b)] >= rows.cells()) paths[size_t(b)].clear();
+    waiting_[size_t(b)] = int64_t(paths[size_t(b)].size());
   }
-  const auto at = idx.to(hidden.device()).unsqueeze(-1).expand({R_, P, hidden.size(2)});
+  // The same paths on the device, W wide: -1 past each end, and in finished rows.
+  auto p = path.size(1) < W_ ? torch::cat({path, torch::full({B_, W_ - path.size(1)}, -1, path.options())}, 1)
+                              : path.narrow(1, 0, W_);
+  p = p.masked_fill(finished, -1);
+  target_.keep_paths(tcache_, paths, p);
+  waiting_device_ = p.ge(0).sum(1);
+  // Row b's pairs read the hidden states at its path's entries (padding repeats the last one); their tokens,
+  // the path's drafts and the token sampled after them, are the row's newest waiting ones.
+  const auto j = torch::arange(W_, p.options()).view({1, W_});
+  const auto idx = p.gather(1, torch::minimum(j, (waiting_device_.view({B_, 1}) - 1).clamp_min(0))).clamp_min(0);
+  const auto at = idx.repeat({R_ / B_, 1}).unsqueeze(-1).expand({R_, W_, hidden.size(2)});
   features_ = gpt_->norm(hidden.gather(1, at));
 }
 

@@ -25,8 +25,11 @@ namespace vispec {
 class EaglePairs {
  public:
   // batch B samples, drafter rows R = target.rows(B) ([cond; uncond] when guided); tcache: the target's;
-  // drafter_steps: the decoder's pool of the drafter's static caches, which outlives the decode.
-  EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, StaticForwards& drafter_steps, int64_t batch);
+  // drafter_steps: the decoder's pool of the drafter's static caches, which outlives the decode; path_width:
+  // the most entries an accepted path holds, root included (the walk's levels + 1), which is the width of
+  // every catch-up block, so that the catch-up is one step shape whatever was accepted.
+  EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, StaticForwards& drafter_steps, int64_t batch,
+             int64_t path_width);
 
   // The drafter's cache for this decode, `extra` slots past the image: a copy of a pooled static cache.
   KvCache drafter_cache(int64_t extra);
@@ -36,16 +39,19 @@ class EaglePairs {
   torch::Tensor draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
                       const torch::Tensor& cells, const torch::Tensor& mask);
 
-  // The decode's start: the target's prefill, every row's first token (rows.start, read to the host: the
-  // pairs and EAGLE-2's trees are built there) and the first pairs.
+  // The decode's start: the target's prefill, every row's first token (rows.start) and the first pairs.
   void start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows);
-  // Feeds every row's waiting pairs to the drafter as one block, keeps them in its cache `dcache`, and returns
-  // the drafter's output at each row's newest pair [R, D].
+  // Feeds every row's waiting pairs to the drafter as one block of path_width entries (padded; the padding is
+  // not kept), keeps them in its cache `dcache`, and returns the drafter's output at each row's newest pair
+  // [R, D]. Nothing is read or uploaded.
   torch::Tensor catch_up(KvCache& dcache, const DecodeRows& rows);
   // After a walk committed (DecodeRows::commit_tree): every row still decoding keeps its accepted path (root
   // first) in the target's cache, and its pairs wait for the drafter: the path's hidden states in the
   // verification forward [R, T, D] (pre-norm) and the tokens just committed (the path's drafts, the sampled one).
-  void keep_paths(const DecodeRows& rows, std::vector<std::vector<int64_t>> paths, const torch::Tensor& hidden);
+  // paths: commit_tree's host copy; path: the walk's [B, <= path_width] on the device (TreeVerdict::path), from
+  // which the cache and the pairs are gathered there, so nothing is uploaded.
+  void keep_paths(const DecodeRows& rows, std::vector<std::vector<int64_t>> paths, const torch::Tensor& path,
+                  const torch::Tensor& hidden);
 
  private:
   CfgModel& target_;
@@ -53,9 +59,10 @@ class EaglePairs {
   Gpt gpt_;  // the target's handle (a shared module): its frozen norm and embedding
   EagleDrafter drafter_;
   StaticForwards& steps_;
-  int64_t B_, R_;
-  std::vector<int64_t> waiting_;  // per row, the pairs the drafter has not read: its newest committed tokens
-  torch::Tensor features_;        // [R, P, D] their post-norm features (row r's first waiting_ valid)
+  int64_t B_, R_, W_;              // W_: path_width
+  std::vector<int64_t> waiting_;   // per row, the pairs the drafter has not read: its newest committed tokens
+  torch::Tensor waiting_device_;   // [B] int64: the same on the device
+  torch::Tensor features_;         // [R, W, D] their post-norm features (row r's first waiting_ valid)
 };
 
 }  // namespace vispec

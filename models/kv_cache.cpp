@@ -263,12 +263,47 @@ std::vector<int64_t> KvCache::entries_of(int64_t row, const std::vector<int64_t>
   return entries;
 }
 
-void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows) {
+void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows, const torch::Tensor& on_device) {
   VISPEC_ASSERT(int64_t(rows.size()) == batch(), "keep_rows of ", rows.size(), " rows in a cache of ", batch());
+  if (on_device.defined() && device_lengths() && node_starts_.empty() && !lengths_stale_) {
+    VISPEC_ASSERT(on_device.dim() == 2 && on_device.size(0) == batch() && on_device.size(1) <= capacity_,
+                  "keep_rows: device rows of shape ", on_device.sizes());
+    for (int64_t b = 0; b < batch(); ++b) {
+      const auto& r = rows[size_t(b)];
+      VISPEC_ASSERT(int64_t(r.size()) <= on_device.size(1) && length_[b] + int64_t(r.size()) <= capacity_ &&
+                        std::all_of(r.begin(), r.end(), [&](int64_t i) { return i >= 0 && i < pending_; }),
+                    "keep_rows: row ", b, " keeps ", r.size(), " entries of a block of ", pending_);
+      length_[b] += int64_t(r.size());
+    }
+    return keep_device_rows(on_device);
+  }
   std::vector<std::vector<int64_t>> entries;
   for (size_t b = 0; b < rows.size(); ++b) entries.push_back(entries_of(int64_t(b), rows[b]));
   keep_entry_rows(entries);
   upload_lengths();
+}
+
+// keep_entry_rows' moves from device numbers: row b's entry j < n_b moves from L_b + rows[b][j] to L_b + j; the
+// padding past n_b repeats the last move, or, in a row that keeps nothing, copies slot min(L_b, capacity - 1)
+// onto itself. Every source is gathered before anything is written.
+void KvCache::keep_device_rows(const torch::Tensor& rows) {
+  const int64_t B = batch(), W = rows.size(1);
+  const auto L = lengths_device_.view({B, 1});
+  const auto count = rows.ge(0).sum(1, /*keepdim=*/true);  // [B, 1]
+  const auto last = (count - 1).clamp_min(0);
+  const auto j = torch::minimum(key_index_.narrow(0, 0, W).view({1, W}), last);  // [B, W]
+  const auto none = count.eq(0);
+  const auto still = L.clamp_max(capacity_ - 1);
+  const auto dst = torch::where(none, still, L + j);
+  const auto src = torch::where(none, still, L + rows.gather(1, j));
+  const auto& k0 = k_[0];
+  const auto shape = std::vector<int64_t>{B, k0.size(1), W, k0.size(3)};
+  const auto from = src.view({B, 1, W, 1}).expand(shape), to = dst.view({B, 1, W, 1}).expand(shape);
+  for (size_t l = 0; l < k_.size(); ++l) {
+    k_[l].scatter_(2, to, k_[l].gather(2, from));
+    v_[l].scatter_(2, to, v_[l].gather(2, from));
+  }
+  lengths_device_.add_(count.view({B}));
 }
 
 void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {

@@ -86,8 +86,11 @@ class KvCache {
   void keep_all();
   // Commits block entries rows[b] (ascending, each < pending; empty: none) of every row, compacted to follow
   // its committed entries in the given order, as one gather and one scatter per layer and tensor whatever the
-  // batch: how tree decoders commit their accepted paths.
-  void keep_rows(const std::vector<std::vector<int64_t>>& rows);
+  // batch: how tree decoders commit their accepted paths. `on_device`: the same rows as a [B, W] int64 tensor on
+  // the cache's device, -1 past each row's last (W at least the longest row), with which a static cache of one
+  // entry per node moves the entries and adds the counts on the device: nothing is uploaded, and the
+  // operators depend on W alone.
+  void keep_rows(const std::vector<std::vector<int64_t>>& rows, const torch::Tensor& on_device = {});
   // Moves every row's committed length by delta[b] at once: a positive delta commits the first delta[b] entries
   // (nodes) of the pending block where they already are, a negative one drops the row's last committed
   // entries; no data moves. How chain decoders keep [newest, accepted drafts] and roll their drafter back.
@@ -126,6 +129,7 @@ class KvCache {
   // The block entries of nodes `nodes` of one row (themselves when the block is one entry per node).
   std::vector<int64_t> entries_of(int64_t row, const std::vector<int64_t>& nodes) const;
   void keep_entry_rows(const std::vector<std::vector<int64_t>>& rows);
+  void keep_device_rows(const torch::Tensor& rows);  // keep_rows' device half (a static cache)
   AttentionMask begin_static_block(int64_t T, const torch::Tensor& block_mask);
   void upload_lengths();  // after a host-only commit in static mode: marks the device lengths stale
   void sync_lengths();    // uploads them if stale (the host half of a static block, keep_all)

@@ -66,8 +66,6 @@ TEST(DecodeRows, PositionsAdvanceAndTheFirstTokenIsArs) {
 TEST(DecodeRows, ATreeWalksAcceptedPathIsCommittedAsAChain) {
   DecodeRows rows(three_rows(), /*cells=*/16, /*pad=*/4, torch::kCPU);  // trees of 4 nodes
   rows.tokens.select(1, 0).copy_(i64({7, 8, 9}));
-  rows.read_newest();
-  EXPECT_EQ(rows.newest, (std::vector<int64_t>{7, 8, 9}));
   // Row 0 at its first cell; row 1 two cells before its image's end; row 2 finished.
   rows.n.copy_(i64({1, 14, 16}));
   rows.committed = {1, 14, 16};
@@ -91,7 +89,6 @@ TEST(DecodeRows, ATreeWalksAcceptedPathIsCommittedAsAChain) {
   EXPECT_TRUE(torch::equal(rows.tokens.select(0, 1).narrow(0, 13, 3), i64({8, 31, 33})));
   EXPECT_TRUE(torch::equal(rows.tokens.select(0, 1).narrow(0, 16, 4), before.select(0, 1).narrow(0, 16, 4)));
   EXPECT_TRUE(torch::equal(rows.tokens.select(0, 2), before.select(0, 2)));
-  EXPECT_EQ(rows.newest, (std::vector<int64_t>{60, 8, 9}));  // only a sampled token is a new root
   EXPECT_EQ(rows.stats[0].accepted, 1);
   EXPECT_EQ(rows.stats[0].drafted, 2);
   EXPECT_EQ(rows.stats[1].accepted, 2);

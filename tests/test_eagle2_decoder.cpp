@@ -4,6 +4,8 @@
 // builder's trees have the promised shape.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "decoding/adt_tree.h"
 #include "decoding/ar.h"
 #include "decoding/draft_tree.h"
@@ -119,6 +121,43 @@ TEST(DraftTree, RowsWithDifferentShapesKeepToTheirOwnDepthAndWidth) {
   const auto alone = build_dynamic_trees(root_lp.narrow(0, 1, 1), {2}, shapes[1], expand);
   EXPECT_EQ(alone[0].token, trees[1].token);
   EXPECT_EQ(alone[0].parent, trees[1].parent);
+}
+
+// EAGLE-2's decoders build the verification's inputs and the walk's tables on the device from the grown
+// candidates (no read); they equal what the host builds from the trees read back, padding included: for one
+// shape, for rows of different shapes, and for rows whose drafter filtered most tokens (trees smaller than
+// total_tokens).
+TEST(DraftTree, GrownTablesOnTheDeviceEqualTheHostsTrees) {
+  const int64_t V = 16, B = 3, cells = 20;
+  auto gen = at::detail::createCPUGenerator(3);
+  auto root_lp = torch::log_softmax(torch::randn({B, V}, gen, torch::kFloat64) * 2, -1);
+  TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor&, const torch::Tensor&, int64_t level) {
+    const int64_t K = tok.size(1) / (level + 1);
+    const auto newest = tok.narrow(1, tok.size(1) - K, K);
+    auto lp = torch::log_softmax(torch::sin(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
+    // Row 2's drafter leaves only token 0 (as top-k / top-p filtering does).
+    lp.select(0, 2).narrow(-1, 1, V - 1).fill_(-std::numeric_limits<double>::infinity());
+    return lp;
+  };
+  root_lp.select(0, 2).narrow(-1, 2, V - 2).fill_(-std::numeric_limits<double>::infinity());
+  const std::vector<int64_t> roots = {4, 7, 9}, root_index = {3, 18, 0};
+  for (const auto& shapes : std::vector<std::vector<TreeShape>>{
+           {TreeShape{2, 3, 10}, TreeShape{2, 3, 10}, TreeShape{2, 3, 10}},
+           {TreeShape{3, 4, 30}, TreeShape{1, 2, 30}, TreeShape{2, 4, 30}}}) {
+    const auto candidates = grow_dynamic_trees(root_lp, shapes, expand);
+    const auto trees = read_trees(candidates, roots);
+    const int64_t T = shapes[0].total_tokens;
+    EXPECT_LT(trees[2].size(), T) << "row 2 was meant to fill fewer nodes than total_tokens";
+    const auto grown = grown_tree_tables(candidates, torch::tensor(roots), torch::tensor(root_index), T, cells);
+    const auto in = tree_inputs(trees, root_index, cells, T);
+    const auto tables = tree_tables(trees, T, torch::kCPU, candidates.top_k);
+    EXPECT_TRUE(torch::equal(grown.inputs.tokens, in.tokens));
+    EXPECT_TRUE(torch::equal(grown.inputs.positions, in.positions));
+    EXPECT_TRUE(torch::equal(grown.inputs.mask, in.mask));
+    EXPECT_TRUE(torch::equal(grown.tables.token, tables.token));
+    EXPECT_TRUE(torch::equal(grown.tables.depth, tables.depth));
+    EXPECT_TRUE(torch::equal(grown.tables.children, tables.children)) << grown.tables.children << tables.children;
+  }
 }
 
 TEST(AdtTree, ShapeRuleAndNeighbourLookupFollowThePaper) {

@@ -296,12 +296,14 @@ TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
   }
 }
 
-// Whole iterations of the chain decoders (SD, SJD, SSD's first row): two consecutive iterations whose static
-// steps have the same keys (rows, width, bucket) issue the same operators with the same shapes and scalars.
-// Nothing from the host leaks into an iteration: SJD's draw index is a device counter, and the commits add
-// the accepted counts to the caches' device lengths. Each iteration reads the host once (the accepted counts,
-// which only its bookkeeping and the loop's end need) and uploads nothing.
-TEST(StaticStep, ConsecutiveChainIterationsIssueTheSameOperators) {
+// Whole iterations of the chain decoders (SD, SJD, SSD's first row) and of the tree decoders (EAGLE-2, EAGLE-1):
+// two consecutive iterations whose static steps have the same keys (rows, width, bucket) issue the same
+// operators with the same shapes and scalars. Nothing from the host leaks into an iteration: SJD's draw index
+// is a device counter, the commits add the accepted counts to the caches' device lengths, EAGLE-2's trees are
+// grown and laid out on the device, the EAGLE drafter's catch-up is one width and reads its pairs from the
+// device. Each iteration reads the host once (the accepted counts or paths, which only the bookkeeping and
+// the loop's end need) and uploads nothing; a tree decoder runs one iteration per verification.
+TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
   const auto target = bucketed_gpt(9), drafter = bucketed_gpt(10);
   torch::manual_seed(3);
   SsdHeads heads(target->config(), 3, 2);
@@ -318,13 +320,24 @@ TEST(StaticStep, ConsecutiveChainIterationsIssueTheSameOperators) {
     decoders.emplace_back("sd", std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr));
     decoders.emplace_back("sjd", std::make_unique<SjdDecoder>(target, p, 6));
     decoders.emplace_back("ssd", std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1}));
+    const auto eagle = test::tiny_eagle_drafter(target->config(), 2);
+    decoders.emplace_back("eagle2", std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{2, 3, 8},
+                                                                    AcceptanceParams{}, nullptr));
+    decoders.emplace_back("eagle1", std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p,
+                                                                    named_static_tree("naive_extend_57"),
+                                                                    AcceptanceParams{}, nullptr));
     for (auto& [name, decoder] : decoders) {
       const auto r = test::requests(0, 3);
       decoder->decode(r);  // the pooled caches and their buffers are made once
       StepTrace trace;
-      decoder->decode(r);
+      const auto out = decoder->decode(r);
       const auto& its = trace.iterations;
       ASSERT_GE(its.size(), 3u) << name;
+      if (name.rfind("eagle", 0) == 0) {
+        int64_t target_forwards = 0;
+        for (const auto& s : out.stats) target_forwards = std::max(target_forwards, s.target_forwards);
+        EXPECT_EQ(int64_t(its.size()), target_forwards - 1) << name << ": one iteration per verification";
+      }
       size_t compared = 0;
       for (size_t i = 0; i < its.size(); ++i) {
         EXPECT_EQ(std::count(its[i].begin(), its[i].end(), "HOST_READ"), 1) << name << " iteration " << i;
@@ -341,37 +354,6 @@ TEST(StaticStep, ConsecutiveChainIterationsIssueTheSameOperators) {
       std::cout << name << " (T = " << temperature << "): " << its.size() << " iterations of " << its[0].size()
                 << " operators, " << compared << " compared with the one before\n";
       EXPECT_GE(compared, its.size() / 2) << name << ": too few consecutive iterations share their buckets";
-    }
-  }
-}
-
-// The tree decoders' iterations are not static yet (the drafter's catch-up block is as wide as the longest path
-// accepted, its forwards run eagerly on its static cache, EAGLE-2 chooses its trees on the host), but their decode state is DecodeRows' and their commit its
-// commit_tree: EAGLE-1 drafts, verifies and walks its static tree on the device and reads the host once per
-// iteration (the walk's verdict); EAGLE-2 reads its chosen trees as well.
-TEST(StaticStep, TreeIterationsReadTheHostOnceOrForTheirTrees) {
-  const auto target = bucketed_gpt(9);
-  for (double temperature : {0.0, 1.0}) {
-    const auto p = test::guided_sampling(temperature);
-    const auto drafter = test::tiny_eagle_drafter(target->config(), 2);
-    for (const auto& [name, reads] : std::vector<std::pair<std::string, int64_t>>{{"eagle1", 1}, {"eagle2", 2}}) {
-      std::unique_ptr<Decoder> decoder;
-      if (name == "eagle1")
-        decoder = std::make_unique<Eagle1Decoder>(name, target, drafter, p, named_static_tree("naive_extend_57"),
-                                                  AcceptanceParams{}, nullptr);
-      else
-        decoder = std::make_unique<Eagle2Decoder>(name, target, drafter, p, TreeShape{2, 3, 8}, AcceptanceParams{},
-                                                  nullptr);
-      const auto r = test::requests(0, 3);
-      StepTrace trace;
-      const auto out = decoder->decode(r);
-      ASSERT_GE(trace.iterations.size(), 3u) << name;
-      for (size_t i = 0; i < trace.iterations.size(); ++i)
-        EXPECT_EQ(std::count(trace.iterations[i].begin(), trace.iterations[i].end(), "HOST_READ"), reads)
-            << name << " (T = " << temperature << ") iteration " << i;
-      int64_t target_forwards = 0;
-      for (const auto& s : out.stats) target_forwards = std::max(target_forwards, s.target_forwards);
-      EXPECT_EQ(int64_t(trace.iterations.size()), target_forwards - 1) << name << ": one iteration per verification";
     }
   }
 }
@@ -440,6 +422,35 @@ TEST(StaticStep, AnExtendedStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
   }
   EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
       << (outs[0].logits - outs[1].logits).abs().max().item<double>();
+}
+
+// A tree decoder's commit from the walk's device paths (keep_rows with its device rows: -1 past each path's
+// end, a row keeping nothing all -1): the next block sees the same committed entries as after the dynamic
+// cache's host keep, and the static cache's device lengths moved without an upload.
+TEST(StaticStep, KeepingPathsFromDeviceRowsEqualsTheDynamicCache) {
+  auto gpt = bucketed_gpt(10);
+  torch::NoGradGuard no_grad;
+  const auto cond = gpt->embed_classes(torch::tensor({2, 0}, torch::kInt64));
+  const auto i64 = [](std::vector<int64_t> v, int64_t T) { return torch::tensor(v, torch::kInt64).view({2, T}); };
+  const auto tree = torch::tensor({1, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1}, torch::kBool).view({4, 4});
+  for (const auto& paths : std::vector<std::vector<std::vector<int64_t>>>{{{0, 1}, {0, 2, 3}}, {{0, 1, 3}, {}}}) {
+    std::vector<GptOutput> outs;
+    for (bool static_block : {false, true}) {
+      auto cache = ragged_cache(gpt, cond, static_block, 8);
+      gpt->decode_block(cache, i64({9, 10, 11, 12, 13, 14, 15, 16}, 4), i64({3, 4, 4, 5, 1, 2, 2, 3}, 4), tree);
+      auto rows = torch::full({2, 4}, -1, torch::kInt64);
+      for (int64_t b = 0; b < 2; ++b)
+        for (size_t j = 0; j < paths[size_t(b)].size(); ++j) rows[b][int64_t(j)] = paths[size_t(b)][j];
+      cache.keep_rows(paths, static_block ? rows : torch::Tensor());
+      EXPECT_EQ(cache.length(0), 4 + int64_t(paths[0].size()));
+      if (static_block)  // already moved on the device: a host keep would leave them for the next block to upload
+        EXPECT_TRUE(torch::equal(cache.lengths_on_device(),
+                                 torch::tensor({cache.length(0), cache.length(1)}, torch::kInt64)));
+      outs.push_back(gpt->decode_block(cache, i64({17, 18}, 1), i64({6, 4}, 1), torch::Tensor()));
+    }
+    EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
+        << (outs[0].logits - outs[1].logits).abs().max().item<double>();
+  }
 }
 
 TEST(StaticStep, CudaGraphTokensEqualEagerTokens) {
