@@ -137,8 +137,9 @@ void check_decoder_model(const DecoderConfig& c, const ModelConfig& model) {
                  model.file, " has no ", info.section, " section");
   }
   // k defaults to LANTERN's 1000, capped at the codebook's other codes (load_decoder_models); a k the job
-  // names must fit.
-  if (c.neighbours > 0 && c.spec.params.count("k"))
+  // names must fit, unless it names that default, capped alike: a run's kept job (OUT/job.yaml) names every
+  // default and must read back.
+  if (c.neighbours > 0 && c.spec.params.count("k") && c.neighbours != AcceptanceParams{}.k)
     VISPEC_CHECK(c.neighbours < model.vq.codebook_size, c.spec.where_of("k"), ": ", c.neighbours,
                  " neighbours but the codebook of ", model.file, " has ", model.vq.codebook_size, " codes");
   const auto& entry = entry_for(c.spec);

@@ -1,5 +1,8 @@
 #include "io/job_config.h"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 
 #include "core/check.h"
@@ -98,6 +101,43 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   job.decoder = parse_decoder_spec(root.at("decoder"));
   return job;
+}
+
+std::string resolved_job_yaml(const JobConfig& job, const std::map<std::string, double>& decoder_numbers,
+                              const std::map<std::string, std::string>& decoder_words) {
+  const auto absolute = [](const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); };
+  const auto number = [](double v) { return fmt::format("{}", v); };  // shortest form that reads back exactly
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "model" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  y << YAML::Key << "config" << YAML::Value << absolute(job.model_config);
+  if (!job.model_dtype.empty()) y << YAML::Key << "dtype" << YAML::Value << job.model_dtype;
+  y << YAML::EndMap;
+  y << YAML::Key << "prompts" << YAML::Value << absolute(job.prompts_file);
+  y << YAML::Key << "decoder" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  y << YAML::Key << "name" << YAML::Value << job.decoder.name;
+  for (const auto& [key, value] : decoder_numbers) y << YAML::Key << key << YAML::Value << number(value);
+  for (const auto& [key, value] : decoder_words) y << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << value;
+  y << YAML::EndMap;
+  y << YAML::Key << "images_per_prompt" << YAML::Value << job.images_per_prompt;
+  y << YAML::Key << "seed" << YAML::Value << job.seed;
+  y << YAML::Key << "batch_size" << YAML::Value << job.batch_size;
+  y << YAML::Key << "out" << YAML::Value << absolute(job.out_dir);
+  y << YAML::Key << "device" << YAML::Value << job.device;
+  y << YAML::Key << "threads" << YAML::Value << job.threads;
+  y << YAML::Key << "cuda_graphs" << YAML::Value << job.cuda_graphs;
+  y << YAML::Key << "unit_size" << YAML::Value << job.unit_size;
+  y << YAML::Key << "schedule" << YAML::Value << job.schedule;
+  y << YAML::Key << "read_weights" << YAML::Value << job.read_weights;
+  if (job.distill.enabled) {
+    y << YAML::Key << "distill" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "streams" << YAML::Value << (job.distill.streams == 2 ? "cond+uncond" : "cond");
+    y << YAML::Key << "dtype" << YAML::Value << dtype_name(job.distill.dtype);
+    y << YAML::Key << "compression" << YAML::Value << job.distill.compression;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndMap;
+  return "# The job as this run resolved it (vispec resume OUT runs it again).\n" + std::string(y.c_str()) + "\n";
 }
 
 }  // namespace vispec

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,5 +64,12 @@ struct JobConfig {
 // overrides: "key.path=value" applied before validation (--set); out_override replaces `out` when non-empty.
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides = {},
                           const std::string& out_override = "");
+
+// The job as a job file that load_job_config reads back to the same job: every field written, paths absolute,
+// the decoder section as the decoder resolved it (every field it reads, the model's sampling defaults and the
+// decoder's own filled in: decoder_numbers and decoder_words), numbers in their shortest exact form. What a
+// run keeps as OUT/job.yaml.
+std::string resolved_job_yaml(const JobConfig& job, const std::map<std::string, double>& decoder_numbers,
+                              const std::map<std::string, std::string>& decoder_words);
 
 }  // namespace vispec

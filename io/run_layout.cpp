@@ -30,7 +30,7 @@ bool numbered(const std::string& name, const std::string& prefix, const std::str
 bool is_run_file(const std::string& dir, const std::string& name) {
   if (dir.empty())
     return name == "journal.jsonl" || name == "metrics.jsonl" || name == "summary.json" || name == "errors.jsonl" ||
-           name == "eval.json" || name == "planned-prompts.txt";
+           name == "eval.json" || name == "planned-prompts.txt" || name == "job.yaml";
   if (dir == "images") return numbered(name, "", ".png", 8);
   if (dir == "tokens") return numbered(name, "", ".npy", 8);
   return unit_file_id(dir, name) >= 0 || (dir == "distill" && name == "index.h5");

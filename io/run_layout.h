@@ -1,8 +1,8 @@
 // Where a run's outputs live under its output directory OUT (one place, so every reader and writer agree):
 //   OUT/images/<stem>.png     OUT/tokens/<stem>.npy     OUT/metrics.jsonl     OUT/summary.json     OUT/eval.json
 // with <stem> the sample id, zero-padded to 8 digits; besides them OUT/journal.jsonl, OUT/errors.jsonl,
-// OUT/planned-prompts.txt, OUT/metrics/unit-<id>.jsonl and, when distilling, OUT/distill/unit-<id>.h5 and
-// OUT/distill/index.h5.
+// OUT/job.yaml, OUT/planned-prompts.txt, OUT/metrics/unit-<id>.jsonl and, when distilling,
+// OUT/distill/unit-<id>.h5 and OUT/distill/index.h5.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,9 @@ inline std::string eval_path(const std::string& out) { return out + "/eval.json"
 // The prompt file as planned, copied when the run starts: the workers read their units' prompts from it, so
 // an edit of the prompt file during a run changes nothing (workers/job_plan.h's snapshot_prompts).
 inline std::string prompts_snapshot_path(const std::string& out) { return out + "/planned-prompts.txt"; }
+// The job as resolved when the run started (every default filled in, every --set applied, paths absolute):
+// `vispec resume OUT` (or `vispec run OUT`) runs it again with no flags (io/job_config.h's resolved_job_yaml).
+inline std::string job_snapshot_path(const std::string& out) { return out + "/job.yaml"; }
 
 // The directories of OUT that hold a run's files, "" for OUT itself.
 inline constexpr const char* kRunDirectories[] = {"", "images", "tokens", "metrics", "distill"};

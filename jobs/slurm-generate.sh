@@ -1,6 +1,7 @@
 #!/bin/bash
 # Generate a job's images on a Slurm cluster, one rank per GPU, and requeue itself when the time limit comes:
 #   sbatch jobs/slurm-generate.sh jobs/my-job.yaml
+#   sbatch jobs/slurm-generate.sh OUT               # a run's output directory: the job it keeps (OUT/job.yaml)
 # Five minutes before the limit Slurm sends SIGUSR1 to this script, which forwards it to srun (and srun to
 # every rank). The ranks stop taking units, abandon the one in hand at its next batch, rank 0 flushes the
 # journal, and vispec exits 4 (kExitInterrupted); this script then requeues the job, and the requeued run
@@ -17,7 +18,7 @@
 #SBATCH --open-mode=append
 #SBATCH --output=vispec-%j.log
 set -u
-job=${1:?usage: sbatch jobs/slurm-generate.sh JOB.yaml}
+job=${1:?usage: sbatch jobs/slurm-generate.sh JOB.yaml|OUT}
 vispec=${VISPEC:-./build/vispec}
 
 # Each task is one MPI rank (PMI/PMIx from srun); vispec binds local rank r to GPU r mod visible GPUs.

@@ -80,6 +80,9 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
                                  {"created_utc", utc_timestamp()}};
   held.journal = std::make_unique<Journal>(out, header);
   const auto& journal = held.journal;
+  // The job as resolved, for `vispec resume OUT`; rewritten by every run (the same job, or the journal has
+  // refused it above), so it names OUT where it is now.
+  write_file_atomic(job_snapshot_path(out), resolved_job_yaml(plan.job, plan.decoder.numbers, plan.decoder.words));
   recompute_broken_units(out, *journal);
   // A killed run can leave temporaries and per-unit files of unjournaled units: remove them (those units
   // rerun), and nothing else: a name vispec does not write is not vispec's to delete.
@@ -119,6 +122,21 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   return held;
 }
 
+// The `runs` of the summary an earlier run left in OUT (none if there is none). A summary that is not one (edited,
+// or from a version without runs) is noted in one warning and its runs are not carried over: it is derived data,
+// and `vispec verify` reports it; a summary that cannot be read is an error like any other read.
+nlohmann::json previous_runs(const std::string& out) {
+  if (!file_exists(summary_path(out))) return nlohmann::json::array();
+  const auto text = read_file(summary_path(out));
+  try {
+    const auto runs = nlohmann::json::parse(text).at("runs");
+    if (runs.is_array()) return runs;
+  } catch (const nlohmann::json::exception&) {
+  }
+  spdlog::warn("{}: not a summary with a list of runs; the runs before this one are not carried over", summary_path(out));
+  return nlohmann::json::array();
+}
+
 // Rank 0, after every rank has stopped: OUT/metrics.jsonl from the journaled units in unit order (so the file
 // is the same whatever the rank count), and OUT/summary.json.
 void finish_output(const JobPlan& plan, const Journal& journal, const CoordinatorOutcome& c, int ranks) {
@@ -152,7 +170,20 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
                         {"weights_received_mb", double(t.load.received_bytes) / 1e6}});
   }
   const double n = double(std::max<int64_t>(1, images));
-  const nlohmann::json summary = {
+  // Every run's throughput, the runs before this one from the summary they left: a rerun that had nothing to
+  // do adds a run of 0 images and loses nothing. images_per_s is over the runs that made images.
+  auto runs = previous_runs(out);
+  const double run_rate = c.wall_seconds > 0 ? double(images_run) / c.wall_seconds : 0.0;
+  runs.push_back({{"finished_utc", utc_timestamp()}, {"ranks", ranks}, {"device", pick_device(plan.job.device, 0).str()},
+                  {"images", images_run}, {"wall_s", c.wall_seconds}, {"images_per_s", run_rate},
+                  {"interrupted", c.interrupted}});
+  double made = 0, busy = 0;
+  for (const auto& r : runs)
+    if (r.value("images", int64_t(0)) > 0) {
+      made += double(r.value("images", int64_t(0)));
+      busy += r.value("wall_s", 0.0);
+    }
+  nlohmann::json summary = {
       {"job", plan.job.file},
       {"model", plan.model.name},
       {"model_config", fs::absolute(plan.model.file).lexically_normal().string()},
@@ -172,17 +203,18 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
       {"images", images},
       {"images_this_run", images_run},
       {"wall_s", c.wall_seconds},
-      {"images_per_s", c.wall_seconds > 0 ? double(images_run) / c.wall_seconds : 0.0},
+      {"images_per_s", busy > 0 ? made / busy : 0.0},
       {"scheduling_overhead_ms_per_unit", units_run > 0 ? 1e3 * wait / double(units_run) : 0.0},
       {"target_forwards_per_image", double(total.target_forwards) / n},
       {"draft_forwards_per_image", double(total.draft_forwards) / n},
       {"mean_accepted_length", total.mean_accepted_length()},
       {"acceptance_rate", total.acceptance_rate()},
-      {"per_rank", per_rank}};
+      {"per_rank", per_rank},
+      {"runs", runs}};
   write_file_atomic(summary_path(out), summary.dump(2) + "\n");
   spdlog::info("{}: {} of {} units, {} images ({} this run in {:.2f} s, {:.2f} images/s) -> {}",
                summary["complete"].get<bool>() ? "done" : "stopped", journal.done().size(), c.units_total, images,
-               images_run, c.wall_seconds, summary["images_per_s"].get<double>(), out);
+               images_run, c.wall_seconds, run_rate, out);
 }
 
 // One write: under mpirun each write is forwarded on its own, and another process's output may land between two.
@@ -201,6 +233,19 @@ int run_job(const RunOptions& o) {
 }
 
 namespace {
+// The job file and output directory of `vispec run JOB|OUT` and `vispec resume OUT`: a run's output directory
+// stands for the job it kept (OUT/job.yaml), written to that directory, which may have moved since.
+std::pair<std::string, std::string> job_and_out(const RunOptions& o) {
+  std::error_code ec;
+  const bool directory = fs::is_directory(o.job_file, ec);
+  if (!directory && o.resume) VISPEC_FAIL(o.job_file, ": not a directory (vispec resume takes the OUT of a run)");
+  if (!directory) return {o.job_file, o.out_dir};
+  const auto job = job_snapshot_path(o.job_file);
+  if (!file_exists(job))
+    VISPEC_FAIL(o.job_file, ": no job.yaml here: not the output directory of a run (give a job file, or a run's OUT)");
+  return {job, o.out_dir.empty() ? o.job_file : o.out_dir};
+}
+
 int run_ranks(MpiSession& session, const RunOptions& o) {
   if (session.rank() != 0 && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   install_stop_handlers();
@@ -214,7 +259,8 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
   std::string error;
   try {
     // A worker gets the place of each unit's prompts in the file with the unit.
-    plan = plan_job(o.job_file, o.overrides, o.out_dir, /*first_rank=*/session.rank() == 0);
+    const auto [job_file, out_dir] = job_and_out(o);
+    plan = plan_job(job_file, o.overrides, out_dir, /*first_rank=*/session.rank() == 0);
     if (fault_value("bad-alloc") == session.rank()) throw std::bad_alloc();
     if (session.rank() == 0) output = prepare_output(plan, o.start_over, session.size());
   } catch (const Error& e) {

@@ -11,9 +11,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$src"
 
-"$vispec" run jobs/demo.yaml --out "$work/a" --set images_per_prompt=1 --set batch_size=10 2> "$work/run.log" ||
-  { cat "$work/run.log" >&2; exit 1; }
+# The first run dies as its second unit starts (SIGKILL); `vispec resume OUT`, with no flags, finishes the job
+# from the job.yaml the run kept (its --set overrides applied, its defaults filled in, its paths absolute).
+set +e
+VISPEC_FAULT=kill-at-unit@1 "$vispec" run jobs/demo.yaml --out "$work/a" --set images_per_prompt=1 \
+  --set batch_size=5 --set unit_size=5 2> "$work/killed.log"
+code=$?
+set -e
+[ "$code" -ne 0 ] || { cat "$work/killed.log" >&2; echo "e2e: the injected kill did not happen"; exit 1; }
+[ "$(ls "$work/a/images" | wc -l)" -eq 5 ] || { ls "$work/a/images" >&2; echo "e2e: expected unit 0 alone"; exit 1; }
+(cd / && "$vispec" resume "$work/a") 2> "$work/run.log" || { cat "$work/run.log" >&2; exit 1; }
 cat "$work/run.log" >&2
+grep -q "(5 this run" "$work/run.log" || { echo "e2e: the resume did not make the other unit's 5 images"; exit 1; }
 # The run says, in one line, every field its decoder reads (defaults filled in where a job leaves one out).
 grep -q "decoder ar: cfg_scale 2, temperature 1, top_k 0, top_p 1" "$work/run.log" ||
   { echo "no line of the resolved decoder fields"; grep decoder "$work/run.log"; exit 1; }
@@ -37,6 +46,12 @@ for m in metrics:
     assert (w, h) == (32, 32), (w, h)
 summary = json.load(open(f"{out}/summary.json"))
 assert summary["images"] == 10 and summary["images_per_s"] > 0, summary
+assert [r["images"] for r in summary["runs"]] == [5], summary["runs"]  # the killed run left no summary
+# The kept job (no YAML library needed: one field per line, maps in flow style).
+job = dict(l.split(": ", 1) for l in open(f"{out}/job.yaml").read().splitlines() if not l.startswith("#"))
+assert job["model"].startswith("{config: /") and job["prompts"].startswith("/") and job["out"] == out, job
+assert job["images_per_prompt"] == "1" and job["batch_size"] == "5" and job["unit_size"] == "5", job
+assert job["decoder"] == "{name: ar, cfg_scale: 2, temperature: 1, top_k: 0, top_p: 1}", job["decoder"]
 assert not [f for f in os.listdir(f"{out}/images") if ".tmp" in f], "temporary files left behind"
 print("e2e: outputs read back OK")
 PY
@@ -46,9 +61,26 @@ PY
 grep -q "10 images: class agreement" "$work/eval.txt"
 "$py" -c "import json,sys; e=json.load(open(sys.argv[1])); assert e['images']==10 and 0<=e['class_agreement']<=1 and e['fid']>0, e" "$work/a/eval.json"
 
-# Rerunning a finished job recomputes nothing and changes no file (the journal says every unit is done).
+# Rerunning a finished job recomputes nothing and changes no file (the journal says every unit is done), from
+# the job file or from the run's directory, moved elsewhere; the summary keeps the first run's throughput.
 before=$(cd "$work/a" && cat images/* tokens/* metrics.jsonl | md5sum)
-"$vispec" run jobs/demo.yaml --out "$work/a" --set images_per_prompt=1 --set batch_size=10 2>&1 | grep -q "(0 this run"
-after=$(cd "$work/a" && cat images/* tokens/* metrics.jsonl | md5sum)
+"$vispec" run jobs/demo.yaml --out "$work/a" --set images_per_prompt=1 --set batch_size=5 --set unit_size=5 2>&1 |
+  grep -q "(0 this run"
+mv "$work/a" "$work/moved"
+"$vispec" run "$work/moved" 2>&1 | grep -q "(0 this run"
+after=$(cd "$work/moved" && cat images/* tokens/* metrics.jsonl | md5sum)
 [ "$before" = "$after" ] || { echo "e2e: a rerun of a finished job changed its outputs"; exit 1; }
+"$py" - "$work/moved" <<'PY'
+import json, sys
+out = sys.argv[1]
+s = json.load(open(f"{out}/summary.json"))
+assert [r["images"] for r in s["runs"]] == [5, 0, 0], s["runs"]
+assert s["images_per_s"] == s["runs"][0]["images_per_s"] > 0, s
+assert f"out: {out}\n" in open(f"{out}/job.yaml").read(), "job.yaml names the directory where it is now"
+PY
+set +e
+"$vispec" resume "$work/nowhere" 2> "$work/bad.log"; code=$?
+set -e
+[ "$code" -eq 2 ] && grep -q "^vispec: error: .*nowhere: not a directory" "$work/bad.log" ||
+  { cat "$work/bad.log"; echo "e2e: resume of a missing directory: exit $code"; exit 1; }
 echo "e2e: rerun of a finished job is a no-op"
