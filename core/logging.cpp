@@ -19,4 +19,10 @@ std::string utc_timestamp() {
   return buf;
 }
 
+std::string hours_minutes_seconds(double seconds) {
+  if (!(seconds >= 0 && seconds < 1e12)) return "?";
+  const auto s = int64_t(seconds + 0.5);
+  return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
+}
+
 }  // namespace vispec

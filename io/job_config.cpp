@@ -1,8 +1,8 @@
 #include "io/job_config.h"
 
-#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <filesystem>
 
 #include "core/check.h"
@@ -106,7 +106,10 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
 std::string resolved_job_yaml(const JobConfig& job, const std::map<std::string, double>& decoder_numbers,
                               const std::map<std::string, std::string>& decoder_words) {
   const auto absolute = [](const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); };
-  const auto number = [](double v) { return fmt::format("{}", v); };  // shortest form that reads back exactly
+  const auto number = [](double v) {  // the shortest form that reads back exactly
+    char text[32];
+    return std::string(text, std::to_chars(text, text + sizeof text, v).ptr);
+  };
   YAML::Emitter y;
   y << YAML::BeginMap;
   y << YAML::Key << "model" << YAML::Value << YAML::Flow << YAML::BeginMap;

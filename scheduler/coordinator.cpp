@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
 #include "core/exit_codes.h"
+#include "core/logging.h"
 #include "core/fault_injection.h"
 #include "core/stop_signal.h"
 #include "scheduler/messages.h"
@@ -24,6 +26,8 @@ Coordinator::Coordinator(const MpiSession& session, LocalChannel& local, const J
   const uint64_t U = uint64_t(plan.job.unit_size);
   out_.units_total = int64_t((plan.plan.id_count + U - 1) / U);
   out_.ranks.resize(size_t(session.size()));
+  in_flight_.assign(size_t(session.size()), 0);
+  for (const auto& [unit, record] : journal.done()) images_done_before_ += record.at("images").get<int64_t>();
   for (int64_t u = 0; u < out_.units_total; ++u) {
     if (journal.is_done(u)) {
       ++out_.units_done_before;
@@ -44,6 +48,7 @@ std::optional<WorkUnit> Coordinator::next_unit(int rank) {
 
 std::optional<WorkUnit> Coordinator::handle(int source, const WorkerReport& r) {
   auto& tally = out_.ranks[size_t(source)];
+  in_flight_[size_t(source)] = 0;  // the unit in hand is done (counted below) or abandoned
   tally.wait_seconds += r.wait_seconds;
   if (r.loaded) tally.load = *r.loaded;
   if (r.done) {
@@ -82,18 +87,25 @@ void Coordinator::log_progress(bool force) {
   if (!force && std::chrono::duration<double>(now - last_log_).count() < kProgressEverySeconds) return;
   last_log_ = now;
   const double wall = std::chrono::duration<double>(now - start_).count();
-  const int64_t done = out_.units_done_before + units_this_run_;
-  const double rate = wall > 0 ? double(images_this_run_) / wall : 0.0;
-  const double units_rate = wall > 0 ? double(units_this_run_) / wall : 0.0;
-  std::string per_rank;
-  for (size_t r = 0; r < out_.ranks.size(); ++r) {
-    const auto& t = out_.ranks[r];
-    per_rank += fmt::format(" r{} {:.2f}/s", r, t.busy_seconds > 0 ? double(t.images) / t.busy_seconds : 0.0);
+  in_flight_[0] = local_.in_flight();
+  // Per rank: its images this run, the batches of its unit in hand included, over the run's wall time.
+  std::vector<double> rank_rate(out_.ranks.size());
+  int64_t images = images_this_run_;
+  for (size_t r = 0; r < rank_rate.size(); ++r) {
+    images += in_flight_[r];
+    rank_rate[r] = wall > 0 ? double(out_.ranks[r].images + in_flight_[r]) / wall : 0.0;
   }
-  const std::string eta =
-      units_rate > 0 ? fmt::format("{:.0f} s", double(out_.units_total - done) / units_rate) : std::string("?");
-  spdlog::info("units {}/{}  {} images this run  {:.2f} images/s  ETA {}  |{}", done, out_.units_total,
-               images_this_run_, rate, eta, per_rank);
+  const double rate = wall > 0 ? double(images) / wall : 0.0;
+  const int64_t left = std::max<int64_t>(0, plan_.plan.samples - images_done_before_ - images);
+  const std::string eta = rate > 0 ? hours_minutes_seconds(double(left) / rate) : std::string("?");
+  std::string ranks;
+  if (rank_rate.size() > 1) {
+    const auto [slow, fast] = std::minmax_element(rank_rate.begin(), rank_rate.end());
+    ranks = fmt::format("  | slowest r{} {:.2f}/s, fastest r{} {:.2f}/s", slow - rank_rate.begin(), *slow,
+                        fast - rank_rate.begin(), *fast);
+  }
+  spdlog::info("units {}/{}  {} images this run  {:.2f} images/s  ETA {}{}", out_.units_done_before + units_this_run_,
+               out_.units_total, images, rate, eta, ranks);
 }
 
 CoordinatorOutcome Coordinator::run() {
@@ -101,9 +113,13 @@ CoordinatorOutcome Coordinator::run() {
   bool told = false;
   while (finished_ranks_ < session_.size()) {
     bool busy = false;
-    if (auto m = session_.poll(kTagReport)) {
-      const auto reply = handle(m->first, decode_report(m->second));
-      session_.send(m->first, kTagAssign, encode_assignment(reply));
+    if (auto m = session_.poll()) {
+      if (m->tag == kTagProgress) {
+        in_flight_[size_t(m->source)] += std::stoll(m->text);
+      } else {
+        const auto reply = handle(m->source, decode_report(m->text));
+        session_.send(m->source, kTagAssign, encode_assignment(reply));
+      }
       busy = true;
     }
     if (auto r = local_.take()) {

@@ -2,6 +2,8 @@
 // drains the job on a stop signal or a worker's error. Dynamic schedule: the lowest pending unit goes to
 // whichever rank asks, so a fast GPU or an easy prompt never idles the rest. Static: unit i goes to rank
 // i mod N (same outputs; a fallback for debugging or when requests must be avoided).
+// The progress line (every 5 s) counts the batches of the units in hand, which the workers report as they
+// write them: images this run, images/s, the ETA, and with several ranks the slowest and fastest rank.
 #pragma once
 
 #include <chrono>
@@ -48,7 +50,8 @@ class Coordinator {
   std::vector<std::deque<int64_t>> pending_;  // one queue (dynamic) or one per rank (static)
   CoordinatorOutcome out_;
   int finished_ranks_ = 0;
-  int64_t images_this_run_ = 0, units_this_run_ = 0;
+  int64_t images_this_run_ = 0, units_this_run_ = 0, images_done_before_ = 0;
+  std::vector<int64_t> in_flight_;  // per rank: images of its unit in hand written so far (kTagProgress)
   std::chrono::steady_clock::time_point start_, last_log_;
 };
 

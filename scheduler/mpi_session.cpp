@@ -69,13 +69,13 @@ std::string MpiSession::recv(int source, int tag) const {
   return text;
 }
 
-std::optional<std::pair<int, std::string>> MpiSession::poll(int tag) const {
+std::optional<MpiSession::Message> MpiSession::poll() const {
   if (!uses_mpi_) return std::nullopt;
   int flag = 0;
   MPI_Status status;
-  check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &status), "iprobe");
+  check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status), "iprobe");
   if (!flag) return std::nullopt;
-  return std::make_pair(status.MPI_SOURCE, recv(status.MPI_SOURCE, tag));
+  return Message{status.MPI_SOURCE, status.MPI_TAG, recv(status.MPI_SOURCE, status.MPI_TAG)};
 }
 
 int MpiSession::broadcast_int(int value, int root) const {

@@ -24,10 +24,15 @@ class MpiSession {
   int local_size() const { return local_size_; }
   bool uses_mpi() const { return uses_mpi_; }
 
-  // Point-to-point text messages (JSON), tagged. recv blocks; poll returns a message if one is waiting.
+  // Point-to-point text messages (JSON), tagged. recv blocks; poll returns a message of any tag from any rank
+  // if one is waiting: a rank's messages come in the order it sent them, whatever their tags.
+  struct Message {
+    int source = 0, tag = 0;
+    std::string text;
+  };
   void send(int dest, int tag, const std::string& text) const;
   std::string recv(int source, int tag) const;
-  std::optional<std::pair<int, std::string>> poll(int tag) const;  // (source, text) from any rank
+  std::optional<Message> poll() const;
   int broadcast_int(int value, int root = 0) const;
   int min_int(int value) const;  // the least value over all ranks
   // `bytes` bytes from this node's first rank (local rank 0) to the node's other ranks (any size).

@@ -9,6 +9,10 @@ std::optional<WorkUnit> MpiUnitSource::next(const WorkerReport& report) {
   return decode_assignment(session_.recv(0, kTagAssign));
 }
 
+void MpiUnitSource::progress(int64_t images) { session_.send(0, kTagProgress, std::to_string(images)); }
+
+void LocalChannel::progress(int64_t images) { in_flight_ += images; }
+
 std::optional<WorkUnit> LocalChannel::next(const WorkerReport& report) {
   std::unique_lock<std::mutex> lock(mutex_);
   report_ = report;
@@ -22,6 +26,7 @@ std::optional<WorkerReport> LocalChannel::take() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!report_ || taken_) return std::nullopt;
   taken_ = true;
+  in_flight_ = 0;  // the report ends the unit in hand: done (its images counted with it) or abandoned
   return report_;
 }
 

@@ -2,6 +2,7 @@
 // thread, so that rank 0 decodes too while its main thread keeps answering requests).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -15,6 +16,7 @@ class MpiUnitSource : public UnitSource {
  public:
   explicit MpiUnitSource(const MpiSession& session) : session_(session) {}
   std::optional<WorkUnit> next(const WorkerReport& report) override;
+  void progress(int64_t images) override;
 
  private:
   const MpiSession& session_;
@@ -24,8 +26,10 @@ class MpiUnitSource : public UnitSource {
 class LocalChannel : public UnitSource {
  public:
   std::optional<WorkUnit> next(const WorkerReport& report) override;  // worker: post, wait for the answer
+  void progress(int64_t images) override;                              // worker: a batch written
   std::optional<WorkerReport> take();                                  // coordinator: a waiting report, if any
   void answer(const std::optional<WorkUnit>& unit);                    // coordinator: reply to the taken one
+  int64_t in_flight() const { return in_flight_; }  // coordinator: images of the unit in hand written so far
 
  private:
   std::mutex mutex_;
@@ -33,6 +37,7 @@ class LocalChannel : public UnitSource {
   std::optional<WorkerReport> report_;
   bool taken_ = false, answered_ = false;
   std::optional<WorkUnit> answer_;
+  std::atomic<int64_t> in_flight_{0};  // zeroed when the unit's report is taken
 };
 
 }  // namespace vispec

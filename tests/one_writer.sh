@@ -42,6 +42,17 @@ wait $first || { cat "$work/first.log"; fail "the first run failed"; }
 same_outputs "$work/ref/out" "$d/out"
 echo "ok: a second run (same job, --new, another seed, mpirun), distill-index and a trainer are refused naming the holder; the first completes identically"
 
+# The slow run's progress lines (every 5 s, 3 s per batch of 3 in units of 4) count the batches of the unit in
+# hand: some line shows more images than its finished units hold, and the ETA reads h:mm:ss.
+"$py" - "$work/first.log" <<'PY' || { grep "images this run" "$work/first.log"; fail "progress counts finished units only"; }
+import re, sys
+lines = [re.search(r"units (\d+)/5  (\d+) images this run  [0-9.]+ images/s  ETA (\S+)", l) for l in open(sys.argv[1])]
+lines = [m for m in lines if m]
+assert lines and all(re.fullmatch(r"\d+:\d\d:\d\d|\?", m.group(3)) for m in lines), [m.group(0) for m in lines]
+assert any(int(m.group(2)) > 4 * int(m.group(1)) for m in lines), [m.group(0) for m in lines]
+PY
+echo "ok: progress counts every batch written"
+
 VISPEC_FAULT=kill-at-unit@2 "$vispec" run "$d/job.yaml" --new 2> /dev/null && fail "the killed run exited 0"
 "$vispec" run "$d/job.yaml" 2> "$work/after-kill.log" || { cat "$work/after-kill.log"; fail "rerun after SIGKILL"; }
 same_outputs "$work/ref/out" "$d/out"

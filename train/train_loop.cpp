@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/device.h"
 #include "core/fault_injection.h"
+#include "core/logging.h"
 #include "io/atomic_file.h"
 #include "models/load.h"
 #include "train/checkpoint.h"
@@ -99,6 +100,7 @@ void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim:
   VISPEC_CHECK(shard.count > 0, "train: --batch-size ", o.batch_size, " gives rank ", ranks.rank(),
                " no rows: use at least one row per rank (", ranks.size(), " ranks)");
   int64_t step = resume_checkpoint(o, model, opt);
+  const int64_t first_step = step;  // of this run: the rate counts its own steps
   sync_parameters(model, ranks);
   if (step == 0 && o.eval_at_start && o.writes()) {
     auto eval = eval_fn();
@@ -127,7 +129,11 @@ void run_training(const TrainOptions& o, torch::nn::Module& model, torch::optim:
       auto batch = batch_record(result, shard, ranks);  // every rank takes part in the sum
       nlohmann::json record = {{"step", step + 1}, {"loss", batch["loss"]}, {"lr", lr}};
       for (const auto& [name, value] : result.extra) record[name] = batch[name];
-      record["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double steps_per_s = elapsed > 0 ? double(step + 1 - first_step) / elapsed : 0.0;
+      record["elapsed_s"] = elapsed;
+      record["samples_per_s"] = steps_per_s * double(o.batch_size);  // the whole batch, every rank's rows
+      record["eta"] = steps_per_s > 0 ? hours_minutes_seconds(double(o.steps - step - 1) / steps_per_s) : "?";
       if (ranks.size() > 1) record["ranks"] = ranks.size();
       if (o.writes()) log_train_step(o.out_dir, record);
     }

@@ -36,9 +36,11 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 class UnitWriter {
  public:
+  // source: told of every batch written (UnitSource::progress), for the progress line.
   UnitWriter(const JobPlan& plan, LoadedModels& models, Decoder& decoder, RequestBuilder& make_request,
-             torch::Device device)
-      : plan_(plan), models_(models), decoder_(decoder), device_(device), make_request_(make_request) {}
+             torch::Device device, UnitSource& source)
+      : plan_(plan), models_(models), decoder_(decoder), device_(device), make_request_(make_request),
+        source_(source) {}
 
   // Decodes and writes one unit; nullopt if a stop signal arrived first (the unit is abandoned).
   std::optional<UnitDone> run(const WorkUnit& unit) {
@@ -140,6 +142,7 @@ class UnitWriter {
         for (const auto& [key, value] : st.extra) line[key] = value;  // a method's own figures
         metrics += line.dump() + "\n";
       }
+      source_.progress(B);
     }
     // The renames above are durable once their directories are; then the unit's metrics make it whole.
     if (distill) done.files.push_back({relative(distill_unit_path(job.out_dir, unit.id)), distill->finish()});
@@ -161,6 +164,7 @@ class UnitWriter {
   Decoder& decoder_;
   torch::Device device_;
   RequestBuilder& make_request_;
+  UnitSource& source_;
 };
 }  // namespace
 
@@ -212,7 +216,7 @@ void run_worker(const JobPlan& plan, const WorkerOptions& o, PreparedWorker& w, 
   try {
     torch::NoGradGuard no_grad;  // grad mode is per thread: rank 0 decodes in a thread of its own
     set_threads(w.threads);      // so is OpenMP's thread count
-    UnitWriter writer(plan, w.models, *w.decoder, *w.make_request, w.device);
+    UnitWriter writer(plan, w.models, *w.decoder, *w.make_request, w.device, source);
     for (;;) {
       const auto t_wait = Clock::now();
       unit = source.next(report);

@@ -60,6 +60,8 @@ class UnitSource {
   virtual ~UnitSource() = default;
   // Reports and asks; nullopt means stop.
   virtual std::optional<WorkUnit> next(const WorkerReport& report) = 0;
+  // A batch of the unit in hand is written: `images` more, for the progress line (no answer).
+  virtual void progress(int64_t images) = 0;
 };
 
 struct WorkerOptions {
