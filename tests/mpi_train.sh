@@ -24,17 +24,19 @@ train() {  # train LOG RANKS ARGS...: RANKS 1 runs without mpirun
 # same_curve A B [TOL]: equal steps, losses (and extra figures) within TOL relative, final weights close.
 same_curve() {
   "$py" - "$1" "$2" "${3:-1e-5}" <<'PY'
-import json, sys, struct, numpy as np
+import json, re, sys, struct, numpy as np
 a, b, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
 def steps(d):
     rows = [json.loads(l) for l in open(f"{d}/log.jsonl")]
+    for r in rows:  # a training record says how fast it goes and when it will end
+        assert "loss" not in r or (r["samples_per_s"] > 0 and re.fullmatch(r"\d+:\d\d:\d\d", r["eta"])), r
     return {r["step"]: r for r in rows if "loss" in r}
 sa, sb = steps(a), steps(b)
 assert sorted(sa) == sorted(sb), f"{a} and {b} log different steps: {sorted(sa)} / {sorted(sb)}"
 worst = 0.0
 for s in sa:
     for k, v in sa[s].items():
-        if k in ("step", "elapsed_s", "ranks", "lr"):
+        if k in ("step", "elapsed_s", "samples_per_s", "eta", "ranks", "lr"):
             continue
         worst = max(worst, abs(v - sb[s][k]) / max(abs(v), 1e-8))
 def weights(d):
