@@ -44,9 +44,14 @@ std::optional<torch::Tensor> optional(const torch::Tensor& t) {
 }
 
 // Cool-SD's w at depth 1 .. levels of each row's draft length [B, levels] float64 (past a row's length, its
-// last weight: cool_weights_at's clamp), for the fused walk.
-torch::Tensor cool_weight_table(const AcceptanceParams& params, const std::vector<int64_t>& lengths, int64_t levels,
+// last weight: cool_weights_at's clamp), for the fused walk: made once per (lengths, levels), kept in the rule.
+torch::Tensor cool_weight_table(const ChainRule& rule, const std::vector<int64_t>& lengths, int64_t levels,
                                 const torch::Device& device) {
+  auto key = lengths;
+  key.push_back(levels);
+  if (auto it = rule.cool_tables.find(key); it != rule.cool_tables.end()) return it->second;
+  if (rule.cool_tables.size() >= 64) rule.cool_tables.clear();
+  const auto& params = rule.params;
   const int64_t B = int64_t(lengths.size()), W = std::max<int64_t>(levels, 1);
   std::vector<double> table;
   table.reserve(size_t(B * W));
@@ -54,7 +59,8 @@ torch::Tensor cool_weight_table(const AcceptanceParams& params, const std::vecto
     const auto w = cool_weights(params, std::max<int64_t>(length, 1));
     for (int64_t d = 0; d < W; ++d) table.push_back(w[size_t(std::min<int64_t>(d, int64_t(w.size()) - 1))]);
   }
-  return torch::tensor(table, torch::kFloat64).view({B, W}).to(device);
+  RECORD_FUNCTION("vispec::host_upload", std::vector<c10::IValue>());  // counted by traces and profiles
+  return rule.cool_tables[key] = torch::tensor(table, torch::kFloat64).view({B, W}).to(device);
 }
 
 // A chain as the tree walk's input (kernels/fused_ops.h's tree_walk): node j <= G is the context after j drafts,
@@ -73,7 +79,7 @@ ChainVerdict fused_chain(const ChainRule& rule, const torch::Tensor& p_or_target
   const auto depth = j.expand({B, G + 1}).contiguous();
   const auto& a = rule.params;
   const auto weights = a.rule == AcceptRule::kCoolSd
-                           ? cool_weight_table(a, std::vector<int64_t>(size_t(B), rule.length), G, device)
+                           ? cool_weight_table(rule, std::vector<int64_t>(size_t(B), rule.length), G, device)
                            : torch::Tensor();
   const bool nn = a.needs_neighbours() && !greedy;
   const auto node_q = greedy ? torch::Tensor() : q.to(p_or_target.scalar_type());
@@ -379,7 +385,7 @@ TreeVerdict fused_walk(const ChainRule& rule, const SamplingParams& params, cons
   else
     p = target_probs(logits, params);
   if (p.defined() && node_q.defined()) q = node_q.to(p.scalar_type());
-  const auto weights = a.rule == AcceptRule::kCoolSd ? cool_weight_table(a, lengths, levels, logits.device())
+  const auto weights = a.rule == AcceptRule::kCoolSd ? cool_weight_table(rule, lengths, levels, logits.device())
                                                      : torch::Tensor();
   const auto neighbours = a.needs_neighbours() && p.defined() ? rule.neighbours : torch::Tensor();
   auto [path, accepted, next, sampled, tried] = kernels::tree_walk(

@@ -20,6 +20,9 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <vector>
+
 #include "core/scoped_flag.h"
 #include "decoding/acceptance.h"
 #include "decoding/codebook_neighbours.h"
@@ -45,6 +48,9 @@ struct ChainRule {
   AcceptanceParams params;
   torch::Tensor neighbours;
   int64_t length = 1;
+  // Cool-SD's weight tables on the device, made and uploaded once per (row lengths, levels): a decoder's
+  // iterations then upload nothing for them (at most 64 kept; ADT-Tree's shapes may ask for more).
+  mutable std::map<std::vector<int64_t>, torch::Tensor> cool_tables;
 };
 // neighbours: the codebook's table (may be null unless the rule is a LANTERN one).
 ChainRule chain_rule(const AcceptanceParams& params, const CodebookNeighbours* neighbours, int64_t length,

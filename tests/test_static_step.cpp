@@ -296,7 +296,8 @@ TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
   }
 }
 
-// Whole iterations of the chain decoders (SD, SJD, SSD's first row) and of the tree decoders (EAGLE-2, EAGLE-1):
+// Whole iterations of the chain decoders (SD, SJD, SSD's first row) and of the tree decoders (EAGLE-2, EAGLE-1),
+// with the exact rule and with Cool-SD's (whose weight table the rule keeps on the device):
 // two consecutive iterations whose static steps have the same keys (rows, width, bucket) issue the same
 // operators with the same shapes and scalars. Nothing from the host leaks into an iteration: SJD's draw index
 // is a device counter, the commits add the accepted counts to the caches' device lengths, EAGLE-2's trees are
@@ -326,6 +327,12 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
     decoders.emplace_back("eagle1", std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p,
                                                                     named_static_tree("naive_extend_57"),
                                                                     AcceptanceParams{}, nullptr));
+    AcceptanceParams cool;  // Cool-SD: its weight table is uploaded once, not per iteration
+    cool.rule = AcceptRule::kCoolSd;
+    decoders.emplace_back("eagle1-coolsd", std::make_unique<Eagle1Decoder>("coolsd", target, eagle, p,
+                                                                           named_static_tree("naive_extend_57"),
+                                                                           cool, nullptr));
+    decoders.emplace_back("sd-coolsd", std::make_unique<SdDecoder>(target, drafter, p, 4, cool, nullptr));
     for (auto& [name, decoder] : decoders) {
       const auto r = test::requests(0, 3);
       decoder->decode(r);  // the pooled caches and their buffers are made once
