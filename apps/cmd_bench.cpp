@@ -39,6 +39,10 @@ void add_step_cost_command(CLI::App& app, Action& action) {
       ->delimiter(',');
   cmd->add_option("--max-steps", o.max_steps, "time only the first N steps of each image (0: the whole image)")
       ->capture_default_str();
+  cmd->add_option("--profile-steps", o.profile_steps,
+                  "also list each row's device time per step by kernel, over this many steps (0: no profile)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 48));
   cmd->add_option("--threads", o.threads, "CPU threads, 0 = LibTorch's default")
       ->capture_default_str()
       ->check(CLI::Range(0, kMaxThreads));

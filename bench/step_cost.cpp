@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "bench/kernel_profile.h"
 #include "core/check.h"
 #include "core/device.h"
 #include "core/op_counter.h"
@@ -56,6 +57,29 @@ struct Case {
   Gpt gpt;
 };
 
+// One step's device time by kernel: two profiled decodes of 8 and 8 + steps steps, their difference over
+// `steps` (bench/kernel_profile.h). The 12 longest kernels by name, the totals and the time per kernel class.
+nlohmann::json profile_steps(ArDecoder& decoder, const DecodeRequest& request, int64_t steps, bool cuda) {
+  const auto profile = [&](int64_t limit) {
+    decoder.set_step_limit(limit);
+    return profile_kernels([&] { decoder.decode(request); }, cuda);
+  };
+  const int64_t base = 8;
+  const auto longer = profile(base + steps);
+  const auto kernels = per_step(longer, profile(base), steps);
+  nlohmann::json top = nlohmann::json::array(), classes = nlohmann::json::object();
+  double us = 0, calls = 0;
+  for (const auto& k : kernels) {
+    us += k.us;
+    calls += k.calls;
+    const auto kind = kernel_class(k.name);
+    classes[kind] = classes.value(kind, 0.0) + k.us;
+    if (top.size() < 12) top.push_back({{"name", k.name.substr(0, 200)}, {"class", kind}, {"calls", k.calls}, {"us", k.us}});
+  }
+  return {{"steps", steps}, {"device_kernels", cuda}, {"us_per_step", us}, {"launches_per_step", calls},
+          {"classes", classes}, {"top", top}};
+}
+
 // One row without its floor (filled in once the bandwidth is known).
 nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, const StepCostOptions& o) {
   const auto& cfg = c.gpt->config();
@@ -84,6 +108,7 @@ nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, co
   };
   const auto [ops2, conversions2] = count(2);
   const auto [ops6, conversions6] = count(6);
+  const auto kernels = o.profile_steps > 0 ? profile_steps(decoder, request, o.profile_steps, device.is_cuda()) : nlohmann::json();
   decoder.set_step_limit(o.max_steps);
   const int64_t N = cfg.image_tokens(), rows = params.guided() ? 2 * batch : batch;
   const int64_t timed = out.stats[0].tokens;  // the prefill's token and the steps after it
@@ -96,7 +121,43 @@ nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, co
           {"batch", batch},     {"rows", rows},          {"ms_per_token", 1e3 * seconds / double(timed)},
           {"mode", mode},       {"graphs_replayed", decoder.replayed_graphs()}, {"tokens_timed", timed},
           {"weight_bytes", weights}, {"kv_bytes_per_step", kv},
-          {"ops_per_step", double(ops6 - ops2) / 4.0}, {"conversions_per_step", double(conversions6 - conversions2) / 4.0}};
+          {"ops_per_step", double(ops6 - ops2) / 4.0}, {"conversions_per_step", double(conversions6 - conversions2) / 4.0},
+          {"profile", kernels}};
+}
+
+// The profiled rows: per row its device time per step by kernel class, and its longest kernels.
+std::string profile_markdown(const nlohmann::json& rows) {
+  std::string s;
+  for (const auto& x : rows) {
+    const auto& p = x["profile"];
+    if (p.is_null()) continue;
+    if (s.empty())
+      s = fmt::format("\n## Device time per step, by kernel\n\nEach profiled row's kernels over {} steps (two "
+                      "profiled decodes of 8 and {} steps, their difference divided by {}; bench/kernel_profile.h). "
+                      "Classes: matmul (cuBLAS/CUTLASS products), attention, vispec (kernels/), aten (LibTorch's "
+                      "other kernels), copy.{}\n",
+                      p["steps"].get<int64_t>(), 8 + p["steps"].get<int64_t>(), p["steps"].get<int64_t>(),
+                      p["device_kernels"].get<bool>() ? ""
+                                                      : " On a CPU these are ATen operators' CPU times, an operator "
+                                                        "called inside another counted in both.");
+    std::string classes;
+    for (const auto& [kind, us] : p["classes"].items())
+      classes += fmt::format("{}{} {:.1f} us", classes.empty() ? "" : ", ", kind, us.get<double>());
+    s += fmt::format("\n**{}, {}, batch {}, {}**: {:.1f} us of device time in {:.1f} launches per step, the step "
+                     "{:.1f} us of wall time ({}).\n\n| kernel | class | launches / step | us / step |\n| --- | --- "
+                     "| ---: | ---: |\n",
+                     x["model"].get<std::string>(), x["dtype"].get<std::string>(), x["batch"].get<int64_t>(),
+                     x["mode"].get<std::string>(), p["us_per_step"].get<double>(), p["launches_per_step"].get<double>(),
+                     1e3 * x["ms_per_token"].get<double>(), classes);
+    for (const auto& k : p["top"]) {
+      auto name = k["name"].get<std::string>().substr(0, 110);
+      for (auto& c : name)
+        if (c == '|') c = '/';
+      s += fmt::format("| `{}` | {} | {:.2f} | {:.2f} |\n", name, k["class"].get<std::string>(), k["calls"].get<double>(),
+                       k["us"].get<double>());
+    }
+  }
+  return s;
 }
 
 std::string markdown(const nlohmann::json& r) {
@@ -122,6 +183,7 @@ std::string markdown(const nlohmann::json& r) {
                      x["ms_per_token"].get<double>(), x["weight_bytes"].get<double>() / 1e6,
                      x["kv_bytes_per_step"].get<double>() / 1e6, x["floor_ms"].get<double>(),
                      x["ratio"].get<double>());
+  s += profile_markdown(r["rows"]);
   return s;
 }
 }  // namespace
@@ -131,6 +193,7 @@ std::string run_step_cost(const StepCostOptions& o) {
   for (auto b : o.batches) VISPEC_CHECK(b >= 1 && b <= 1024, "step-cost: batch must be in [1, 1024]");
   for (const auto& m : o.modes) VISPEC_CHECK(m == "eager" || m == "graphs", "step-cost: unknown mode '", m, "' (eager, graphs)");
   VISPEC_CHECK(o.max_steps >= 0, "step-cost: --max-steps must be >= 0");
+  VISPEC_CHECK(o.profile_steps >= 0 && o.profile_steps <= 48, "step-cost: --profile-steps must be in [0, 48]");
   const auto model = load_model_config(o.model_config);
   set_threads(o.threads);
   const auto device = pick_device(o.device);

@@ -24,6 +24,9 @@ struct StepCostOptions {
   // Steps timed after the prefill: 0 = the whole image; N = the first N steps only (the report says so), for
   // a whole image that would take too long (GPT-XL's 576 tokens eagerly on a GPU).
   int64_t max_steps = 0;
+  // > 0: after timing each row, profile the kernels of this many steps (bench/kernel_profile.h) and list each
+  // row's device time per step by kernel; at most 48 (the steps after the first 8 of the smallest grid).
+  int64_t profile_steps = 0;
   double cfg_scale = 2.0;
   int threads = 0;                // CPU threads, 0 = LibTorch's default
   // GPT-XL's depth and grid: 0 = the real ones (36 layers, 24 x 24 = 576 tokens) on a GPU, and 4 layers on an

@@ -14,17 +14,6 @@ namespace vispec::kernels {
 
 namespace {
 
-// attend_cache on every backend: LibTorch's fused attention over a narrowed view of the caches, its output
-// laid out for the output projection. Item 2 of the GPU plan gives CUDA a kernel of its own here.
-torch::Tensor attend_cache_composite(const torch::Tensor& q, const torch::Tensor& k_cache,
-                                     const torch::Tensor& v_cache, int64_t keys,
-                                     const std::optional<torch::Tensor>& mask, bool causal) {
-  const auto k = k_cache.narrow(2, 0, keys), v = v_cache.narrow(2, 0, keys);
-  const bool grouped = k.size(1) != q.size(1);
-  const auto y = at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal && !mask, {}, grouped);
-  return y.transpose(1, 2).reshape({q.size(0), q.size(2), q.size(1) * q.size(3)});
-}
-
 template <class Signature>
 c10::TypedOperatorHandle<Signature> handle(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
@@ -59,7 +48,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("tree_walk", &cpu::tree_walk);
 }
 
-TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) { m.impl("attend_cache", &attend_cache_composite); }
+TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) { m.impl("attend_cache", &cpu::attend_cache); }
 
 #ifdef VISPEC_CUDA_KERNELS
 TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
@@ -67,6 +56,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("add_rms_norm", &cuda::add_rms_norm_cuda);
   m.impl("silu_mul", &cuda::silu_mul_cuda);
   m.impl("rope_write_kv", &cuda::rope_write_kv_cuda);
+  m.impl("attend_cache", &cuda::attend_cache_cuda);
   m.impl("sample_next", &cuda::sample_next_cuda);
   m.impl("cfg_mix", &cuda::cfg_mix_cuda);
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);

@@ -292,6 +292,14 @@ void check_cfg_mix(const torch::Tensor& logits) {
                 " are not [cond; uncond] rows");
 }
 
+torch::Tensor attend_cache(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
+                           int64_t keys, const std::optional<torch::Tensor>& mask, bool causal) {
+  const auto k = k_cache.narrow(2, 0, keys), v = v_cache.narrow(2, 0, keys);
+  const bool grouped = k.size(1) != q.size(1);
+  const auto y = at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal && !mask, {}, grouped);
+  return y.transpose(1, 2).reshape({q.size(0), q.size(2), q.size(1) * q.size(3)});
+}
+
 torch::Tensor cfg_mix(const torch::Tensor& logits_in, double scale) {
   check_cfg_mix(logits_in);
   const auto logits = logits_in.contiguous();

@@ -19,6 +19,11 @@ torch::Tensor rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope,
 torch::Tensor sample_next(const torch::Tensor& logits, const torch::Tensor& u, double temperature, int64_t top_k,
                           double top_p, const torch::Tensor& nonfinite);
 
+// attend_cache on every backend (the CPU's, and CUDA's reference and fallback): LibTorch's fused attention over
+// a narrowed view of the caches, its output laid out for the output projection.
+torch::Tensor attend_cache(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
+                           int64_t keys, const std::optional<torch::Tensor>& mask, bool causal);
+
 // The shape checks every implementation makes before it touches memory (one message per mistake).
 void check_rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
                          const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head, int64_t n_kv_head);

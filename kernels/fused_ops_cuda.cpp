@@ -99,6 +99,35 @@ torch::Tensor sample_next_cuda(const torch::Tensor& logits_in, const torch::Tens
   return tokens;
 }
 
+torch::Tensor attend_cache_cuda(const torch::Tensor& q_in, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
+                                int64_t keys, const std::optional<torch::Tensor>& mask, bool causal) {
+  VISPEC_ASSERT(q_in.dim() == 4 && k_cache.dim() == 4 && v_cache.sizes() == k_cache.sizes() && keys >= 0 &&
+                    keys <= k_cache.size(2) && k_cache.size(3) == q_in.size(3) && k_cache.size(0) == q_in.size(0),
+                "attend_cache: q ", q_in.sizes(), ", caches ", k_cache.sizes(), ", keys ", keys);
+  const int64_t B = q_in.size(0), H = q_in.size(1), T = q_in.size(2), Dh = q_in.size(3), Hkv = k_cache.size(1);
+  const auto aligned = [](const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
+  const bool kernel_applies =
+      (mask || !causal) && attend_supports(Dh) && Hkv > 0 && H % Hkv == 0 && k_cache.is_contiguous() &&
+      v_cache.is_contiguous() && aligned(k_cache) && aligned(v_cache) && k_cache.scalar_type() == q_in.scalar_type() &&
+      v_cache.scalar_type() == q_in.scalar_type() &&
+      (!mask || (mask->scalar_type() == torch::kBool && mask->dim() == 4 && mask->size(3) == keys &&
+                 mask->size(2) == T && (mask->size(0) == 1 || mask->size(0) == B)));
+  if (!kernel_applies) return cpu::attend_cache(q_in, k_cache, v_cache, keys, mask, causal);
+  const c10::cuda::CUDAGuard guard(q_in.device());
+  const auto q = q_in.contiguous();
+  auto out = torch::empty({B, T, H * Dh}, q.options());
+  AttendArgs args{q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), nullptr, out.data_ptr(),
+                  B, H, Hkv, T, k_cache.size(2), Dh, keys, 0, 0, 0, float(1.0 / std::sqrt(double(Dh)))};
+  if (mask) {
+    args.mask = mask->data_ptr<bool>();
+    args.mask_b = mask->size(0) == 1 ? 0 : mask->stride(0);
+    args.mask_t = mask->stride(2);
+    args.mask_k = mask->stride(3);
+  }
+  check_launch(attend(dtype_of(q), args, stream_of(q)), "attend_cache");
+  return out;
+}
+
 torch::Tensor cfg_mix_cuda(const torch::Tensor& logits_in, double scale) {
   cpu::check_cfg_mix(logits_in);
   const c10::cuda::CUDAGuard guard(logits_in.device());

@@ -38,6 +38,22 @@ int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* 
 int tree_walk(const walk::Args<float>& args, int64_t B, CUstream_st* stream);
 int tree_walk(const walk::Args<double>& args, int64_t B, CUstream_st* stream);
 
+// attend_cache (kernels/attend_cache.cu): q [B, H, T, Dh] and the caches [B, Hkv, S, Dh] contiguous (the caches
+// 16-byte aligned), over their first `keys` slots, mask (or nullptr: every key) a bool at mask + b mask_b +
+// t mask_t + key mask_k (stride 0 where broadcast) -> out [B, T, H, Dh]; scale multiplies q . k.
+struct AttendArgs {
+  const void* q;
+  const void* k_cache;
+  const void* v_cache;
+  const bool* mask;
+  void* out;
+  int64_t B, H, Hkv, T, S, Dh, keys, mask_b, mask_t, mask_k;
+  float scale;
+};
+// The head widths the kernel is built for (others take the composite).
+bool attend_supports(int64_t Dh);
+int attend(Dtype dtype, const AttendArgs& args, CUstream_st* stream);
+
 const char* error_string(int error);
 
 }  // namespace vispec::kernels::cuda

@@ -19,6 +19,11 @@ torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv, const torch::Tensor& 
 torch::Tensor sample_next_cuda(const torch::Tensor& logits, const torch::Tensor& u, double temperature, int64_t top_k,
                                double top_p, const torch::Tensor& nonfinite);
 
+// attend_cache's kernel where it applies (a mask or every key, a supported head width, aligned caches of the
+// query's dtype), else the composite (kernels/fused_ops_cpu.h's attend_cache).
+torch::Tensor attend_cache_cuda(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
+                                int64_t keys, const std::optional<torch::Tensor>& mask, bool causal);
+
 torch::Tensor cfg_mix_cuda(const torch::Tensor& logits, double scale);
 torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids, const torch::Tensor& positions,
                                   const std::optional<torch::Tensor>& draws, int64_t seed, int64_t purpose);

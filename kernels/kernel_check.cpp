@@ -13,7 +13,7 @@ namespace vispec::kernels {
 
 namespace {
 
-constexpr const char* kFused = "fused-3";
+constexpr const char* kFused = "fused-4";
 constexpr const char* kComposite = "composite";
 
 thread_local bool composite_only = false;
@@ -109,6 +109,25 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
            rope_write_kv(qkv, rope, k, v, slots, H, Hkv, half_split));
       both("rope_write_kv's keys", kg, k);
       both("rope_write_kv's values", vg, v);
+    }
+    // Attention over a cache: two head widths, grouped heads, 70 of 80 slots (three chunks of 32 keys, the last
+    // partial); masks per row and query (a row whose middle chunk is refused whole: skipped unread), one shared
+    // by the rows, and none (every key).
+    for (const int64_t width : {int64_t(32), int64_t(64)}) {
+      const int64_t keys = 70, slots = 80;
+      const auto q = pattern({B, H, T, width}, 0.6, dtype);
+      const auto kc = pattern({B, Hkv, slots, width}, 1.7, dtype), vc = pattern({B, Hkv, slots, width}, 2.9, dtype);
+      const auto key = torch::arange(keys, torch::kInt64).view({1, 1, 1, keys});
+      const auto query = torch::arange(T, torch::kInt64).view({1, 1, T, 1});
+      const auto row0 = key <= query + 60;                                       // a causal chain after 60 keys
+      const auto row1 = (key < 10) | ((key >= 64) & (key <= query + 64));        // keys 10..63 refused
+      const auto per_row = torch::cat({row0, row1}, 0);
+      for (const auto& mask : {std::optional<torch::Tensor>(per_row), std::optional<torch::Tensor>(row0),
+                               std::optional<torch::Tensor>()}) {
+        const auto gpu = attend_cache(q.to(device), kc.to(device), vc.to(device), keys,
+                                      mask ? std::optional<torch::Tensor>(mask->to(device)) : std::nullopt, false);
+        both("attend_cache", gpu, attend_cache(q, kc, vc, keys, mask, false));
+      }
     }
     // The sampler: tokens must be the same (the test rows' uniforms sit far from any CDF boundary's rounding).
     const auto logits = pattern({4, 300}, 0.3, torch::kFloat32) * 3;

@@ -8,7 +8,7 @@
 #
 #   bash scripts/gpu_check.sh [--quick] [--cpu] [--binaries DIR] [--build-dir DIR] [--tests REGEX]
 #                             [--step-cost-args "..."] [--bench-set KEY=VALUE]... [--demo-set KEY=VALUE]...
-#                             [--skip STEP[,STEP...]] [--deadline SECONDS] [OUTDIR]
+#                             [--skip STEP[,STEP...]] [--also COMMAND]... [--deadline SECONDS] [OUTDIR]
 #   bash scripts/gpu_check.sh --deps-only [--binaries DIR]   # prints the decisions below as JSON, and exits
 #
 # What comes from where, decided one by one (a machine may have MPI, HDF5 and spdlog but no pcre2.h):
@@ -31,13 +31,15 @@
 # quick run ends inside 4 minutes; 580 s otherwise, inside the tool's 10 minutes per command), each with its
 # seconds and exit status in OUTDIR/summary.json and its log in OUTDIR/logs.txt (the device tool brings back at
 # most eight files: here summary.json, logs.txt, step-cost-DEVICE.json and .md, and with --quick
-# gpu-quick-b1.md and -b8.md):
+# step-profile-DEVICE.json and .md, gpu-quick-b1.md and -b8.md):
 #   prefix       unpack .gpu-carry/debs where the machine lacks a dependency or a library
 #   libs         the library decisions above (readelf; LD_LIBRARY_PATH)
 #   binaries     the binaries start: `vispec decoders`, `vispec_tests --gtest_list_tests`
 #   configure, build   only without binaries that start: CMake against this machine's torch (-DVISPEC_PYTHON)
 #   --quick: cuda_tests   vispec_tests --gtest_filter of the CUDA cases and PhaseClock (the gtest summary line)
 #            step_cost    vispec step-cost, fp32 and bf16, batches 1, 8, 32, eager and CUDA graphs, 64 AR steps
+#            step_profile vispec step-cost --profile-steps 16, bf16, batches 1 and 32, eager and graphs: each step's
+#                         device time by kernel (bench/kernel_profile.h)
 #            bench_b1, bench_b8   bench/gpu-quick.yaml (AR and eight speculative decoders, 10 images each) at
 #                                 batch 1 and 8
 #            demo_fp32, demo_bf16   jobs/demo.yaml on the GPU (device cuda), then with --set model.dtype=bf16
@@ -50,9 +52,11 @@
 # --quick: "--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"); --bench-set overrides a field
 # of bench/gpu-quick.yaml in both runs (vispec bench --set; repeatable; e.g. prompts=FILE, or decoders=[...] with
 # fewer); --demo-set likewise for both demo runs (vispec run --set; e.g. images_per_prompt=20, so that a demo
-# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, bench_b1, bench_b8,
+# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, step_profile, bench_b1, bench_b8,
 # demo_fp32, demo_bf16: the summary records them as skipped), so that a short second run measures only what
-# it is for. OUTDIR defaults to $OUT, else out/gpu-check.
+# it is for. --also runs COMMAND (bash -c, in the source directory, with $VISPEC, $VISPEC_TESTS and
+# $VISPEC_DEVICE set and the libraries found) as a step of its own after the others, for a one-off
+# experiment whose output comes back in logs.txt. OUTDIR defaults to $OUT, else out/gpu-check.
 # Environment, for tests of the decisions on a machine that lacks things (tests/gpu_check_deps.sh):
 #   VISPEC_GPU_CHECK_SYSROOT  where /usr/include, the library directories and the tools are looked up (default /)
 #   VISPEC_GPU_CHECK_LDCONFIG a file of `ldconfig -p` output read instead of the machine's loader cache
@@ -63,7 +67,7 @@ cd "$(dirname "$0")/.." || exit 2
 src=$(pwd)
 
 cpu=0 quick=0 deps_only=0 build="" binaries_dir="" tests_regex="" outdir="" deadline=""
-step_cost_args="" step_cost_args_set=0 bench_sets=() demo_sets=() skip_steps=","
+step_cost_args="" step_cost_args_set=0 bench_sets=() demo_sets=() skip_steps="," also_commands=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu=1 ;;
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
     --bench-set) bench_sets+=(--set "$2"); shift ;;
     --demo-set) demo_sets+=(--set "$2"); shift ;;
     --skip) skip_steps=",$2,"; shift ;;
+    --also) also_commands+=("$2"); shift ;;
     --deadline) deadline=$2; shift ;;
     -h|--help) awk 'NR > 2 { if (!/^#/) exit; print }' "$0"; exit 0 ;;
     -*) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
@@ -357,6 +362,7 @@ write_summary() {
     echo "  \"demo_fp32\": $(json_or_null "$logs/demo-fp32/summary.json"),"
     echo "  \"demo_bf16\": $(json_or_null "$logs/demo-bf16/summary.json"),"
     echo "  \"step_cost\": $(json_or_null "$outdir/step-cost-$device.json"),"
+    echo "  \"step_profile\": $(json_or_null "$outdir/step-profile-$device.json"),"
     echo "  \"bench\": {\"batch_1\": $(json_or_null "$logs/bench-b1/gpu-quick.json"), \"batch_8\": $(json_or_null "$logs/bench-b8/gpu-quick.json")},"
     echo "  \"deadline\": $deadline, \"seconds\": $(( $(date +%s) - started )), \"failed\": $failed"
     echo "}"
@@ -553,6 +559,14 @@ demos() {
   step demo_bf16 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-bf16" --new --set device=$device \
     --set model.dtype=bf16 "${demo_sets[@]}"
 }
+# --also: one-off experiments after the other steps, steps also_1, also_2, ...
+also() {
+  local i=0 command
+  for command in "${also_commands[@]}"; do
+    i=$((i + 1))
+    step "also_$i" 90 env VISPEC="$vispec" VISPEC_TESTS="$tests_bin" VISPEC_DEVICE="$device" bash -c "$command"
+  done
+}
 if [ $quick = 1 ]; then
   tests_runner="vispec_tests --gtest_filter (the CUDA cases and PhaseClock)"
   filter='Devices.*Cuda*:Devices.*Gpu*:*Cuda*:*CudaGraph*:PhaseClock.*'
@@ -563,11 +577,15 @@ if [ $quick = 1 ]; then
   [ $step_cost_args_set = 1 ] || step_cost_args="--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"
   # shellcheck disable=SC2086  # step_cost_args is a list of options
   step step_cost 60 "$vispec" step-cost --device $device --results "$outdir" $step_cost_args
+  # Where a replayed bf16 step's device time goes, kernel by kernel (bench/kernel_profile.h).
+  step step_profile 45 "$vispec" step-cost --device $device --results "$outdir" --name "step-profile-$device" \
+    --dtypes bf16 --batches "$([ $cpu = 1 ] && echo 1 || echo 1,32)" --modes eager,graphs --max-steps 32 --profile-steps 16
   for b in 1 8; do
     step bench_b$b 50 "$vispec" bench bench/gpu-quick.yaml --results "$logs/bench-b$b" --set batch_size=$b \
       --set device=$device "${bench_sets[@]}"
   done
   demos
+  also
 else
   demos
   # shellcheck disable=SC2086  # step_cost_args is a list of options
@@ -593,6 +611,7 @@ else
     skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}.*/\1/p' "$logs/tests.log" | head -1)
     skipped=${skipped:-0}
   fi
+  also
 fi
 
 exit $failed

@@ -32,7 +32,7 @@ every = {"mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "
          "sentencepiece", "pcre2", "utf8proc", "fashion-mnist"}
 assert set(s["deps"]) == every and set(s["deps"].values()) <= {"machine", "prefix"}, s["deps"]
 assert s["libs"] and "missing" not in s["libs"].values(), s["libs"]
-for step in ["binaries", "cuda_tests", "step_cost", "bench_b1", "bench_b8", "demo_fp32", "demo_bf16"]:
+for step in ["binaries", "cuda_tests", "step_cost", "step_profile", "bench_b1", "bench_b8", "demo_fp32", "demo_bf16"]:
     assert s["steps"][step]["exit"] == 0, (step, s["steps"])
 assert "configure" not in s["steps"] and "build" not in s["steps"], s["steps"]
 assert "PASSED" in s["tests"] and "FAILED" not in s["tests"], s["tests"]
@@ -47,6 +47,17 @@ assert all(r["ms_per_token"] > 0 and r["floor_ms"] > 0 and r["ratio"] > 0 for r 
 assert all(r["ops_per_step"] > 0 for r in rows), rows
 assert all(r["conversions_per_step"] >= (1 if r["dtype"] == "bf16" else 0) for r in rows), rows
 assert open(f"{out}/step-cost-cpu.md").read().startswith("Device cpu"), "markdown"
+# The kernel profile (on a CPU: the operators' times): every row profiled, its time per step split by class,
+# the longest first, and the table in the markdown.
+profiled = s["step_profile"]["rows"]
+assert {r["model"].split()[0] for r in profiled} == {"embedded", "GPT-XL"} and all(r["dtype"] == "bf16" for r in profiled), profiled
+for r in profiled:
+    p = r["profile"]
+    assert p["steps"] == 16 and not p["device_kernels"] and p["us_per_step"] > 0 and p["launches_per_step"] > 0, p
+    top = [k["us"] for k in p["top"]]
+    assert 0 < len(top) <= 12 and top == sorted(top, reverse=True), p["top"]
+    assert abs(sum(p["classes"].values()) - p["us_per_step"]) < 1e-6 * p["us_per_step"] + 1e-9, p
+assert "## Device time per step, by kernel" in open(f"{out}/step-profile-cpu.md").read(), "profile markdown"
 for key, batch in [("batch_1", 1), ("batch_8", 8)]:
     b = s["bench"][key]
     assert b["name"] == "gpu-quick" and b["batch_size"] == batch and b["images_per_decoder"] == 1, b

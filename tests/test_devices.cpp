@@ -14,6 +14,7 @@
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "exact_distribution.h"
+#include "kernels/fused_ops.h"
 #include "kernels/kernel_check.h"
 #include "kernels/keyed_uniforms.h"
 #include "models/load.h"
@@ -141,7 +142,7 @@ TEST(Devices, KvCacheDecodingEqualsAFullForwardOnCuda) {
 TEST(Devices, FusedCudaKernelsEqualTheirCpuReference) {
   if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16})
-    EXPECT_EQ(kernels::kernel_set(cuda(), dtype), "fused-3") << dtype;
+    EXPECT_EQ(kernels::kernel_set(cuda(), dtype), "fused-4") << dtype;
   torch::NoGradGuard no_grad;
   auto gpt = test::tiny_gpt(1);
   gpt->to(cuda());
@@ -162,6 +163,42 @@ TEST(Devices, FusedCudaKernelsEqualTheirCpuReference) {
   const double worst = (decode(true) - decode(false)).abs().max().item<double>();
   std::cout << "fused against composite on CUDA: max logit difference " << worst << "\n";
   EXPECT_LE(worst, 1e-3);
+}
+
+// attend_cache's CUDA kernel against its CPU reference at GPT-XL's head shape (20 heads of 64, 576 of 640 slots)
+// and at the embedded model's (Dh 32), with grouped heads: AR steps over rows of different lengths, a chain of
+// 5 after each row's keys, and a tree of 40 nodes whose queries see the prefix and a random set of nodes.
+// Tolerances: float32 1e-5, bfloat16 2e-2 (relative and absolute), the kernel check's.
+TEST(Devices, AttendCacheOnCudaEqualsTheCpuReference) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(3);
+  struct Shape {
+    int64_t H, Hkv, Dh;
+  };
+  for (const auto& shape : {Shape{20, 20, 64}, Shape{4, 2, 32}})
+    for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+      const int64_t B = 3, S = 640, keys = 576;
+      const auto kc = torch::randn({B, shape.Hkv, S, shape.Dh}).to(dtype), vc = torch::randn_like(kc);
+      const auto lengths = torch::tensor({576, 300, 17}, torch::kInt64).view({B, 1, 1, 1});
+      const auto key = torch::arange(keys, torch::kInt64).view({1, 1, 1, keys});
+      for (const int64_t T : {int64_t(1), int64_t(5), int64_t(40)}) {
+        const auto query = torch::arange(T, torch::kInt64).view({1, 1, T, 1});
+        auto mask = key < lengths - T + query + 1;  // each row's keys, then its block causally
+        if (T == 40) mask = (key < lengths - T) | ((key >= lengths - T) & (key < lengths) &
+                                                   (torch::rand({B, 1, T, keys}) < 0.3)) |
+                            (key == lengths - T + query);  // a tree: the prefix, some nodes, itself
+        const auto q = torch::randn({B, shape.H, T, shape.Dh}).to(dtype);
+        const auto gpu = kernels::attend_cache(q.to(cuda()), kc.to(cuda()), vc.to(cuda()), keys, mask.to(cuda()), false);
+        const auto ref = kernels::attend_cache(q, kc, vc, keys, mask, false);
+        const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 2e-2;
+        const double worst = (gpu.cpu().to(torch::kFloat32) - ref.to(torch::kFloat32)).abs().max().item<double>();
+        std::cout << "attend_cache on CUDA, H " << shape.H << " Dh " << shape.Dh << " " << dtype << " T " << T
+                  << ": max difference " << worst << "\n";
+        EXPECT_TRUE(torch::allclose(gpu.cpu().to(torch::kFloat32), ref.to(torch::kFloat32), tolerance, tolerance))
+            << dtype << " T " << T << " Dh " << shape.Dh << ": " << worst;
+      }
+    }
 }
 
 // The keyed uniforms drawn inside the CUDA kernel have the host generator's bits, and so does the tensor
