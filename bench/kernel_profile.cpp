@@ -69,10 +69,11 @@ std::vector<KernelTime> per_step(const std::vector<KernelTime>& longer, const st
 
 std::string kernel_class(const std::string& name) {
   const auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("vispec")) return "vispec";
-  if (has("fmha") || has("flash") || has("ttention") || has("sdpa")) return "attention";
-  if (has("gemm") || has("gemv") || has("Gemm") || has("xmma") || has("cublas") || has("cutlass") || has("splitK"))
+  if (has("fmha") || has("flash") || has("ttention") || has("sdpa") || has("attend_kernel")) return "attention";
+  if (has("gemm") || has("gemv") || has("Gemm") || has("xmma") || has("nvjet") || has("cublas") || has("cutlass") ||
+      has("splitK") || has("linear_rows"))
     return "matmul";
+  if (has("vispec")) return "vispec";
   if (has("Memcpy") || has("Memset") || has("memcpy") || has("memset")) return "copy";
   return "aten";
 }

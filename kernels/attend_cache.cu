@@ -10,7 +10,8 @@
 //     key the mask refuses (or past `keys`) scores -inf, and a chunk whose keys are all refused is skipped
 //     without reading its keys or values: the attention reads only the keys in use, to 32;
 //   - online softmax per warp: running maximum m, sum l and output o (each lane owns Dh / 32 of its dims);
-//     each chunk rescales o and l by exp(m_old - m_new), then adds p_j v_j for its 32 keys;
+//     each chunk rescales o and l by exp(m_old - m_new), then adds p_j v_j for its 32 keys, all 32 value rows
+//     loaded at once (a loop that waited for each row in turn took 11 us per GPT-XL layer on an H200);
 //   - the warps' (m, l, o) merge in shared memory; the output is o / l, rounded to the cache's dtype, in the
 //     [B, T, H Dh] layout the output projection reads. A query whose keys are all refused gets 0/0 = NaN,
 //     as the composite gives.
@@ -19,10 +20,7 @@
 // outputs do (kernels/kernel_check.cpp bounds the difference before first use).
 #include "kernels/fused_ops_cuda.h"
 #include "kernels/exp_f32.h"
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
+#include "kernels/packed.cuh"
 
 #include <cmath>
 
@@ -32,41 +30,8 @@ namespace {
 
 constexpr int kMaxWarps = 16;
 
-template <typename T> __device__ __forceinline__ float load_float(const T* p);
-template <> __device__ __forceinline__ float load_float<float>(const float* p) { return *p; }
-template <> __device__ __forceinline__ float load_float<__nv_bfloat16>(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-template <> __device__ __forceinline__ float load_float<__half>(const __half* p) { return __half2float(*p); }
-
-template <typename T> __device__ __forceinline__ T store_float(float v);
-template <> __device__ __forceinline__ float store_float<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 store_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half store_float<__half>(float v) { return __float2half_rn(v); }
-
-// 16 bytes of a key row at a time (the host checks the caches' alignment), as floats.
-template <typename T> struct Pack {
-  static constexpr int n = 16 / sizeof(T);
-};
-__device__ __forceinline__ void unpack(const uint4& u, float* f, const float*) {
-  f[0] = __uint_as_float(u.x), f[1] = __uint_as_float(u.y), f[2] = __uint_as_float(u.z), f[3] = __uint_as_float(u.w);
-}
-__device__ __forceinline__ void unpack(const uint4& u, float* f, const __nv_bfloat16*) {
-  const auto* p = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 v = __bfloat1622float2(p[i]);
-    f[2 * i] = v.x, f[2 * i + 1] = v.y;
-  }
-}
-__device__ __forceinline__ void unpack(const uint4& u, float* f, const __half*) {
-  const auto* p = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 v = __half22float2(p[i]);
-    f[2 * i] = v.x, f[2 * i + 1] = v.y;
-  }
-}
-
-// PER_LANE = Dh / 32: the output dims each lane owns (lane l owns l, l + 32, ...: coalesced value reads).
+// PER_LANE = Dh / 32: the output dims each lane owns (lane l owns l PER_LANE and the PER_LANE - 1 after it: a
+// value row is read whole, coalesced, by the warp).
 template <typename T, int PER_LANE>
 __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
                               const bool* __restrict__ mask, T* __restrict__ out, int64_t H, int64_t Hkv,
@@ -116,19 +81,33 @@ __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_c
     l = l * rescale + p_sum;
 #pragma unroll
     for (int i = 0; i < PER_LANE; ++i) o[i] *= rescale;
-    const int64_t last = keys - chunk < 32 ? keys - chunk : 32;
-    for (int j = 0; j < last; ++j) {
-      const float pj = __shfl_sync(0xffffffffu, p, j);
-      if (pj == 0.f) continue;  // a refused key (the same branch for every lane)
-      const T* vr = vb + (chunk + j) * Dh;
+    // p_j v_j for the chunk's 32 keys, unrolled and without a branch, so that every value load is in flight
+    // at once (a loop that skipped refused keys waited for each load in turn). A key past `keys` reads the
+    // chunk's last valid row instead, weighted 0; a refused key's p is 0 and its row (stale or never written)
+    // is selected away, never multiplied, so a NaN there cannot leak in.
+    const int64_t last = (keys - 1 - chunk) < 31 ? keys - 1 - chunk : 31;
+    const T* vchunk = vb + chunk * Dh + lane * PER_LANE;
 #pragma unroll
-      for (int i = 0; i < PER_LANE; ++i) o[i] = fmaf(pj, load_float(vr + lane + 32 * i), o[i]);
+    for (int half = 0; half < 32; half += 16) {
+      float v[16][PER_LANE];  // 16 rows' loads issued before any is used
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const T* vr = vchunk + (half + j <= last ? half + j : last) * Dh;
+#pragma unroll
+        for (int i = 0; i < PER_LANE; ++i) v[j][i] = load_float(vr + i);
+      }
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const float pj = __shfl_sync(0xffffffffu, p, half + j);
+#pragma unroll
+        for (int i = 0; i < PER_LANE; ++i) o[i] = pj != 0.f ? fmaf(pj, v[j][i], o[i]) : o[i];
+      }
     }
     m = m_new;
   }
   if (lane == 0) m_s[warp] = m, l_s[warp] = l;
 #pragma unroll
-  for (int i = 0; i < PER_LANE; ++i) o_s[warp][lane + 32 * i] = o[i];
+  for (int i = 0; i < PER_LANE; ++i) o_s[warp][lane * PER_LANE + i] = o[i];
   __syncthreads();
   if (warp != 0) return;
   float m_all = -INFINITY;
@@ -141,11 +120,11 @@ __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_c
     const float f = exp_f32(m_s[w] - m_all);
     l_all += l_s[w] * f;
 #pragma unroll
-    for (int i = 0; i < PER_LANE; ++i) acc[i] += o_s[w][lane + 32 * i] * f;
+    for (int i = 0; i < PER_LANE; ++i) acc[i] += o_s[w][lane * PER_LANE + i] * f;
   }
   T* orow = out + ((b * T_ + t) * H + h) * Dh;  // [B, T, H, Dh]
 #pragma unroll
-  for (int i = 0; i < PER_LANE; ++i) orow[lane + 32 * i] = store_float<T>(acc[i] / l_all);
+  for (int i = 0; i < PER_LANE; ++i) orow[lane * PER_LANE + i] = store_float<T>(acc[i] / l_all);
 }
 
 template <typename T, int PER_LANE>

@@ -27,6 +27,7 @@ TORCH_LIBRARY(vispec, m) {
   m.def("silu_mul(Tensor gate_up) -> Tensor");
   m.def("rope_write_kv(Tensor qkv, Tensor rope, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor slots, int n_head, "
         "int n_kv_head, bool half_split) -> Tensor");
+  m.def("linear(Tensor x, Tensor weight) -> Tensor");
   m.def("attend_cache(Tensor q, Tensor k_cache, Tensor v_cache, int keys, Tensor? mask, bool causal) -> Tensor");
   m.def("sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> Tensor");
   m.def("cfg_mix(Tensor logits, float scale) -> Tensor");
@@ -48,7 +49,10 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("tree_walk", &cpu::tree_walk);
 }
 
-TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) { m.impl("attend_cache", &cpu::attend_cache); }
+TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) {
+  m.impl("attend_cache", &cpu::attend_cache);
+  m.impl("linear", &cpu::linear);
+}
 
 #ifdef VISPEC_CUDA_KERNELS
 TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
@@ -57,6 +61,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("silu_mul", &cuda::silu_mul_cuda);
   m.impl("rope_write_kv", &cuda::rope_write_kv_cuda);
   m.impl("attend_cache", &cuda::attend_cache_cuda);
+  m.impl("linear", &cuda::linear_cuda);
   m.impl("sample_next", &cuda::sample_next_cuda);
   m.impl("cfg_mix", &cuda::cfg_mix_cuda);
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
@@ -88,6 +93,11 @@ at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at
   static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                            const at::Tensor&, int64_t, int64_t, bool)>("vispec::rope_write_kv");
   return op.call(qkv, rope, k_cache, v_cache, slots, n_head, n_kv_head, half_split);
+}
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight) {
+  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&)>("vispec::linear");
+  return op.call(x, weight);
 }
 
 at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache, int64_t keys,

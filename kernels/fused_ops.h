@@ -41,6 +41,11 @@ at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at
                          const at::Tensor& v_cache, const at::Tensor& slots, int64_t n_head, int64_t n_kv_head,
                          bool half_split);
 
+// A linear layer without bias, x [..., K] times weight [N, K] transposed -> [..., N]: at::linear, except on
+// CUDA for at most 16 rows, where a kernel of its own reads the weights at the memory bandwidth that cuBLAS's
+// kernels for so few rows do not reach (kernels/linear_rows.cu).
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight);
+
 // Attention over the first `keys` slots of a layer's caches: q [B, H, T, Dh], caches [B, Hkv, S, Dh], mask
 // [B or 1, 1, T, keys] bool (true = may attend) or none (then `causal` within the block, or every key).
 // Returns [B, T, H Dh], the layout the output projection reads. One operator whatever runs inside it.

@@ -99,6 +99,25 @@ torch::Tensor sample_next_cuda(const torch::Tensor& logits_in, const torch::Tens
   return tokens;
 }
 
+torch::Tensor linear_cuda(const torch::Tensor& x_in, const torch::Tensor& weight) {
+  VISPEC_ASSERT(x_in.dim() >= 1 && weight.dim() == 2 && weight.size(1) == x_in.size(-1), "linear of ", x_in.sizes(),
+                " by a weight of ", weight.sizes());
+  const int64_t K = weight.size(1), N = weight.size(0), M = K > 0 ? x_in.numel() / K : 0;
+  const auto aligned = [](const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
+  const bool kernel_applies = weight.scalar_type() == x_in.scalar_type() && weight.is_contiguous() &&
+                              aligned(weight) && linear_rows_supports(M, K, int(x_in.element_size()));
+  if (!kernel_applies) return at::linear(x_in, weight);
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  auto x = x_in.contiguous();
+  if (!aligned(x)) x = x.clone();
+  auto sizes = x_in.sizes().vec();
+  sizes.back() = N;
+  auto y = torch::empty(sizes, x.options());
+  check_launch(linear_rows(dtype_of(x), x.data_ptr(), weight.data_ptr(), y.data_ptr(), M, N, K, stream_of(x)),
+               "linear");
+  return y;
+}
+
 torch::Tensor attend_cache_cuda(const torch::Tensor& q_in, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
                                 int64_t keys, const std::optional<torch::Tensor>& mask, bool causal) {
   VISPEC_ASSERT(q_in.dim() == 4 && k_cache.dim() == 4 && v_cache.sizes() == k_cache.sizes() && keys >= 0 &&

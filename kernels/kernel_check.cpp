@@ -110,6 +110,12 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
       both("rope_write_kv's keys", kg, k);
       both("rope_write_kv's values", vg, v);
     }
+    // A linear layer over 1, 3 and 16 rows (the kernel's, with odd columns) and 17 (cuBLAS's).
+    const auto w = pattern({70, 96}, 0.8, dtype);
+    for (const int64_t rows : {int64_t(1), int64_t(3), int64_t(16), int64_t(17)}) {
+      const auto xs = pattern({rows, 96}, 1.9, dtype);
+      both("linear", kernels::linear(xs.to(device), w.to(device)), kernels::linear(xs, w));
+    }
     // Attention over a cache: two head widths, grouped heads, 70 of 80 slots (three chunks of 32 keys, the last
     // partial); masks per row and query (a row whose middle chunk is refused whole: skipped unread), one shared
     // by the rows, and none (every key).

@@ -58,7 +58,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 torch::Tensor AttentionImpl::forward_fused(const torch::Tensor& x, const torch::Tensor& rope,
                                            const AttentionMask& mask, KvCache& cache, int64_t layer) {
   const auto& w = wqkv ? wqkv->weight : merged_qkv.of({&wq->weight, &wk->weight, &wv->weight});
-  const auto q = kernels::rope_write_kv(at::linear(x, w), rope, cache.keys(layer), cache.values(layer),
+  const auto q = kernels::rope_write_kv(kernels::linear(x, w), rope, cache.keys(layer), cache.values(layer),
                                         cache.block_slots(), n_head, n_kv_head, rope_kind == RopeKind::sequence_1d);
   std::optional<torch::Tensor> dense;
   if (mask.dense.defined()) dense = mask.dense;
@@ -75,7 +75,7 @@ FeedForwardImpl::FeedForwardImpl(const GptConfig& c, const torch::TensorOptions&
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   if (kernels::use_fused(x, w1->weight))
-    return w2(kernels::silu_mul(at::linear(x, merged_w13.of({&w1->weight, &w3->weight}))));
+    return w2(kernels::silu_mul(kernels::linear(x, merged_w13.of({&w1->weight, &w3->weight}))));
   return w2(torch::silu(w1(x)) * w3(x));
 }
 

@@ -11,8 +11,9 @@ namespace vispec {
 
 struct NoBiasLinearImpl : torch::nn::Module {
   NoBiasLinearImpl(int64_t in, int64_t out, const torch::TensorOptions& options);
-  // at::linear is one operator (torch::nn::functional::linear dispatches a transpose and a matmul).
-  torch::Tensor forward(const torch::Tensor& x) { return at::linear(x, weight); }
+  // One operator: kernels::linear where the fused operators run (a few rows on CUDA: a kernel of its own), else
+  // at::linear (torch::nn::functional::linear dispatches a transpose and a matmul).
+  torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor weight;  // [out, in]
 };
 TORCH_MODULE(NoBiasLinear);

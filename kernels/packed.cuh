@@ -1,0 +1,46 @@
+// 16-byte loads of float32, bfloat16 or float16 values, unpacked to float32: what the memory-bound kernels
+// (kernels/attend_cache.cu, kernels/linear_rows.cu) read rows with. The caller guarantees 16-byte alignment.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace vispec::kernels::cuda {
+
+// Values of T in 16 bytes.
+template <typename T> struct Pack {
+  static constexpr int n = 16 / sizeof(T);
+};
+
+__device__ __forceinline__ void unpack(const uint4& u, float* f, const float*) {
+  f[0] = __uint_as_float(u.x), f[1] = __uint_as_float(u.y), f[2] = __uint_as_float(u.z), f[3] = __uint_as_float(u.w);
+}
+__device__ __forceinline__ void unpack(const uint4& u, float* f, const __nv_bfloat16*) {
+  const auto* p = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 v = __bfloat1622float2(p[i]);
+    f[2 * i] = v.x, f[2 * i + 1] = v.y;
+  }
+}
+__device__ __forceinline__ void unpack(const uint4& u, float* f, const __half*) {
+  const auto* p = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 v = __half22float2(p[i]);
+    f[2 * i] = v.x, f[2 * i + 1] = v.y;
+  }
+}
+
+template <typename T> __device__ __forceinline__ float load_float(const T* p);
+template <> __device__ __forceinline__ float load_float<float>(const float* p) { return *p; }
+template <> __device__ __forceinline__ float load_float<__nv_bfloat16>(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+template <> __device__ __forceinline__ float load_float<__half>(const __half* p) { return __half2float(*p); }
+
+template <typename T> __device__ __forceinline__ T store_float(float v);
+template <> __device__ __forceinline__ float store_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 store_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half store_float<__half>(float v) { return __float2half_rn(v); }
+
+}  // namespace vispec::kernels::cuda
