@@ -6,9 +6,11 @@
 //
 // One block per (row, query head, query); its warps take the keys 32 at a time (a "chunk", one key per
 // lane), so all of a row's keys are read at once by up to kMaxWarps warps:
-//   - scores: lane j computes q . k_j in float32 (q staged in shared memory as float), times 1/sqrt(Dh); a
-//     key the mask refuses (or past `keys`) scores -inf, and a chunk whose keys are all refused is skipped
-//     without reading its keys or values: the attention reads only the keys in use, to 32;
+//   - scores: lane j computes q . k_j in float32 (q staged in shared memory as float by each warp), times
+//     1/sqrt(Dh); a key the mask refuses (or past `keys`) scores -inf. The key rows load beside q and the mask
+//     (three loads in flight at once, not one after the other), and a chunk whose keys are all refused is
+//     skipped without reading its values: the attention reads the keys of the length bucket (kv_cache.h) and
+//     the values in use, to 32;
 //   - online softmax per warp: running maximum m, sum l and output o (each lane owns Dh / 32 of its dims);
 //     each chunk rescales o and l by exp(m_old - m_new), then adds p_j v_j for its 32 keys, all 32 value rows
 //     loaded at once (a loop that waited for each row in turn took 11 us per GPT-XL layer on an H200);
@@ -41,33 +43,46 @@ __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_c
   const int64_t index = blockIdx.x, t = index % T_, h = (index / T_) % H, b = index / (T_ * H);
   const int64_t hk = h / (H / Hkv);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  __shared__ float q_s[Dh];
+  __shared__ float q_s[kMaxWarps][Dh];  // each warp stages q itself: no block barrier before its keys' loads
   __shared__ float m_s[kMaxWarps], l_s[kMaxWarps];
   __shared__ float o_s[kMaxWarps][Dh];
   const T* qr = q + ((b * H + h) * T_ + t) * Dh;
-  for (int d = threadIdx.x; d < Dh; d += blockDim.x) q_s[d] = load_float(qr + d);
-  __syncthreads();
+  float qv[PER_LANE];
+#pragma unroll
+  for (int i = 0; i < PER_LANE; ++i) qv[i] = load_float(qr + lane * PER_LANE + i);
+  bool staged = false;
   const T* kb = k_cache + (b * Hkv + hk) * S * Dh;
   const T* vb = v_cache + (b * Hkv + hk) * S * Dh;
   const bool* mr = mask ? mask + b * mask_b + t * mask_t : nullptr;
   float m = -INFINITY, l = 0.f, o[PER_LANE];
 #pragma unroll
   for (int i = 0; i < PER_LANE; ++i) o[i] = 0.f;
+  constexpr int n = Pack<T>::n;
   for (int64_t chunk = warp * 32; chunk < keys; chunk += int64_t(warps) * 32) {
     const int64_t key = chunk + lane;
     const bool used = key < keys && (!mr || mr[key * mask_k]);
-    if (!__any_sync(0xffffffffu, used)) continue;  // no key of this chunk is attended: read none of it
+    // The key rows are loaded beside q and the mask, before the mask is known (the loads overlap; a refused
+    // key's row, inside the bucket, is read and dropped); the values only for chunks with a key in use.
+    uint4 kv[Dh / n];
+    const T* kr = kb + (key < keys ? key : keys - 1) * Dh;
+#pragma unroll
+    for (int d = 0; d < Dh / n; ++d) kv[d] = reinterpret_cast<const uint4*>(kr)[d];
+    if (!staged) {
+#pragma unroll
+      for (int i = 0; i < PER_LANE; ++i) q_s[warp][lane * PER_LANE + i] = qv[i];
+      __syncwarp();
+      staged = true;
+    }
+    if (!__any_sync(0xffffffffu, used)) continue;  // no key of this chunk is attended: its values stay unread
     float score = -INFINITY;
     if (used) {
-      const T* kr = kb + key * Dh;
       float dot = 0.f;
-      constexpr int n = Pack<T>::n;
 #pragma unroll
-      for (int d0 = 0; d0 < Dh; d0 += n) {
+      for (int d = 0; d < Dh / n; ++d) {
         float f[n];
-        unpack(*reinterpret_cast<const uint4*>(kr + d0), f, kr);
+        unpack(kv[d], f, kr);
 #pragma unroll
-        for (int i = 0; i < n; ++i) dot = fmaf(q_s[d0 + i], f[i], dot);
+        for (int i = 0; i < n; ++i) dot = fmaf(q_s[warp][d * n + i], f[i], dot);
       }
       score = dot * scale;
     }

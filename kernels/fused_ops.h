@@ -42,7 +42,7 @@ at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at
                          bool half_split);
 
 // A linear layer without bias, x [..., K] times weight [N, K] transposed -> [..., N]: at::linear, except on
-// CUDA for at most 16 rows, where a kernel of its own reads the weights at the memory bandwidth that cuBLAS's
+// CUDA for at most 4 rows, where a kernel of its own reads the weights at the memory bandwidth that cuBLAS's
 // kernels for so few rows do not reach (kernels/linear_rows.cu).
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight);
 

@@ -55,7 +55,7 @@ bool attend_supports(int64_t Dh);
 int attend(Dtype dtype, const AttendArgs& args, CUstream_st* stream);
 
 // linear for a few rows (kernels/linear_rows.cu): x [M, K], w [N, K], y [M, N], contiguous and 16-byte aligned.
-constexpr int64_t kLinearRowsMax = 16;
+constexpr int64_t kLinearRowsMax = 4;
 // Whether the kernel takes M rows of width K in elements of element_size bytes (K whole 16-byte vectors).
 bool linear_rows_supports(int64_t M, int64_t K, int element_size);
 int linear_rows(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,

@@ -19,7 +19,7 @@ torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv, const torch::Tensor& 
 torch::Tensor sample_next_cuda(const torch::Tensor& logits, const torch::Tensor& u, double temperature, int64_t top_k,
                                double top_p, const torch::Tensor& nonfinite);
 
-// linear's kernel for at most 16 rows of aligned, contiguous operands of one dtype, else at::linear.
+// linear's kernel for at most 4 rows of aligned, contiguous operands of one dtype, else at::linear.
 torch::Tensor linear_cuda(const torch::Tensor& x, const torch::Tensor& weight);
 
 // attend_cache's kernel where it applies (a mask or every key, a supported head width, aligned caches of the

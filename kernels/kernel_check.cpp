@@ -97,6 +97,16 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
     both("add_rms_norm's sum", sum, sum_ref);
     both("add_rms_norm", normed, normed_ref);
     both("silu_mul", silu_mul(x.to(device)), silu_mul(x));
+    // Widths of whole 16-byte vectors per lane take the warp-per-row RMSNorm (GPT-XL's 1280 among them).
+    for (const int64_t width : {int64_t(512), int64_t(1280)}) {
+      const auto xw = pattern({3, 2, width}, 0.3, dtype), dw = pattern({3, 2, width}, 1.1, dtype);
+      const auto ww = pattern({width}, 2.6, dtype);
+      both("rms_norm (a warp per row)", rms_norm(xw.to(device), ww.to(device), 1e-5), rms_norm(xw, ww, 1e-5));
+      const auto [sum_w, normed_w] = add_rms_norm(xw.to(device), dw.to(device), ww.to(device), 1e-6);
+      const auto [sum_w_ref, normed_w_ref] = add_rms_norm(xw, dw, ww, 1e-6);
+      both("add_rms_norm's sum (a warp per row)", sum_w, sum_w_ref);
+      both("add_rms_norm (a warp per row)", normed_w, normed_w_ref);
+    }
     const int64_t B = 2, T = 3, H = 4, Hkv = 2, Dh = 16, S = 8;
     const auto qkv = pattern({B, T, (H + 2 * Hkv) * Dh}, 0.4, dtype);
     const auto angles = pattern({B, T, Dh / 2}, 0.9, torch::kFloat32);
@@ -110,9 +120,9 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
       both("rope_write_kv's keys", kg, k);
       both("rope_write_kv's values", vg, v);
     }
-    // A linear layer over 1, 3 and 16 rows (the kernel's, with odd columns) and 17 (cuBLAS's).
+    // A linear layer over 1, 2 and 4 rows (the kernel's, with odd columns) and 5 (cuBLAS's).
     const auto w = pattern({70, 96}, 0.8, dtype);
-    for (const int64_t rows : {int64_t(1), int64_t(3), int64_t(16), int64_t(17)}) {
+    for (const int64_t rows : {int64_t(1), int64_t(2), int64_t(4), int64_t(5)}) {
       const auto xs = pattern({rows, 96}, 1.9, dtype);
       both("linear", kernels::linear(xs.to(device), w.to(device)), kernels::linear(xs, w));
     }

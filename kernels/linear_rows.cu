@@ -1,12 +1,14 @@
-// linear's CUDA kernel for a few rows (kernels/fused_ops.h): y [M, N] = x [M, K] W^T, W [N, K], M <= 16. A
-// decode step multiplies 2 to 16 rows by each weight matrix; cuBLAS's kernels for such shapes read the weights
-// at under half the memory bandwidth (an H200 profile of a GPT-XL step: 880 us of matrix products per token
-// where reading the weights once takes 365 us), and the product is bound by that read alone.
+// linear's CUDA kernel for a few rows (kernels/fused_ops.h): y [M, N] = x [M, K] W^T, W [N, K], M <= 4. An AR
+// step of one image with guidance multiplies 2 rows by each weight matrix; cuBLAS's kernels for that shape
+// read the weights at under half the memory bandwidth (an H200 profile of a GPT-XL step: 880 us of matrix
+// products per token where reading the weights once takes 365 us), and the product is bound by that read.
+// Past 4 rows the arithmetic (on the CUDA cores, not the tensor cores) outweighs the read: 16 rows took 2.5
+// times cuBLAS's time on the H200, so more rows go to cuBLAS.
 //
-// Each warp computes kCols output columns for all M rows: its lanes stream the columns' weight rows in
-// 16-byte vectors (lane l takes vectors l, l + 32, ...; two vectors per lane per pass, so that four weight
-// loads per lane are in flight), multiply them with the same vectors of every x row (read through the
-// read-only cache: every warp reads the same x), and the warp sums its lanes' partial products by shuffles.
+// A warp per output column, for all M rows: its lanes stream the column's weight row in 16-byte vectors (lane
+// l takes vectors l, l + 32, ..., up to kStride of them loaded at once, so that a 1280-wide row is in flight
+// whole), multiply them with the same vectors of every x row (read through the read-only cache: every warp
+// reads the same x), and the warp sums its lanes' partial products by shuffles.
 // Float32 accumulation; the result rounds once to T. The sum order differs from cuBLAS's and the CPU's, so
 // the last bits of bf16 outputs do (kernels/kernel_check.cpp bounds it before first use).
 #include "kernels/fused_ops_cuda.h"
@@ -16,70 +18,57 @@ namespace vispec::kernels::cuda {
 
 namespace {
 
-constexpr int kCols = 2;      // output columns per warp
-constexpr int kThreads = 256;  // 8 warps per block
-constexpr int kStride = 2;     // 16-byte vectors per lane per pass
+constexpr int kThreads = 128;  // 4 warps per block, a warp per output column
+constexpr int kStride = 8;     // 16-byte weight vectors per lane per pass, all in flight at once
 
 template <typename T, int MAXM>
 __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                                T* __restrict__ y, int M, int64_t N, int64_t K) {
   constexpr int P = Pack<T>::n;
   const int lane = threadIdx.x % 32;
-  const int64_t n0 = (int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32) * kCols;
-  if (n0 >= N) return;
+  const int64_t n = int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  if (n >= N) return;
   const int64_t vectors = K / P;
-  float acc[kCols][MAXM];
+  const uint4* wr = reinterpret_cast<const uint4*>(w + n * K);
+  float acc[MAXM];
 #pragma unroll
-  for (int c = 0; c < kCols; ++c)
-#pragma unroll
-    for (int m = 0; m < MAXM; ++m) acc[c][m] = 0.f;
+  for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;
   for (int64_t base = lane; base < vectors; base += 32 * kStride) {
-    uint4 wv[kStride][kCols];
+    uint4 wv[kStride];
 #pragma unroll
-    for (int s = 0; s < kStride; ++s)
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        const int64_t v = base + 32 * s, n = n0 + c;
-        wv[s][c] = v < vectors && n < N ? __ldcs(reinterpret_cast<const uint4*>(w + n * K) + v) : make_uint4(0, 0, 0, 0);
-      }
+    for (int s = 0; s < kStride; ++s) {
+      const int64_t v = base + 32 * s;
+      wv[s] = v < vectors ? __ldcs(wr + v) : make_uint4(0, 0, 0, 0);  // streamed: read once, not kept in L1
+    }
 #pragma unroll
     for (int s = 0; s < kStride; ++s) {
       const int64_t v = base + 32 * s;
       if (v >= vectors) break;
-      float wf[kCols][P];
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) unpack(wv[s][c], wf[c], w);
+      float wf[P];
+      unpack(wv[s], wf, w);
 #pragma unroll
       for (int m = 0; m < MAXM; ++m) {
         if (m >= M) break;
         float xf[P];
         unpack(__ldg(reinterpret_cast<const uint4*>(x + m * K) + v), xf, x);
 #pragma unroll
-        for (int c = 0; c < kCols; ++c)
-#pragma unroll
-          for (int i = 0; i < P; ++i) acc[c][m] = fmaf(xf[i], wf[c][i], acc[c][m]);
+        for (int i = 0; i < P; ++i) acc[m] = fmaf(xf[i], wf[i], acc[m]);
       }
     }
   }
 #pragma unroll
-  for (int c = 0; c < kCols; ++c)
+  for (int m = 0; m < MAXM; ++m)
 #pragma unroll
-    for (int m = 0; m < MAXM; ++m)
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) acc[c][m] += __shfl_xor_sync(0xffffffffu, acc[c][m], offset);
+    for (int offset = 16; offset > 0; offset /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], offset);
   if (lane != 0) return;
 #pragma unroll
-  for (int m = 0; m < MAXM; ++m) {
-    if (m >= M) break;
-#pragma unroll
-    for (int c = 0; c < kCols; ++c)
-      if (n0 + c < N) y[m * N + n0 + c] = store_float<T>(acc[c][m]);
-  }
+  for (int m = 0; m < MAXM; ++m)
+    if (m < M) y[m * N + n] = store_float<T>(acc[m]);
 }
 
 template <typename T, int MAXM>
 int launch(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
-  const int64_t columns_per_block = (kThreads / 32) * kCols;
+  const int64_t columns_per_block = kThreads / 32;
   const int64_t blocks = (N + columns_per_block - 1) / columns_per_block;
   linear_rows_kernel<T, MAXM><<<dim3(unsigned(blocks)), dim3(kThreads), 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), int(M), N, K);
@@ -89,9 +78,7 @@ int launch(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t 
 template <typename T>
 int launch_rows(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
   if (M <= 2) return launch<T, 2>(x, w, y, M, N, K, stream);
-  if (M <= 4) return launch<T, 4>(x, w, y, M, N, K, stream);
-  if (M <= 8) return launch<T, 8>(x, w, y, M, N, K, stream);
-  return launch<T, 16>(x, w, y, M, N, K, stream);
+  return launch<T, 4>(x, w, y, M, N, K, stream);
 }
 
 }  // namespace
