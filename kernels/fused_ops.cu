@@ -69,8 +69,9 @@ __global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ d
 
 // A warp per row where the row is whole 16-byte vectors, at most 8 per lane (D <= 2048 in bf16, 1024 in fp32):
 // the row stays in registers between its sum of squares and its output (one read of x and delta, no block
-// barrier), which halves the time of the block-per-row kernel above on a GPT-XL step's two rows (3.2 us a
-// call on an H200, most of it waiting on the second pass and the barriers). The same float32 steps.
+// barrier; the weight's loads beside x's). The same float32 steps. On a GPT-XL step's two rows a call of
+// either kernel takes some 3-4 us on an H200 (kernel time, bench/results/gpu/): both wait on memory in turn,
+// which only fusing the norm into the next product's prologue would hide.
 constexpr int kNormWarpThreads = 128;
 
 template <typename T, int VPL>
@@ -85,11 +86,13 @@ __global__ void __launch_bounds__(kNormWarpThreads)
   const uint4* xr = reinterpret_cast<const uint4*>(x + row * D);
   const uint4* dr = delta ? reinterpret_cast<const uint4*>(delta + row * D) : nullptr;
   float v[VPL][P];
+  uint4 wv[VPL];  // the weight's vectors, loaded beside x's rather than after the sum
   float squares = 0.f;
 #pragma unroll
   for (int s = 0; s < VPL; ++s) {
     const int64_t k = lane + 32 * s;
     if (k >= vectors) break;
+    wv[s] = reinterpret_cast<const uint4*>(weight)[k];
     unpack(xr[k], v[s], x);
     if (dr) {
       float d[P];
@@ -107,7 +110,7 @@ __global__ void __launch_bounds__(kNormWarpThreads)
     const int64_t k = lane + 32 * s;
     if (k >= vectors) break;
     float w[P];
-    unpack(reinterpret_cast<const uint4*>(weight)[k], w, x);
+    unpack(wv[s], w, x);
     alignas(16) T normed[P];
     alignas(16) T summed[P];
 #pragma unroll
