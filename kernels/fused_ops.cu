@@ -69,8 +69,8 @@ __global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ d
 
 // A warp per row where the row is whole 16-byte vectors, at most 8 per lane (D <= 2048 in bf16, 1024 in fp32):
 // the row stays in registers between its sum of squares and its output (one read of x and delta, no block
-// barrier; the weight's loads beside x's). The same float32 steps. On a GPT-XL step's two rows a call of
-// either kernel takes some 3-4 us on an H200 (kernel time, bench/results/gpu/): both wait on memory in turn,
+// barrier; the weight's loads beside x's). The same float32 steps. On a GPT-XL step's two rows a call takes
+// 3.1 us on an H200 (3.2 to 4.3 for the kernel above; bench/results/gpu/): it still waits on memory twice,
 // which only fusing the norm into the next product's prologue would hide.
 constexpr int kNormWarpThreads = 128;
 

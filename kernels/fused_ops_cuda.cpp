@@ -25,6 +25,9 @@ Dtype dtype_of(const torch::Tensor& t) {
 
 CUstream_st* stream_of(const torch::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
 
+// Whether a tensor's data starts on a 16-byte boundary (the 16-byte loads of attend_cache and linear).
+bool aligned16(const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
 void check_launch(int error, const char* op) {
   VISPEC_CHECK(error == 0, "CUDA kernel vispec::", op, " failed to launch: ", error_string(error));
 }
@@ -103,13 +106,13 @@ torch::Tensor linear_cuda(const torch::Tensor& x_in, const torch::Tensor& weight
   VISPEC_ASSERT(x_in.dim() >= 1 && weight.dim() == 2 && weight.size(1) == x_in.size(-1), "linear of ", x_in.sizes(),
                 " by a weight of ", weight.sizes());
   const int64_t K = weight.size(1), N = weight.size(0), M = K > 0 ? x_in.numel() / K : 0;
-  const auto aligned = [](const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
-  const bool kernel_applies = weight.scalar_type() == x_in.scalar_type() && weight.is_contiguous() &&
-                              aligned(weight) && linear_rows_supports(M, K, int(x_in.element_size()));
+  const bool kernel_applies = weight.scalar_type() == x_in.scalar_type() && weight.device() == x_in.device() &&
+                              weight.is_contiguous() && aligned16(weight) &&
+                              linear_rows_supports(M, K, int(x_in.element_size()));
   if (!kernel_applies) return at::linear(x_in, weight);
   const c10::cuda::CUDAGuard guard(x_in.device());
   auto x = x_in.contiguous();
-  if (!aligned(x)) x = x.clone();
+  if (!aligned16(x)) x = x.clone();  // a fresh allocation is aligned
   auto sizes = x_in.sizes().vec();
   sizes.back() = N;
   auto y = torch::empty(sizes, x.options());
@@ -124,13 +127,14 @@ torch::Tensor attend_cache_cuda(const torch::Tensor& q_in, const torch::Tensor& 
                     keys <= k_cache.size(2) && k_cache.size(3) == q_in.size(3) && k_cache.size(0) == q_in.size(0),
                 "attend_cache: q ", q_in.sizes(), ", caches ", k_cache.sizes(), ", keys ", keys);
   const int64_t B = q_in.size(0), H = q_in.size(1), T = q_in.size(2), Dh = q_in.size(3), Hkv = k_cache.size(1);
-  const auto aligned = [](const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
+  const auto beside_q = [&](const torch::Tensor& t) {
+    return t.device() == q_in.device() && t.scalar_type() == q_in.scalar_type() && t.is_contiguous() && aligned16(t);
+  };
   const bool kernel_applies =
-      (mask || !causal) && attend_supports(Dh) && Hkv > 0 && H % Hkv == 0 && k_cache.is_contiguous() &&
-      v_cache.is_contiguous() && aligned(k_cache) && aligned(v_cache) && k_cache.scalar_type() == q_in.scalar_type() &&
-      v_cache.scalar_type() == q_in.scalar_type() &&
-      (!mask || (mask->scalar_type() == torch::kBool && mask->dim() == 4 && mask->size(3) == keys &&
-                 mask->size(2) == T && (mask->size(0) == 1 || mask->size(0) == B)));
+      (mask || !causal) && attend_supports(Dh) && Hkv > 0 && H % Hkv == 0 && beside_q(k_cache) && beside_q(v_cache) &&
+      (!mask || (mask->scalar_type() == torch::kBool && mask->device() == q_in.device() && mask->dim() == 4 &&
+                 mask->size(1) == 1 && mask->size(2) == T && mask->size(3) == keys &&
+                 (mask->size(0) == 1 || mask->size(0) == B)));
   if (!kernel_applies) return cpu::attend_cache(q_in, k_cache, v_cache, keys, mask, causal);
   const c10::cuda::CUDAGuard guard(q_in.device());
   const auto q = q_in.contiguous();

@@ -21,6 +21,7 @@ bash "$src/scripts/gpu_check.sh" --cpu --quick --binaries "$build" --deadline 50
   --step-cost-args "--dtypes fp32,bf16 --batches 1 --modes eager --xl-layers 1 --xl-grid 4 --max-steps 8" \
   --bench-set "prompts=$work/prompts.txt" \
   --bench-set "decoders=[{label: ssd-r2, decoder: {name: ssd, cfg_scale: 2.0, r: 2}}]" --bench-set baseline=ssd-r2 \
+  --also '"$VISPEC" decoders > /dev/null && echo "also ran on $VISPEC_DEVICE"' \
   "$work/out" > "$work/log" 2>&1 || { cat "$work/log"; echo "FAIL: gpu_check.sh --cpu --quick"; exit 1; }
 "$py" - "$work/out" <<'PY'
 import json, sys
@@ -63,7 +64,10 @@ for key, batch in [("batch_1", 1), ("batch_8", 8)]:
     assert b["name"] == "gpu-quick" and b["batch_size"] == batch and b["images_per_decoder"] == 1, b
     assert b["device"] == "cpu" and [d["label"] for d in b["decoders"]] == ["ssd-r2"], b["decoders"]
     assert b["decoders"][0]["images_per_s"] > 0 and b["decoders"][0]["mean_accepted_length"] > 1, b["decoders"]
-assert "===== cuda_tests.log =====" in open(f"{out}/logs.txt").read()
+logs = open(f"{out}/logs.txt").read()
+assert "===== cuda_tests.log =====" in logs
+# --also: the experiment ran as a step of its own, with the binaries and the device in its environment.
+assert s["steps"]["also_1"]["exit"] == 0 and "also ran on cpu" in logs, s["steps"]
 print("ok: gpu_check.sh --cpu --quick:", s["binaries"], "binaries;", s["tests"], "; steps",
       {k: v["seconds"] for k, v in s["steps"].items()})
 PY
