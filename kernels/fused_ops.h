@@ -5,7 +5,7 @@
 //
 // They replace, in a transformer layer of a decode step, the 40-odd small ATen operators of the composite
 // formulas (models/layers.cpp, models/rope_*.cpp, models/gpt.cpp): an RMSNorm was 8 of them, the RoPE of q
-// and k 17 each plus the cache writes. A layer is then about ten operators (docs/decoding_floor.md, "Fused
+// and k 17 each plus the cache writes. A layer is then nine operators (docs/decoding_floor.md, "Fused
 // operators"). The composite formulas stay: they are what training differentiates (these operators have no
 // gradient) and the CUDA path's fallback.
 //

@@ -98,6 +98,19 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch:
   return h + feed_forward(ffn_norm(h));
 }
 
+std::pair<torch::Tensor, torch::Tensor> TransformerBlockImpl::forward_deferred(
+    const torch::Tensor& x, const torch::Tensor& pending, const torch::Tensor& rope, const AttentionMask& mask,
+    KvCache* cache, int64_t layer) {
+  torch::Tensor stream = x, normed;
+  if (pending.defined())
+    std::tie(stream, normed) = kernels::add_rms_norm(x, pending, attention_norm->weight, attention_norm->eps);
+  else
+    normed = kernels::rms_norm(x, attention_norm->weight, attention_norm->eps);
+  const auto [h, ffn_in] =
+      kernels::add_rms_norm(stream, attention(normed, rope, mask, cache, layer), ffn_norm->weight, ffn_norm->eps);
+  return {h, feed_forward(ffn_in)};
+}
+
 LabelEmbedderImpl::LabelEmbedderImpl(int64_t num_classes, int64_t dim, const torch::TensorOptions& options) {
   embedding_table = register_module("embedding_table", EmbeddingTable(num_classes + 1, dim, options));
 }
@@ -219,6 +232,16 @@ GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, cons
   if (config_.rope == RopeKind::sequence_1d && shift.defined())
     index = (seq_positions - shift.unsqueeze(1)).clamp_min(0);  // hidden padding: position 0, never seen
   auto rope = rope_table.index_select(0, index.reshape(-1)).view({index.size(0), index.size(1), -1, 2});
+  if (kernels::use_fused(x, norm->weight)) {
+    // Each block's last residual add travels into the next norm (TransformerBlockImpl::forward_deferred), the
+    // last one into the final norm: a kernel fewer per layer on a GPU.
+    torch::Tensor pending;
+    for (size_t i = 0; i < layers->size(); ++i)
+      std::tie(x, pending) = layers[i]->as<TransformerBlock>()->forward_deferred(x, pending, rope, mask, cache, int64_t(i));
+    if (!pending.defined()) return {image_logits(norm(x)).to(torch::kFloat32), x};
+    const auto [hidden, normed] = kernels::add_rms_norm(x, pending, norm->weight, norm->eps);
+    return {image_logits(normed).to(torch::kFloat32), hidden};
+  }
   for (size_t i = 0; i < layers->size(); ++i)
     x = layers[i]->as<TransformerBlock>()->forward(x, rope, mask, cache, int64_t(i));
   return {image_logits(norm(x)).to(torch::kFloat32), x};

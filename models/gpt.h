@@ -54,6 +54,13 @@ struct TransformerBlockImpl : torch::nn::Module {
   explicit TransformerBlockImpl(const GptConfig& c, const torch::TensorOptions& options = {});
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const AttentionMask& mask,
                         KvCache* cache, int64_t layer);
+  // The fused path with the block's last residual add left to the caller: takes the stream x and the previous
+  // block's feed-forward output `pending` (undefined for the first block), adds them inside this block's first
+  // norm (kernels::add_rms_norm) and returns (the stream after attention, this block's feed-forward output).
+  // The same bits as forward(), one operator fewer per layer (GptImpl::run).
+  std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x, const torch::Tensor& pending,
+                                                           const torch::Tensor& rope, const AttentionMask& mask,
+                                                           KvCache* cache, int64_t layer);
   Attention attention{nullptr};
   FeedForward feed_forward{nullptr};
   RMSNorm attention_norm{nullptr}, ffn_norm{nullptr};

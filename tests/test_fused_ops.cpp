@@ -285,10 +285,10 @@ TEST(FusedOps, MergedWeightsFollowAMoveToAnotherDtype) {
   EXPECT_EQ(ffn->w3->weight.data_ptr(), again[w1.size(0)].data_ptr());
 }
 
-// An AR step of a transformer layer is at most 12 operators (10 today: norm, qkv, RoPE + cache write,
-// attention, output, add + norm, w1|w3, gate, w2, add), measured as the difference between models of 2 and 4
-// layers; the list is printed.
-TEST(FusedOps, AnArStepIsAtMostTwelveOperatorsPerLayer) {
+// An AR step of a transformer layer is at most 9 operators (the issue asked for 12: add + norm, qkv, RoPE + cache
+// write, attention, output, add + norm, w1|w3, gate, w2; each residual add travels into the next norm),
+// measured as the difference between models of 2 and 4 layers; the list is printed.
+TEST(FusedOps, AnArStepIsAtMostNineOperatorsPerLayer) {
   torch::NoGradGuard no_grad;
   auto step_ops = [](int64_t layers) {
     auto c = test::tiny_gpt_config();
@@ -315,7 +315,7 @@ TEST(FusedOps, AnArStepIsAtMostTwelveOperatorsPerLayer) {
   std::string listing;
   for (const auto& n : two_names) listing += n + " ";
   std::cout << "2 layers: " << listing << "\n";
-  EXPECT_LE(per_layer, 12.0) << listing;
+  EXPECT_LE(per_layer, 9.0) << listing;
 }
 
 // The bench's aten_ops_per_image for AR on the embedded model at the demo's batch of 20 (vispec bench counts
