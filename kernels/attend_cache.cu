@@ -49,7 +49,7 @@ __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_c
   const T* qr = q + ((b * H + h) * T_ + t) * Dh;
   float qv[PER_LANE];
 #pragma unroll
-  for (int i = 0; i < PER_LANE; ++i) qv[i] = load_float(qr + lane * PER_LANE + i);
+  for (int i = 0; i < PER_LANE; ++i) qv[i] = to_float(qr[lane * PER_LANE + i]);
   bool staged = false;
   const T* kb = k_cache + (b * Hkv + hk) * S * Dh;
   const T* vb = v_cache + (b * Hkv + hk) * S * Dh;
@@ -109,7 +109,7 @@ __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_c
       for (int j = 0; j < 16; ++j) {
         const T* vr = vchunk + (half + j <= last ? half + j : last) * Dh;
 #pragma unroll
-        for (int i = 0; i < PER_LANE; ++i) v[j][i] = load_float(vr + i);
+        for (int i = 0; i < PER_LANE; ++i) v[j][i] = to_float(vr[i]);
       }
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
@@ -139,7 +139,7 @@ __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_c
   }
   T* orow = out + ((b * T_ + t) * H + h) * Dh;  // [B, T, H, Dh]
 #pragma unroll
-  for (int i = 0; i < PER_LANE; ++i) orow[lane * PER_LANE + i] = store_float<T>(acc[i] / l_all);
+  for (int i = 0; i < PER_LANE; ++i) orow[lane * PER_LANE + i] = from_float<T>(acc[i] / l_all);
 }
 
 template <typename T, int PER_LANE>

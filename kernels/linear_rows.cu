@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
   if (lane != 0) return;
 #pragma unroll
   for (int m = 0; m < MAXM; ++m)
-    if (m < M) y[m * N + n] = store_float<T>(acc[m]);
+    if (m < M) y[m * N + n] = from_float<T>(acc[m]);
 }
 
 template <typename T, int MAXM>

@@ -1,5 +1,6 @@
-// 16-byte loads of float32, bfloat16 or float16 values, unpacked to float32: what the memory-bound kernels
-// (kernels/attend_cache.cu, kernels/linear_rows.cu) read rows with. The caller guarantees 16-byte alignment.
+// float32, bfloat16 and float16 values in the CUDA kernels of kernels/: one value to float32 and back, and
+// 16-byte loads unpacked to float32 (what the memory-bound kernels read rows with; the caller guarantees 16-byte
+// alignment).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -33,14 +34,15 @@ __device__ __forceinline__ void unpack(const uint4& u, float* f, const __half*) 
   }
 }
 
-template <typename T> __device__ __forceinline__ float load_float(const T* p);
-template <> __device__ __forceinline__ float load_float<float>(const float* p) { return *p; }
-template <> __device__ __forceinline__ float load_float<__nv_bfloat16>(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-template <> __device__ __forceinline__ float load_float<__half>(const __half* p) { return __half2float(*p); }
+// One value of T to float32 and back (round to nearest even), for every kernel of kernels/.
+template <typename T> __device__ __forceinline__ float to_float(T v);
+template <> __device__ __forceinline__ float to_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <> __device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
 
-template <typename T> __device__ __forceinline__ T store_float(float v);
-template <> __device__ __forceinline__ float store_float<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 store_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half store_float<__half>(float v) { return __float2half_rn(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
 }  // namespace vispec::kernels::cuda

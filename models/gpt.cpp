@@ -88,12 +88,6 @@ TransformerBlockImpl::TransformerBlockImpl(const GptConfig& c, const torch::Tens
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
                                             const AttentionMask& mask, KvCache* cache, int64_t layer) {
-  if (kernels::use_fused(x, ffn_norm->weight)) {
-    // The residual add and the FFN's norm in one operator.
-    const auto [h, normed] =
-        kernels::add_rms_norm(x, attention(attention_norm(x), rope, mask, cache, layer), ffn_norm->weight, ffn_norm->eps);
-    return h + feed_forward(normed);
-  }
   auto h = x + attention(attention_norm(x), rope, mask, cache, layer);
   return h + feed_forward(ffn_norm(h));
 }

@@ -52,9 +52,10 @@ TORCH_MODULE(FeedForward);
 
 struct TransformerBlockImpl : torch::nn::Module {
   explicit TransformerBlockImpl(const GptConfig& c, const torch::TensorOptions& options = {});
+  // The composite formulas (training, CompositeOnly, and devices or dtypes without the fused kernels).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& rope, const AttentionMask& mask,
                         KvCache* cache, int64_t layer);
-  // The fused path with the block's last residual add left to the caller: takes the stream x and the previous
+  // The fused path, with the block's last residual add left to the caller: takes the stream x and the previous
   // block's feed-forward output `pending` (undefined for the first block), adds them inside this block's first
   // norm (kernels::add_rms_norm) and returns (the stream after attention, this block's feed-forward output).
   // The same bits as forward(), one operator fewer per layer (GptImpl::run).
