@@ -17,7 +17,6 @@
 #include "scheduler/output_check.h"
 #include "scheduler/output_lock.h"
 #include "scheduler/start_over.h"
-#include "workers/worker.h"
 
 namespace vispec {
 
@@ -61,6 +60,7 @@ int verify(const std::string& out, bool repair, int threads) {
   namespace fs = std::filesystem;
   for (const int64_t u : broken) {  // the rerun would remove them too; no file of a broken unit stays behind
     fs::remove(unit_metrics_path(out, u));
+    fs::remove(shard_path(out, u));
     fs::remove(distill_unit_path(out, u));
   }
   fs::remove(summary_path(out));

@@ -11,8 +11,8 @@
 #include "io/fashion_data.h"
 #include "io/image_tensor.h"
 #include "io/metrics.h"
-#include "io/png.h"
 #include "io/run_layout.h"
+#include "io/sample_images.h"
 #include "models/load.h"
 #include "models/vq.h"
 
@@ -36,19 +36,18 @@ std::string model_config_of(const RunEvalOptions& o) {
 // The run's images [N, C, H, W] as written, and their prompts' class ids, ordered by sample id. A sample logged
 // twice (a rerun) counts once.
 std::pair<torch::Tensor, torch::Tensor> read_run_images(const std::string& out) {
-  std::map<uint64_t, int64_t> class_of;
+  std::map<uint64_t, std::pair<int64_t, int64_t>> class_and_unit;
   for (const auto& r : read_metrics(metrics_path(out)))
-    class_of[r.at("sample_id").get<uint64_t>()] = r.at("class_id").get<int64_t>();
-  VISPEC_CHECK(!class_of.empty(), metrics_path(out), ": no samples recorded");
+    class_and_unit[r.at("sample_id").get<uint64_t>()] = {r.at("class_id").get<int64_t>(), r.value("unit", int64_t(-1))};
+  VISPEC_CHECK(!class_and_unit.empty(), metrics_path(out), ": no samples recorded");
   std::vector<torch::Tensor> images;
   std::vector<int64_t> classes;
-  for (const auto& [id, cls] : class_of) {
+  SampleImages files(out);
+  for (const auto& [id, class_unit] : class_and_unit) {
     int w = 0, h = 0, c = 0;
-    const auto path = image_path(out, id);
-    VISPEC_CHECK(file_exists(path), path, ": missing (listed in ", metrics_path(out), ")");
-    auto px = read_png(path, w, h, c);
+    auto px = files.read(id, class_unit.second, metrics_path(out), w, h, c);
     images.push_back(torch::from_blob(px.data(), {1, h, w, c}, torch::kUInt8).clone());
-    classes.push_back(cls);
+    classes.push_back(class_unit.first);
   }
   return {bytes_to_images(torch::cat(images)), torch::tensor(classes, torch::kInt64)};
 }
@@ -61,7 +60,7 @@ QualityReport evaluate_run(const RunEvalOptions& o) {
   auto [images, classes] = read_run_images(o.out_dir);
   VISPEC_CHECK(images.size(1) == model.classifier.in_channels && images.size(2) == model.image_size() &&
                    images.size(3) == model.image_size(),
-               image_path(o.out_dir, 0), ": images are ", images.size(1), "x", images.size(2), "x", images.size(3),
+               o.out_dir, ": its images are ", images.size(1), "x", images.size(2), "x", images.size(3),
                " but ", model.file, " judges ", model.classifier.in_channels, "x", model.image_size(), "x",
                model.image_size());
   QualityJudge judge(model, device);

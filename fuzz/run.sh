@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_job_config fuzz_model_config fuzz_prompts fuzz_npy fuzz_safetensors fuzz_torch_checkpoint fuzz_journal
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_job_config fuzz_model_config fuzz_prompts fuzz_npy fuzz_safetensors fuzz_torch_checkpoint fuzz_journal fuzz_tar
   fuzz_distill_reader)
 
 if ! command -v clang++ > /dev/null; then  # e.g. the GPU machine; scripts/setup.sh installs it everywhere else

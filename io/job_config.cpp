@@ -36,7 +36,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   YamlView root(doc, path);
   root.reject_unknown_keys(
       {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads",
-       "cuda_graphs", "unit_size", "schedule", "read_weights", "distill"});
+       "cuda_graphs", "unit_size", "schedule", "output", "read_weights", "distill"});
 
   JobConfig job;
   job.file = path;
@@ -76,6 +76,9 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   job.schedule = root.get<std::string>("schedule", job.schedule);
   if (job.schedule != "dynamic" && job.schedule != "static")
     root.at("schedule").fail("expected 'dynamic' or 'static', got '" + job.schedule + "'");
+  job.output = root.get<std::string>("output", job.output);
+  if (job.output != "files" && job.output != "shards")
+    root.at("output").fail("expected 'files' or 'shards', got '" + job.output + "'");
   job.read_weights = root.get<std::string>("read_weights", job.read_weights);
   if (job.read_weights != "once_per_node" && job.read_weights != "every_rank")
     root.at("read_weights").fail("expected 'once_per_node' or 'every_rank', got '" + job.read_weights + "'");
@@ -131,6 +134,7 @@ std::string resolved_job_yaml(const JobConfig& job, const std::map<std::string, 
   y << YAML::Key << "cuda_graphs" << YAML::Value << job.cuda_graphs;
   y << YAML::Key << "unit_size" << YAML::Value << job.unit_size;
   y << YAML::Key << "schedule" << YAML::Value << job.schedule;
+  y << YAML::Key << "output" << YAML::Value << job.output;
   y << YAML::Key << "read_weights" << YAML::Value << job.read_weights;
   if (job.distill.enabled) {
     y << YAML::Key << "distill" << YAML::Value << YAML::Flow << YAML::BeginMap;

@@ -13,6 +13,7 @@
 //   cuda_graphs: auto                  # auto (static steps replayed as CUDA graphs on a GPU) | off (eager)
 //   unit_size: 64                      # samples per unit of work (the journal's grain)
 //   schedule: dynamic                  # dynamic (units on request) | static (unit i -> rank i mod N)
+//   output: files                      # files (a PNG and a .npy per sample) | shards (a tar per unit)
 //   distill: {streams: cond, dtype: bf16, compression: 0}   # optional: hidden states to HDF5 (io/distill_schema.h)
 //
 // Every field is checked here, before anything is written; errors name file, line and field.
@@ -53,6 +54,9 @@ struct JobConfig {
   std::string cuda_graphs = "auto";
   int64_t unit_size = 64;
   std::string schedule = "dynamic";
+  // files: OUT/images/<id>.png and OUT/tokens/<id>.npy per sample; shards: one tar per unit, OUT/shards/
+  // unit-<id>.tar (io/run_layout.h), for jobs whose two files per sample would be too many inodes.
+  std::string output = "files";
   // every_rank: each rank reads the weight files itself (a node's ranks share its page cache, so a file is
   // read from disk once per node anyway); once_per_node: a node's first rank reads them and hands the tensors
   // to the node's other ranks (models/node_weights.h), for filesystems where every process's read costs.

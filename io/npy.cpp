@@ -9,8 +9,7 @@
 
 namespace vispec {
 
-FileDigest write_npy(const std::string& path, const std::string& descr, const void* data, size_t bytes,
-                     const std::vector<int64_t>& shape, bool sync_directory) {
+std::string encode_npy(const std::string& descr, const void* data, size_t bytes, const std::vector<int64_t>& shape) {
   std::string dims;
   for (auto d : shape) dims += std::to_string(d) + ",";
   if (shape.size() > 1) dims.pop_back();
@@ -23,7 +22,12 @@ FileDigest write_npy(const std::string& path, const std::string& descr, const vo
   out.push_back(char(header.size() >> 8));
   out += header;
   out.append(static_cast<const char*>(data), bytes);
-  return write_file_atomic(path, out, sync_directory);
+  return out;
+}
+
+FileDigest write_npy(const std::string& path, const std::string& descr, const void* data, size_t bytes,
+                     const std::vector<int64_t>& shape, bool sync_directory) {
+  return write_file_atomic(path, encode_npy(descr, data, bytes, shape), sync_directory);
 }
 
 FileDigest write_npy_int32(const std::string& path, const std::vector<int32_t>& data, const std::vector<int64_t>& shape,

@@ -9,7 +9,9 @@
 
 namespace vispec {
 
-// `bytes` of C-ordered data of numpy dtype `descr` ("<i4", "<f4", ...) and the given shape.
+// `bytes` of C-ordered data of numpy dtype `descr` ("<i4", "<f4", ...) and the given shape: the file's bytes,
+// or the file.
+std::string encode_npy(const std::string& descr, const void* data, size_t bytes, const std::vector<int64_t>& shape);
 FileDigest write_npy(const std::string& path, const std::string& descr, const void* data, size_t bytes,
                      const std::vector<int64_t>& shape, bool sync_directory = true);
 FileDigest write_npy_int32(const std::string& path, const std::vector<int32_t>& data, const std::vector<int64_t>& shape,

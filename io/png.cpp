@@ -18,8 +18,7 @@ void append_bytes(png_structp png, png_bytep data, png_size_t length) {
 void no_flush(png_structp) {}
 }  // namespace
 
-FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
-               bool sync_directory) {
+std::string encode_png(const std::vector<uint8_t>& pixels, int width, int height, int channels) {
   VISPEC_ASSERT(channels == 1 || channels == 3, "png channels");
   VISPEC_ASSERT(pixels.size() == size_t(width) * height * channels, "png size");
   std::string encoded;
@@ -27,7 +26,7 @@ FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels
   png_infop info = png_create_info_struct(png);
   if (setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    VISPEC_FAIL(path, ": PNG encoding failed");
+    VISPEC_FAIL("PNG encoding of a ", width, "x", height, " image failed");
   }
   png_set_write_fn(png, &encoded, append_bytes, no_flush);
   png_set_IHDR(png, info, png_uint_32(width), png_uint_32(height), 8,
@@ -38,21 +37,31 @@ FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels
     png_write_row(png, const_cast<png_bytep>(pixels.data() + size_t(y) * width * channels));
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  return write_file_atomic(path, encoded, sync_directory);
+  return encoded;
 }
 
-std::vector<uint8_t> read_png(const std::string& path, int& width, int& height, int& channels) {
+FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
+                     bool sync_directory) {
+  return write_file_atomic(path, encode_png(pixels, width, height, channels), sync_directory);
+}
+
+std::vector<uint8_t> decode_png(const std::string& bytes, const std::string& where, int& width, int& height,
+                                int& channels) {
   png_image image;
   std::memset(&image, 0, sizeof(image));
   image.version = PNG_IMAGE_VERSION;
-  VISPEC_CHECK(png_image_begin_read_from_file(&image, path.c_str()), path, ": not a readable PNG");
+  VISPEC_CHECK(png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()), where, ": not a readable PNG");
   channels = PNG_IMAGE_SAMPLE_CHANNELS(image.format) == 1 ? 1 : 3;
   image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
   std::vector<uint8_t> out(PNG_IMAGE_SIZE(image));
-  VISPEC_CHECK(png_image_finish_read(&image, nullptr, out.data(), 0, nullptr), path, ": PNG decode failed");
+  VISPEC_CHECK(png_image_finish_read(&image, nullptr, out.data(), 0, nullptr), where, ": PNG decode failed");
   width = int(image.width);
   height = int(image.height);
   return out;
+}
+
+std::vector<uint8_t> read_png(const std::string& path, int& width, int& height, int& channels) {
+  return decode_png(read_file(path), path, width, height, channels);
 }
 
 }  // namespace vispec

@@ -10,9 +10,13 @@
 namespace vispec {
 
 // pixels: height * width * channels bytes, row-major, channels 1 (gray) or 3 (RGB).
+std::string encode_png(const std::vector<uint8_t>& pixels, int width, int height, int channels);
 FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
                bool sync_directory = true);
-// Decodes a PNG (for tests and tools): fills width/height/channels.
+// Decodes a PNG (for tests and tools): fills width/height/channels. decode_png takes the file's bytes, and
+// `where` names them in its errors (an archive member).
 std::vector<uint8_t> read_png(const std::string& path, int& width, int& height, int& channels);
+std::vector<uint8_t> decode_png(const std::string& bytes, const std::string& where, int& width, int& height,
+                                int& channels);
 
 }  // namespace vispec

@@ -14,6 +14,18 @@ std::string sample_stem(uint64_t sample_id) {
   return buf;
 }
 
+std::string shard_path(const std::string& out, int64_t unit) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "/shards/unit-%06lld.tar", static_cast<long long>(unit));
+  return out + buf;
+}
+
+std::string unit_metrics_path(const std::string& out, int64_t unit) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "/metrics/unit-%06lld.jsonl", static_cast<long long>(unit));
+  return out + buf;
+}
+
 namespace {
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
@@ -42,7 +54,7 @@ bool is_run_temporary(const std::string& dir, const std::string& name) {
 }
 
 int64_t unit_file_id(const std::string& dir, const std::string& name) {
-  const char* suffix = dir == "metrics" ? ".jsonl" : dir == "distill" ? ".h5" : nullptr;
+  const char* suffix = dir == "metrics" ? ".jsonl" : dir == "distill" ? ".h5" : dir == "shards" ? ".tar" : nullptr;
   // At most 18 digits: any id a job can have, and no overflow.
   if (!suffix || !numbered(name, "unit-", suffix, 6) || name.size() > 5 + 18 + std::strlen(suffix)) return -1;
   return std::strtoll(name.c_str() + 5, nullptr, 10);

@@ -57,7 +57,7 @@ nlohmann::json job_identity(const JobPlan& plan) {
                                    {"emu3_tiktoken", plan.model.prompt.emu3_tiktoken},
                                    {"emu3_vision_tokens", plan.model.prompt.emu3_vision_tokens}})
     if (!path.empty()) weights[role] = file_identity(path);
-  return {{"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
+  nlohmann::json identity = {{"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
           {"weights", weights},
           {"dtype", plan.model.dtype},
           {"device_model", device_model(pick_device(job.device, 0))},
@@ -74,6 +74,10 @@ nlohmann::json job_identity(const JobPlan& plan) {
                                                            {"dtype", dtype_name(job.distill.dtype)},
                                                            {"compression", job.distill.compression}}
                                           : nlohmann::json(nullptr)}};
+  // Shards and files are different outputs in OUT: one run directory holds one kind. Files, the default, add
+  // nothing, so that the runs made before shards existed keep their fingerprint.
+  if (job.output != "files") identity["output"] = job.output;
+  return identity;
 }
 
 std::string fingerprint(const nlohmann::json& identity) { return fnv1a_hex(identity.dump()); }

@@ -116,7 +116,9 @@ void drop_sample_files(nlohmann::json& record) {
 
 void Journal::append(const nlohmann::json& record) {
   append_file_synced(path_, record.dump() + "\n");
-  auto& held = done_[record.at("unit").get<int64_t>()];
+  const int64_t unit = record.at("unit").get<int64_t>();
+  appended_.insert(unit);
+  auto& held = done_[unit];
   held = record;
   if (file_lists_released_) drop_sample_files(held);
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ class Journal {
   const nlohmann::json& header() const { return header_; }
   // Appends the unit's record and fsyncs.
   void append(const nlohmann::json& record);
+  // The units appended by this process: this run's (an earlier record of one may have been forgotten first).
+  const std::set<int64_t>& appended() const { return appended_; }
   // Un-journals units (their outputs are broken): rewrites the journal without their records, atomically.
   void forget(const std::vector<int64_t>& units);
   // Once the records have been checked: drops the per-sample entries (images/, tokens/) of the file lists
@@ -51,6 +54,7 @@ class Journal {
   std::string path_;
   nlohmann::json header_;
   std::map<int64_t, nlohmann::json> done_;  // the last record of each unit
+  std::set<int64_t> appended_;
   bool resumed_ = false, file_lists_released_ = false;
 };
 

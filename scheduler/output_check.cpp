@@ -13,42 +13,67 @@
 #include "io/run_layout.h"
 #include "io/unit_files.h"
 #include "scheduler/journal.h"
-#include "workers/worker.h"
+#include "scheduler/metrics_file.h"
 
 namespace vispec {
 
 std::vector<std::string> check_assembled_outputs(const std::string& out,
                                                  const std::map<int64_t, nlohmann::json>& done) {
   std::vector<std::string> problems;
+  nlohmann::json summary;
+  if (file_exists(summary_path(out))) {
+    int64_t images = 0;
+    for (const auto& entry : done) images += entry.second.value("images", int64_t(0));
+    try {
+      summary = nlohmann::json::parse(read_file(summary_path(out)));
+      if (summary.at("images").get<int64_t>() != images ||
+          summary.at("units_done").get<int64_t>() != int64_t(done.size()))
+        problems.push_back(summary_path(out) + ": " + std::to_string(summary.at("images").get<int64_t>()) +
+                           " images in " + std::to_string(summary.at("units_done").get<int64_t>()) +
+                           " units; the journal holds " + std::to_string(images) + " in " + std::to_string(done.size()));
+    } catch (const nlohmann::json::exception& e) {
+      problems.push_back(summary_path(out) + ": not a summary (" + e.what() + ")");
+      summary = nullptr;
+    }
+  }
   if (file_exists(metrics_path(out))) {
+    // The units the file holds, in its order: the summary's record of it (scheduler/metrics_file.h), else
+    // (a summary from before that record) every journaled unit in unit order.
+    std::vector<int64_t> order;
+    bool listed = true;
+    if (summary.is_object() && summary.contains("metrics")) {
+      try {
+        order = metrics_record_units(summary["metrics"], summary_path(out));
+      } catch (const Error& e) {
+        problems.push_back(e.what());
+        listed = false;
+      }
+      std::vector<int64_t> sorted = order;
+      std::sort(sorted.begin(), sorted.end());
+      std::vector<int64_t> journaled;
+      for (const auto& entry : done) journaled.push_back(entry.first);
+      if (listed && sorted != journaled) {
+        problems.push_back(metrics_path(out) + ": holds " + std::to_string(order.size()) + " units by " +
+                           summary_path(out) + ", the journal " + std::to_string(journaled.size()));
+        listed = false;
+      }
+    } else {
+      for (const auto& entry : done) order.push_back(entry.first);
+    }
     DigestBuilder units;
-    bool whole = true;
-    for (const auto& entry : done) {
-      const auto path = unit_metrics_path(out, entry.first);
+    for (const int64_t unit : order) {
+      const auto path = unit_metrics_path(out, unit);
       if (!file_exists(path)) {
-        whole = false;  // (the unit's own check reports it)
+        listed = false;  // (the unit's own check reports it)
         break;
       }
       read_chunks(path, [&](const char* data, size_t size) { units.update(data, size); });
     }
     const auto assembled = digest_file(metrics_path(out));
-    if (whole && !(assembled == units.digest()))
+    if (listed && !(assembled == units.digest()))
       problems.push_back(metrics_path(out) + ": " + std::to_string(assembled.bytes) + " bytes, CRC-32 " +
                          crc32_hex(assembled.crc32) + "; the journaled units' metrics make " +
                          std::to_string(units.digest().bytes) + " bytes, CRC-32 " + crc32_hex(units.digest().crc32));
-  }
-  if (file_exists(summary_path(out))) {
-    int64_t images = 0;
-    for (const auto& entry : done) images += entry.second.value("images", int64_t(0));
-    try {
-      const auto s = nlohmann::json::parse(read_file(summary_path(out)));
-      if (s.at("images").get<int64_t>() != images || s.at("units_done").get<int64_t>() != int64_t(done.size()))
-        problems.push_back(summary_path(out) + ": " + std::to_string(s.at("images").get<int64_t>()) + " images in " +
-                           std::to_string(s.at("units_done").get<int64_t>()) + " units; the journal holds " +
-                           std::to_string(images) + " in " + std::to_string(done.size()));
-    } catch (const nlohmann::json::exception& e) {
-      problems.push_back(summary_path(out) + ": not a summary (" + e.what() + ")");
-    }
   }
   if (file_exists(distill_index_path(out))) {
     try {

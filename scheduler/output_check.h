@@ -25,7 +25,8 @@ struct OutputCheck {
 };
 
 // What a user reads besides the unit files, against the journal: OUT/metrics.jsonl must be the journaled
-// units' metrics files in unit order (size and CRC-32 of their concatenation), OUT/summary.json the journal's
+// units' metrics files in the order the summary records (scheduler/metrics_file.h; without that record, unit
+// order), compared as the size and CRC-32 of their concatenation; OUT/summary.json the journal's
 // totals (images, units done), OUT/distill/index.h5 map exactly the journaled units' files beside it. One
 // line per problem; files that do not exist (a run that never ended) are none.
 std::vector<std::string> check_assembled_outputs(const std::string& out_dir,

@@ -19,6 +19,7 @@
 #include "scheduler/coordinator.h"
 #include "scheduler/fingerprint.h"
 #include "scheduler/journal.h"
+#include "scheduler/metrics_file.h"
 #include "scheduler/mpi_node_weights.h"
 #include "scheduler/output_check.h"
 #include "scheduler/output_lock.h"
@@ -65,9 +66,6 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   held.lock = std::make_unique<OutputLock>(out);
   if (!start_over && start_over_pending(out)) spdlog::warn("{}: finishing the --new a killed run began", out);
   if (start_over || start_over_pending(out)) ::vispec::start_over(out);
-  for (const char* dir : {"images", "tokens", "metrics"}) make_directories(out + "/" + dir);
-  if (plan.job.distill.enabled) make_directories(out + "/distill");
-  snapshot_prompts(plan.job.prompts_file, out, plan.plan.prompts_fnv);
   const uint64_t U = uint64_t(plan.job.unit_size);
   const nlohmann::json header = {{"journal", 1},
                                  {"fingerprint", fingerprint(identity)},
@@ -78,8 +76,14 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
                                  {"samples", plan.plan.samples},
                                  {"job", plan.job.file},
                                  {"created_utc", utc_timestamp()}};
-  held.journal = std::make_unique<Journal>(out, header);
+  held.journal = std::make_unique<Journal>(out, header);  // first: it refuses another job before anything changes
   const auto& journal = held.journal;
+  for (const char* dir : {"images", "tokens"})
+    if (plan.job.output == "files") make_directories(out + "/" + dir);
+  if (plan.job.output == "shards") make_directories(out + "/shards");
+  make_directories(out + "/metrics");
+  if (plan.job.distill.enabled) make_directories(out + "/distill");
+  snapshot_prompts(plan.job.prompts_file, out, plan.plan.prompts_fnv);
   // The job as resolved, for `vispec resume OUT`; rewritten by every run (the same job, or the journal has
   // refused it above), so it names OUT where it is now.
   write_file_atomic(job_snapshot_path(out), resolved_job_yaml(plan.job, plan.decoder.numbers, plan.decoder.words));
@@ -122,30 +126,30 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   return held;
 }
 
-// The `runs` of the summary an earlier run left in OUT (none if there is none). A summary that is not one (edited,
-// or from a version without runs) is noted in one warning and its runs are not carried over: it is derived data,
-// and `vispec verify` reports it; a summary that cannot be read is an error like any other read.
-nlohmann::json previous_runs(const std::string& out) {
-  if (!file_exists(summary_path(out))) return nlohmann::json::array();
+// The summary an earlier run left in OUT (null if there is none). A summary that is not one (edited, or from a
+// version without runs) is noted in one warning and nothing of it is carried over: it is derived data, and
+// `vispec verify` reports it; a summary that cannot be read is an error like any other read.
+nlohmann::json previous_summary(const std::string& out) {
+  if (!file_exists(summary_path(out))) return nullptr;
   const auto text = read_file(summary_path(out));
   try {
-    const auto runs = nlohmann::json::parse(text).at("runs");
-    if (runs.is_array()) return runs;
+    auto summary = nlohmann::json::parse(text);
+    if (summary.at("runs").is_array()) return summary;
   } catch (const nlohmann::json::exception&) {
   }
   spdlog::warn("{}: not a summary with a list of runs; the runs before this one are not carried over", summary_path(out));
-  return nlohmann::json::array();
+  return nullptr;
 }
 
-// Rank 0, after every rank has stopped: OUT/metrics.jsonl from the journaled units in unit order (so the file
-// is the same whatever the rank count), and OUT/summary.json.
+// Rank 0, after every rank has stopped: OUT/metrics.jsonl extended by the units journaled since the last run
+// (scheduler/metrics_file.h), and OUT/summary.json.
 void finish_output(const JobPlan& plan, const Journal& journal, const CoordinatorOutcome& c, int ranks) {
   const auto& out = plan.job.out_dir;
-  AtomicFile metrics(metrics_path(out));  // streamed unit by unit: memory per unit, not per job
+  const auto previous = previous_summary(out);
+  const auto metrics = assemble_metrics(out, journal, previous.is_null() ? nlohmann::json() : previous.value("metrics", nlohmann::json()));
   SampleStats total;
   int64_t images = 0;
   for (const auto& [unit, record] : journal.done()) {
-    metrics.write(read_file(unit_metrics_path(out, unit)));
     images += record.at("images").get<int64_t>();
     total.target_forwards += record.at("target_forwards").get<int64_t>();
     total.draft_forwards += record.at("draft_forwards").get<int64_t>();
@@ -153,7 +157,6 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
     total.accepted += record.at("accepted").get<int64_t>();
     total.tokens += record.at("tokens").get<int64_t>();
   }
-  metrics.commit();
   if (plan.job.distill.enabled) build_distill_index(out, distill_units(journal.done()));
   int64_t images_run = 0, units_run = 0;
   double wait = 0;
@@ -172,7 +175,7 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
   const double n = double(std::max<int64_t>(1, images));
   // Every run's throughput, the runs before this one from the summary they left: a rerun that had nothing to
   // do adds a run of 0 images and loses nothing. images_per_s is over the runs that made images.
-  auto runs = previous_runs(out);
+  auto runs = previous.is_null() ? nlohmann::json::array() : previous["runs"];
   const double run_rate = c.wall_seconds > 0 ? double(images_run) / c.wall_seconds : 0.0;
   runs.push_back({{"finished_utc", utc_timestamp()}, {"ranks", ranks}, {"device", pick_device(plan.job.device, 0).str()},
                   {"images", images_run}, {"wall_s", c.wall_seconds}, {"images_per_s", run_rate},
@@ -210,7 +213,8 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
       {"mean_accepted_length", total.mean_accepted_length()},
       {"acceptance_rate", total.acceptance_rate()},
       {"per_rank", per_rank},
-      {"runs", runs}};
+      {"runs", runs},
+      {"metrics", metrics}};
   write_file_atomic(summary_path(out), summary.dump(2) + "\n");
   spdlog::info("{}: {} of {} units, {} images ({} this run in {:.2f} s, {:.2f} images/s) -> {}",
                summary["complete"].get<bool>() ? "done" : "stopped", journal.done().size(), c.units_total, images,

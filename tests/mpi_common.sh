@@ -23,8 +23,9 @@ out: $1/out
 YAML
 }
 
-# same_outputs A B: identical PNG and token bytes, identical metrics apart from timings, a complete journal
-# without duplicates in both.
+# same_outputs A B: identical PNG and token bytes, identical metrics apart from timings (by sample: a resumed
+# run's metrics.jsonl holds each run's units after the earlier runs', scheduler/metrics_file.h), a complete
+# journal without duplicates in both.
 same_outputs() {
   diff -r "$1/images" "$2/images" > /dev/null || { echo "FAIL: images differ: $1 $2"; return 1; }
   diff -r "$1/tokens" "$2/tokens" > /dev/null || { echo "FAIL: tokens differ: $1 $2"; return 1; }
@@ -35,7 +36,7 @@ def metrics(d):
     for r in rows:
         for k in ("wall_ms",):
             r.pop(k)
-    return rows
+    return sorted(rows, key=lambda r: r["sample_id"])
 def units(d):
     lines = [json.loads(l) for l in open(f"{d}/journal.jsonl")][1:]
     ids = [l["unit"] for l in lines]

@@ -21,6 +21,7 @@
 #include "io/npy.h"
 #include "io/png.h"
 #include "io/run_layout.h"
+#include "io/tar_archive.h"
 #include "models/node_weights.h"
 #include "models/step_graph.h"
 #include "workers/distill_capture.h"
@@ -60,6 +61,9 @@ class UnitWriter {
     UnitDone done;
     done.unit = unit.id;
     std::string metrics;
+    // output: shards: the unit's samples stream into one archive, renamed into place when whole.
+    std::unique_ptr<TarWriter> shard;
+    if (job.output == "shards") shard = std::make_unique<TarWriter>(shard_path(job.out_dir, unit.id));
     // Distillation rows go to a background writer while the next batch decodes (workers/distill_capture.h).
     std::unique_ptr<DistillUnitWriter> distill;
     if (job.distill.enabled) {
@@ -115,20 +119,13 @@ class UnitWriter {
         const auto& s = begin[start + b];
         const auto& st = result.stats[b];
         if (fault_at("enospc", unit.id))
-          VISPEC_FAIL(image_path(job.out_dir, s.sample_id), ": write failed: No space left on device (VISPEC_FAULT)");
+          VISPEC_FAIL(shard ? shard_path(job.out_dir, unit.id) : image_path(job.out_dir, s.sample_id),
+                      ": write failed: No space left on device (VISPEC_FAULT)");
         const auto px = bytes[b];
-        const auto png = image_path(job.out_dir, s.sample_id);
-        done.files.push_back({relative(png), write_png(png, std::vector<uint8_t>(px.data_ptr<uint8_t>(),
-                                                                                 px.data_ptr<uint8_t>() + px.numel()),
-                                                       int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)),
-                                                       /*sync_directory=*/false)});
+        const auto png = encode_png(std::vector<uint8_t>(px.data_ptr<uint8_t>(), px.data_ptr<uint8_t>() + px.numel()),
+                                    int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)));
         const auto row = result.tokens[b].to(torch::kInt32).contiguous();
-        const auto npy = tokens_path(job.out_dir, s.sample_id);
-        done.files.push_back(
-            {relative(npy), write_npy_int32(npy, std::vector<int32_t>(row.data_ptr<int32_t>(),
-                                                                      row.data_ptr<int32_t>() + row.numel()),
-                                            {grid, grid}, /*sync_directory=*/false)});
-        if (start + b == count / 2) maybe_kill_at("kill-mid-unit", unit.id);
+        const auto npy = encode_npy("<i4", row.data_ptr<int32_t>(), size_t(row.numel()) * sizeof(int32_t), {grid, grid});
         done.stats += st;
         nlohmann::json line{{"sample_id", s.sample_id}, {"prompt", s.prompt}, {"class_id", s.class_id},
                             {"seed", job.seed}, {"decoder", job.decoder.name}, {"unit", unit.id},
@@ -140,14 +137,29 @@ class UnitWriter {
                             {"mean_tree_depth", st.mean_tree_depth()},
                             {"wall_ms", batch_ms / double(B)}, {"batch_size", B}};
         for (const auto& [key, value] : st.extra) line[key] = value;  // a method's own figures
+        if (shard) {  // WebDataset's grouping: every member of a sample is named <stem>.<extension>
+          const auto stem = sample_stem(s.sample_id);
+          shard->add(stem + ".png", png);
+          shard->add(stem + ".tokens.npy", npy);
+          shard->add(stem + ".json", line.dump() + "\n");
+        } else {
+          const auto png_file = image_path(job.out_dir, s.sample_id), npy_file = tokens_path(job.out_dir, s.sample_id);
+          done.files.push_back({relative(png_file), write_file_atomic(png_file, png, /*sync_directory=*/false)});
+          done.files.push_back({relative(npy_file), write_file_atomic(npy_file, npy, /*sync_directory=*/false)});
+        }
+        if (start + b == count / 2) maybe_kill_at("kill-mid-unit", unit.id);
         metrics += line.dump() + "\n";
       }
       source_.progress(B);
     }
     // The renames above are durable once their directories are; then the unit's metrics make it whole.
     if (distill) done.files.push_back({relative(distill_unit_path(job.out_dir, unit.id)), distill->finish()});
-    fsync_directory(job.out_dir + "/images");
-    fsync_directory(job.out_dir + "/tokens");
+    if (shard) {
+      done.files.push_back({relative(shard_path(job.out_dir, unit.id)), shard->commit(/*sync_directory=*/true)});
+    } else {
+      fsync_directory(job.out_dir + "/images");
+      fsync_directory(job.out_dir + "/tokens");
+    }
     const auto metrics_file = unit_metrics_path(job.out_dir, unit.id);
     done.files.push_back({relative(metrics_file), write_file_atomic(metrics_file, metrics)});
     done.images = count;
@@ -167,12 +179,6 @@ class UnitWriter {
   UnitSource& source_;
 };
 }  // namespace
-
-std::string unit_metrics_path(const std::string& out, int64_t unit) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "/metrics/unit-%06lld.jsonl", static_cast<long long>(unit));
-  return out + buf;
-}
 
 std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const WorkerOptions& o) {
   const auto t0 = Clock::now();

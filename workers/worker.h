@@ -2,7 +2,8 @@
 // its samples batch by batch, write their files, report the unit done and get the next — until told to stop.
 //
 // A unit's files: OUT/images/<id>.png and OUT/tokens/<id>.npy per sample, each written under a temporary name
-// and renamed, then both directories fsynced once, then OUT/metrics/unit-<unit>.jsonl (atomic). Only after
+// and renamed, then both directories fsynced once (with `output: shards`, one archive OUT/shards/unit-<unit>.tar
+// holding them all, written under a temporary name and renamed), then OUT/metrics/unit-<unit>.jsonl (atomic). Only after
 // that is the unit reported done, and only a reported unit enters the journal (scheduler/journal.h): a crash
 // at any point leaves files that a rerun simply overwrites.
 //
@@ -85,7 +86,5 @@ std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const Worker
 
 // Runs until the source says stop. Never throws: a failure is reported through the source.
 void run_worker(const JobPlan& plan, const WorkerOptions& options, PreparedWorker& prepared, UnitSource& source);
-
-std::string unit_metrics_path(const std::string& out, int64_t unit);  // OUT/metrics/unit-000012.jsonl
 
 }  // namespace vispec
