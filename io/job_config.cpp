@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 
@@ -15,6 +16,36 @@ namespace {
 // `model: PATH` is shorthand for `model: {config: PATH}`; the map form takes per-job model options. Rewritten
 // before each --set and after the last, so that --set model.dtype=bf16 works on either form (the path keeps its
 // line for errors) and --set model=PATH too, in any order.
+// The weight paths of a model config that a job may replace (models/model_config.h), as the config spells them.
+const std::vector<std::string> kWeightFields = {
+    "gpt.weights",         "vq.weights",          "classifier.weights",        "text_encoder.dir",
+    "text_encoder.weights", "drafters.eagle_head", "drafters.ssd_heads",        "drafters.gpt.weights",
+    "drafters.mulo.gpt.weights", "drafters.mulo.resamplers.weights"};
+
+// The job's model map below `prefix` ("" or "drafters." ...): each leaf a weight field, each map a step towards
+// one, anything else refused naming the fields it could be.
+void read_weight_overrides(const YamlView& v, const std::string& prefix, std::vector<WeightOverride>& out) {
+  std::vector<std::string> known;
+  for (const auto& f : kWeightFields) {
+    if (f.rfind(prefix, 0) != 0) continue;
+    const auto next = f.substr(prefix.size(), f.find('.', prefix.size()) - prefix.size());
+    if (std::find(known.begin(), known.end(), next) == known.end()) known.push_back(next);
+  }
+  if (!prefix.empty()) {
+    if (!v.node().IsMap()) v.fail("expected a map of weight paths");
+    v.reject_unknown_keys(known);
+  }
+  for (const auto& key : v.keys()) {
+    if (prefix.empty() && (key == "config" || key == "dtype")) continue;
+    const auto field = prefix + key;
+    if (std::find(kWeightFields.begin(), kWeightFields.end(), field) != kWeightFields.end()) {
+      out.push_back({field, v.need_path(key), v.at(key).where()});
+    } else {
+      read_weight_overrides(v.at(key), field + ".", out);
+    }
+  }
+}
+
 void expand_model_shorthand(YAML::Node& doc) {
   YAML::Node model = doc["model"];
   if (!model.IsScalar()) return;
@@ -41,8 +72,9 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   JobConfig job;
   job.file = path;
   const auto model = root.at("model");
-  if (!model.node().IsMap()) model.fail("expected a model config path or a map {config: PATH, dtype: bf16}");
-  model.reject_unknown_keys({"config", "dtype"});
+  if (!model.node().IsMap()) model.fail("expected a model config path or a map {config: PATH, dtype: bf16, ...}");
+  model.reject_unknown_keys({"config", "dtype", "gpt", "vq", "classifier", "text_encoder", "drafters"});
+  read_weight_overrides(model, "", job.model_weights);
   job.model_config = model.need_path("config");
   std::error_code ec;  // a name too long for the file system is this field's error, not an exception
   const bool found = std::filesystem::exists(job.model_config, ec);
@@ -115,10 +147,17 @@ std::string resolved_job_yaml(const JobConfig& job, const std::map<std::string, 
   };
   YAML::Emitter y;
   y << YAML::BeginMap;
-  y << YAML::Key << "model" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  y << YAML::Key << "config" << YAML::Value << absolute(job.model_config);
-  if (!job.model_dtype.empty()) y << YAML::Key << "dtype" << YAML::Value << job.model_dtype;
-  y << YAML::EndMap;
+  YAML::Node model(YAML::NodeType::Map);
+  model["config"] = absolute(job.model_config);
+  if (!job.model_dtype.empty()) model["dtype"] = job.model_dtype;
+  for (const auto& o : job.model_weights) {  // "drafters.mulo.gpt.weights" -> {drafters: {mulo: {gpt: {weights: ..}}}}
+    std::vector<YAML::Node> path{model};
+    size_t from = 0;
+    for (size_t dot = o.field.find('.'); dot != std::string::npos; from = dot + 1, dot = o.field.find('.', from))
+      path.push_back(path.back()[o.field.substr(from, dot - from)]);
+    path.back()[o.field.substr(from)] = absolute(o.path);
+  }
+  y << YAML::Key << "model" << YAML::Value << YAML::Flow << model;
   y << YAML::Key << "prompts" << YAML::Value << absolute(job.prompts_file);
   y << YAML::Key << "decoder" << YAML::Value << YAML::Flow << YAML::BeginMap;
   y << YAML::Key << "name" << YAML::Value << job.decoder.name;

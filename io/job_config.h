@@ -2,6 +2,9 @@
 //
 //   model: ../configs/fmnist.yaml      # relative to the job file; or a map that may override the config's dtype:
 //   model: {config: ../configs/fmnist.yaml, dtype: bf16}   (--set model.dtype=bf16 works on either form)
+//   model: {config: ..., drafters: {eagle_head: my_head.safetensors}}   # any weight path of the config,
+//        relative to the job file: gpt.weights, vq.weights, classifier.weights, text_encoder.{dir, weights},
+//        drafters.{eagle_head, ssd_heads, gpt.weights, mulo.gpt.weights, mulo.resamplers.weights}
 //   prompts: demo-prompts.txt          # relative to the job file; one class name or id per line
 //   decoder: {name: ar, cfg_scale: 2.0, temperature: 1.0, top_k: 0, top_p: 1.0}
 //   images_per_prompt: 4
@@ -27,6 +30,7 @@
 #include "core/device.h"
 #include "io/decoder_spec.h"
 #include "io/distill_schema.h"
+#include "io/weight_override.h"
 
 namespace vispec {
 
@@ -40,6 +44,7 @@ struct JobConfig {
   std::string file;
   std::string model_config;   // resolved path
   std::string model_dtype;    // empty: the model config's
+  std::vector<WeightOverride> model_weights;  // weight paths the job replaces, in the order it names them
   std::string prompts_file;   // resolved path
   DecoderSpec decoder;
   int64_t images_per_prompt = 1;

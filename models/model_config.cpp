@@ -1,5 +1,8 @@
 #include "models/model_config.h"
 
+#include <cstdlib>
+#include <filesystem>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -200,8 +203,42 @@ void parse_prompt_text(const YamlView& v, PromptConfig& p) {
   p.unconditional_pad = v.get<std::string>("unconditional_pad", "");
 }
 
+// The paths of the files a model's release ships (weights, the text encoder, tokenizers): relative ones
+// resolve against the config's `weights_root:` (itself relative to the config file, or absolute, or beginning
+// with $VISPEC_MODELS), else against the config file's directory; each is recorded with the line that named
+// it, for the one-line error of a missing file (check_weight_files_exist).
+class WeightPaths {
+ public:
+  WeightPaths(const YamlView& root, ModelConfig& m) : m_(m) {
+    base_ = std::filesystem::path(root.file()).parent_path();
+    if (!root.has("weights_root")) return;
+    const auto r = root.at("weights_root");
+    auto dir = r.as<std::string>();
+    m_.weights_root_where = r.where();
+    const std::string variable = "$VISPEC_MODELS";
+    if (dir.rfind(variable, 0) == 0) {
+      const char* value = std::getenv("VISPEC_MODELS");
+      // Unset: the paths keep the variable's name, and a job that reads them says what to set (a config is
+      // also read where no weights are needed: a parse, a parameter count).
+      if (value && *value) dir = std::string(value) + dir.substr(variable.size());
+    }
+    base_ = std::filesystem::path(dir).is_absolute() || dir.rfind(variable, 0) == 0 ? std::filesystem::path(dir)
+                                                                                      : base_ / dir;
+  }
+  std::string operator()(const YamlView& v, const std::string& key) const {
+    const std::filesystem::path p(v.need<std::string>(key));
+    const auto path = p.is_absolute() ? p.string() : (base_ / p).lexically_normal().string();
+    m_.weight_origins[path] = v.at(key).where();
+    return path;
+  }
+
+ private:
+  ModelConfig& m_;
+  std::filesystem::path base_;
+};
+
 // prompt: {tokenizer, template, unconditional | unconditional_pad}: a prompted model's text prompt.
-void parse_prompt(const YamlView& v, ModelConfig& m) {
+void parse_prompt(const YamlView& v, ModelConfig& m, const WeightPaths& files) {
   v.reject_unknown_keys({"tokenizer", "template", "unconditional", "unconditional_pad"});
   if (!m.gpt.prompted()) v.fail("only a prompted gpt (text_vocab_size) takes a prompt section");
   auto& p = m.prompt;
@@ -209,17 +246,17 @@ void parse_prompt(const YamlView& v, ModelConfig& m) {
   const auto tokenizer = v.at("tokenizer");
   if (tokenizer.node().IsMap()) {
     tokenizer.reject_unknown_keys({"emu3_tiktoken", "emu3_vision_tokens"});
-    p.emu3_tiktoken = tokenizer.need_path("emu3_tiktoken");
-    p.emu3_vision_tokens = tokenizer.need_path("emu3_vision_tokens");
+    p.emu3_tiktoken = files(tokenizer, "emu3_tiktoken");
+    p.emu3_vision_tokens = files(tokenizer, "emu3_vision_tokens");
   } else {
-    p.tokenizer_json = v.need_path("tokenizer");
+    p.tokenizer_json = files(v, "tokenizer");
   }
   parse_prompt_text(v, p);
 }
 
 // drafters.mulo: {gpt: {weights, architecture overrides, names}, resamplers: {weights, width, blocks, kernel},
 // prompt: {template, unconditional | unconditional_pad}}.
-MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m) {
+MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m, const WeightPaths& weights) {
   v.reject_unknown_keys({"gpt", "resamplers", "prompt"});
   MuloDrafterConfig c;
   const auto g = v.at("gpt");
@@ -238,7 +275,7 @@ MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m) {
     c.prompt = m.prompt;  // the target's tokenizer
     parse_prompt_text(p, c.prompt);
   }
-  c.gpt_weights = g.need_path("weights");
+  c.gpt_weights = weights(g, "weights");
   const auto r = v.at("resamplers");
   r.reject_unknown_keys({"weights", "width", "blocks", "kernel"});
   c.resamplers.embed_dim = m.vq.codebook_embed_dim;
@@ -247,16 +284,16 @@ MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m) {
   c.resamplers.kernel = r.get<int64_t>("kernel", c.resamplers.kernel);
   if (c.resamplers.width < 1 || c.resamplers.blocks < 0 || c.resamplers.kernel < 1 || c.resamplers.kernel % 2 == 0)
     r.fail("width >= 1, blocks >= 0 and an odd kernel >= 1 please");
-  c.resamplers_weights = r.need_path("weights");
+  c.resamplers_weights = weights(r, "weights");
   return c;
 }
 // text_encoder: {dir, weights, max_length, dtype}: a T5 encoder in Hugging Face's layout.
-void parse_text_encoder(const YamlView& v, ModelConfig& m) {
+void parse_text_encoder(const YamlView& v, ModelConfig& m, const WeightPaths& weights) {
   v.reject_unknown_keys({"dir", "weights", "max_length", "dtype"});
   if (!m.gpt.text_conditional()) v.fail("only a text-conditional gpt (caption_dim > 0) takes a text encoder");
   m.has_text_encoder = true;
-  m.text_encoder_dir = v.need_path("dir");
-  if (v.has("weights")) m.text_encoder_weights = v.need_path("weights");
+  m.text_encoder_dir = weights(v, "dir");
+  if (v.has("weights")) m.text_encoder_weights = weights(v, "weights");
   m.text_encoder_max_length = v.get<int64_t>("max_length", m.gpt.cls_token_num);
   if (m.text_encoder_max_length < 1 || m.text_encoder_max_length > m.gpt.cls_token_num)
     v.at("max_length").fail("must be 1 to gpt.cls_token_num (" + std::to_string(m.gpt.cls_token_num) + ")");
@@ -297,10 +334,11 @@ SamplingDefaults parse_sampling(const YamlView& v) {
 
 ModelConfig load_model_config(const std::string& path) {
   YamlView root(load_yaml_file(path), path);
-  root.reject_unknown_keys({"name", "dtype", "classes", "sampling", "gpt", "vq", "text_encoder", "prompt", "classifier",
-                            "drafters"});
+  root.reject_unknown_keys({"name", "dtype", "weights_root", "classes", "sampling", "gpt", "vq", "text_encoder", "prompt",
+                            "classifier", "drafters"});
   ModelConfig m;
   m.file = path;
+  const WeightPaths weights(root, m);
   m.name = root.need<std::string>("name");
   m.dtype = root.get<std::string>("dtype", m.dtype);
   if (!is_model_dtype(m.dtype)) root.at("dtype").fail("expected fp32, bf16 or fp16, got '" + m.dtype + "'");
@@ -308,8 +346,8 @@ ModelConfig load_model_config(const std::string& path) {
   const auto gpt = root.at("gpt"), vq = root.at("vq");
   m.gpt = parse_gpt(gpt);
   m.vq = parse_vq(vq);
-  m.gpt_weights = gpt.need_path("weights");
-  m.vq_weights = vq.need_path("weights");
+  m.gpt_weights = weights(gpt, "weights");
+  m.vq_weights = weights(vq, "weights");
   m.gpt_keys = parse_weight_keys(gpt, /*vq=*/false);
   take_image_head_rows(m.gpt, m.gpt_keys);
   m.vq_keys = parse_weight_keys(vq, /*vq=*/true, int64_t(m.vq.ch_mult.size()));
@@ -319,13 +357,13 @@ ModelConfig load_model_config(const std::string& path) {
       root.at("classes").fail("lists " + std::to_string(m.classes.size()) + " names but gpt.num_classes is " +
                               std::to_string(m.gpt.num_classes));
   }
-  if (root.has("text_encoder")) parse_text_encoder(root.at("text_encoder"), m);
-  if (root.has("prompt")) parse_prompt(root.at("prompt"), m);
+  if (root.has("text_encoder")) parse_text_encoder(root.at("text_encoder"), m, weights);
+  if (root.has("prompt")) parse_prompt(root.at("prompt"), m, weights);
   if (root.has("classifier")) {
     const auto cls = root.at("classifier");
     cls.reject_unknown_keys({"weights", "width", "features"});
     m.has_classifier = true;
-    m.classifier_weights = cls.need_path("weights");
+    m.classifier_weights = weights(cls, "weights");
     m.classifier.in_channels = m.vq.in_channels;
     m.classifier.image_size = m.image_size();
     m.classifier.num_classes = m.gpt.num_classes;
@@ -343,15 +381,62 @@ ModelConfig load_model_config(const std::string& path) {
       // A smaller released model of the target's family (Janus-Pro-1B for 7B) drafts in its own file's names.
       m.draft_gpt_keys = parse_weight_keys(g, /*vq=*/false);
       take_image_head_rows(m.draft_gpt, m.draft_gpt_keys);
-      m.draft_gpt_weights = g.need_path("weights");
+      m.draft_gpt_weights = weights(g, "weights");
     }
-    if (d.has("mulo")) m.mulo = parse_mulo(d.at("mulo"), m);
-    if (d.has("eagle_head")) m.eagle_head = d.need_path("eagle_head");
-    if (d.has("ssd_heads")) m.ssd_heads = d.need_path("ssd_heads");
+    if (d.has("mulo")) m.mulo = parse_mulo(d.at("mulo"), m, weights);
+    if (d.has("eagle_head")) m.eagle_head = weights(d, "eagle_head");
+    if (d.has("ssd_heads")) m.ssd_heads = weights(d, "ssd_heads");
   }
   if (m.gpt.vocab_size != m.vq.codebook_size)
     gpt.at("vocab_size").fail("must equal vq.codebook_size (" + std::to_string(m.vq.codebook_size) + ")");
   return m;
+}
+
+void apply_weight_overrides(ModelConfig& m, const std::vector<WeightOverride>& overrides) {
+  for (const auto& o : overrides) {
+    const auto missing = [&](const char* section, const char* what) {
+      VISPEC_FAIL(o.where, ": ", m.file, " has no ", section, " section (", what, "), so there are no weights of it "
+                  "to replace");
+    };
+    if (o.field == "gpt.weights") m.gpt_weights = o.path;
+    else if (o.field == "vq.weights") m.vq_weights = o.path;
+    else if (o.field == "drafters.eagle_head") m.eagle_head = o.path;
+    else if (o.field == "drafters.ssd_heads") m.ssd_heads = o.path;
+    else if (o.field == "classifier.weights") {
+      if (!m.has_classifier) missing("classifier", "its width");
+      m.classifier_weights = o.path;
+    } else if (o.field == "text_encoder.dir" || o.field == "text_encoder.weights") {
+      if (!m.has_text_encoder) missing("text_encoder", "its maximum length and dtype");
+      (o.field == "text_encoder.dir" ? m.text_encoder_dir : m.text_encoder_weights) = o.path;
+    } else if (o.field == "drafters.gpt.weights") {
+      if (!m.has_draft_gpt()) missing("drafters.gpt", "the draft GPT's architecture");
+      m.draft_gpt_weights = o.path;
+    } else if (o.field == "drafters.mulo.gpt.weights" || o.field == "drafters.mulo.resamplers.weights") {
+      if (!m.has_mulo()) missing("drafters.mulo", "the drafter's architecture");
+      (o.field == "drafters.mulo.gpt.weights" ? m.mulo.gpt_weights : m.mulo.resamplers_weights) = o.path;
+    } else {
+      VISPEC_FAIL(o.where, ": not a weight path of a model config");
+    }
+    m.weight_origins[o.path] = o.where;
+  }
+}
+
+void check_weight_files_exist(const ModelConfig& m, const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    if (path.empty()) continue;
+    const auto origin = m.weight_origins.find(path);
+    const std::string where = origin == m.weight_origins.end() ? m.file : origin->second;
+    VISPEC_CHECK(path.rfind("$VISPEC_MODELS", 0) != 0, where, ": ", path, ": VISPEC_MODELS is not set (",
+                 m.weights_root_where, " names it): export VISPEC_MODELS=DIR, the directory that holds the checkpoints");
+    std::error_code ec;
+    const bool found = std::filesystem::exists(path, ec);
+    VISPEC_CHECK(!ec, where, ": ", path, ": ", ec.message());
+    const bool in_config = where.rfind(m.file + ":", 0) == 0;
+    const std::string base = !in_config                      ? "the job file's directory"
+                             : m.weights_root_where.empty() ? "the model config's directory"
+                                                            : m.weights_root_where;
+    VISPEC_CHECK(found, where, ": ", path, ": no such file (a relative path is relative to ", base, ")");
+  }
 }
 
 }  // namespace vispec

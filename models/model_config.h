@@ -1,7 +1,12 @@
 // Model configs (configs/*.yaml): one file per generation model, naming the target GPT, the VQ tokenizer,
-// their weights (paths relative to the config file) and the class names of a class-conditional model.
+// their weights and the class names of a class-conditional model. A relative weight path is relative to the
+// config file's directory, or to `weights_root:` where the config sets one; a job may replace any weight path
+// (io/job_config.h), and a weight file that is missing when a job is planned is one line naming the line that
+// asked for it.
 //
 //   name: fmnist
+//   weights_root: $VISPEC_MODELS/llamagen      # optional: relative to the config, absolute, or from the
+//                                               # environment's VISPEC_MODELS (checkpoints outside the checkout)
 //   dtype: fp32                                 # fp32 | bf16 | fp16: the GPTs, drafters and heads at inference
 //   classes: [t-shirt/top, trouser, ...]
 //   gpt: {weights: fmnist/gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, n_head: 4, ...}
@@ -27,10 +32,12 @@
 //       prompt: {template: ..., unconditional: ...}   # a prompted drafter's own (its image size)
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "io/weight_override.h"
 #include "models/classifier_config.h"
 #include "models/gpt_config.h"
 #include "models/mulo_config.h"
@@ -85,11 +92,21 @@ struct ModelConfig {
   MuloDrafterConfig mulo;
   bool has_mulo() const { return !mulo.gpt_weights.empty(); }
 
+  // Each weight path -> "file:line: field" of the line that named it (the config's, or a job's override), and
+  // where the config's weights_root is ("" if it has none): for a missing file's error.
+  std::map<std::string, std::string> weight_origins;
+  std::string weights_root_where;
+
   int64_t image_size() const { return gpt.grid_size * vq.downsample(); }
   // A prompt names a class by name (case-insensitive) or by id; -1 if it names none.
   int64_t class_id(const std::string& prompt) const;
 };
 
 ModelConfig load_model_config(const std::string& path);
+// A job's replacements of the config's weight paths (io/job_config.h); a section the config does not have
+// (a draft GPT's architecture, say) cannot get weights from a job: one line naming the job's.
+void apply_weight_overrides(ModelConfig& m, const std::vector<WeightOverride>& overrides);
+// Every path in `paths` exists; else one line naming the line that asked for it (the config's or the job's).
+void check_weight_files_exist(const ModelConfig& m, const std::vector<std::string>& paths);
 
 }  // namespace vispec

@@ -161,12 +161,17 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   JobPlan plan;
   plan.job = load_job_config(job_file, overrides, out_override);
   plan.model = load_model_config(plan.job.model_config);
+  apply_weight_overrides(plan.model, plan.job.model_weights);
   if (!plan.job.model_dtype.empty()) plan.model.dtype = plan.job.model_dtype;
   plan.decoder = parse_decoder(plan.job.decoder, plan.model.sampling);
   check_decoder_model(plan.decoder, plan.model);
   if (!first_rank) return plan;
   // Found by a worker after the journal's header was written, a bad weights file would make the rerun with
   // the fixed file look like another job.
+  std::vector<std::string> files{plan.model.gpt_weights, plan.model.vq_weights};
+  if (plan.model.has_text_encoder) files.push_back(plan.model.text_encoder_dir);
+  for (const auto& [role, path] : decoder_weight_files(plan.decoder, plan.model)) files.push_back(path);
+  check_weight_files_exist(plan.model, files);  // one line naming the line that asked for a missing one
   check_model_weights(plan.model);
   check_text_encoder_weights(plan.model);
   check_decoder_weights(plan.decoder, plan.model);  // the drafters' files too: a bad one is the job's error now
