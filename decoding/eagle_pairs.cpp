@@ -20,7 +20,7 @@ torch::Tensor EaglePairs::draft(KvCache& dcache, const torch::Tensor& features, 
   return steps_.forward(dcache, tokens.size(1), {features, tokens, cells, mask},
                         [&](const std::vector<torch::Tensor>& in) {
                           return std::vector<torch::Tensor>{
-                              drafter_(in[0], gpt_->embed_image(in[1]), in[2], in[3], &dcache)};
+                              drafter_(in[0], drafter_->embed(in[1], *gpt_), in[2], in[3], &dcache)};
                         })[0];
 }
 

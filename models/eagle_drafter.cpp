@@ -1,15 +1,18 @@
 #include "models/eagle_drafter.h"
 
 #include "core/check.h"
+#include "models/eagle_repo_names.h"
 #include "models/head_file.h"
 #include "models/load.h"
 #include "models/rope_2d.h"
 
 namespace vispec {
 
-EagleDrafterImpl::EagleDrafterImpl(const GptConfig& target) : config_(target) {
+EagleDrafterImpl::EagleDrafterImpl(const GptConfig& target, bool own_embedding) : config_(target) {
   const int64_t d = target.dim;
   fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(2 * d, d).bias(true)));
+  if (own_embedding)
+    embed_tokens = register_module("embed_tokens", torch::nn::Embedding(target.token_table_size(), d));
   attention = register_module("attention", Attention(target));
   ffn_norm = register_module("ffn_norm", RMSNorm(d, target.norm_eps));
   feed_forward = register_module("feed_forward", FeedForward(target));
@@ -20,6 +23,11 @@ EagleDrafterImpl::EagleDrafterImpl(const GptConfig& target) : config_(target) {
   }
   torch::NoGradGuard no_grad;
   fc->bias.zero_();
+}
+
+torch::Tensor EagleDrafterImpl::embed(const torch::Tensor& codes, GptImpl& target) {
+  if (!embed_tokens) return target.embed_image(codes);
+  return embed_tokens(config_.image_token_offset ? codes + config_.image_token_offset : codes);
 }
 
 torch::Tensor EagleDrafterImpl::forward(const torch::Tensor& features, const torch::Tensor& token_embeddings,
@@ -46,8 +54,20 @@ KvCache EagleDrafterImpl::make_cache(int64_t batch, int64_t extra) const {
 
 EagleDrafter load_eagle_drafter(const std::string& path, const ModelConfig& target) {
   Metadata metadata;
-  const auto tensors = read_safetensors(path, &metadata);
-  check_head_file(metadata, path, "eagle_head", target);
+  const bool safetensors = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+  auto tensors = safetensors ? read_safetensors(path, &metadata) : read_weights(path);
+  if (!metadata.count("kind")) {
+    VISPEC_CHECK(is_eagle_repo_drafter(tensors), path, ": neither a vispec eagle_head file (its metadata names no "
+                 "kind) nor an EAGLE or LANTERN drafter (it has no layers.0.self_attn.q_proj.weight)");
+    tensors = eagle_repo_tensors(tensors, target.gpt.fused_qkv, path);
+    VISPEC_CHECK(!tensors.count("embed_tokens.weight") || target.gpt.image_input == ImageInput::token_table, path,
+                 ": embed_tokens: a drafter's own token table, for a target that embeds image tokens through an "
+                 "aligner (Janus): vispec's drafter of it embeds with the target's");
+    EagleDrafter drafter(target.gpt, /*own_embedding=*/tensors.count("embed_tokens.weight") > 0);
+    load_state_dict(*drafter, tensors, path);
+    return drafter;
+  }
+  check_head_file(metadata, path, "eagle_head", target);  // a file of neither kind: says what it lacks
   EagleDrafter drafter(target.gpt);
   load_state_dict(*drafter, tensors, path);
   return drafter;

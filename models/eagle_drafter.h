@@ -26,7 +26,12 @@ namespace vispec {
 
 class EagleDrafterImpl : public torch::nn::Module {
  public:
-  explicit EagleDrafterImpl(const GptConfig& target);
+  // own_embedding: the drafter has an input token table of its own (a head of EAGLE's or LANTERN's whose file
+  // carries embed_tokens, models/eagle_repo_names.h), of the target's table's size; else it embeds tokens
+  // with the target's, which is what vispec's trainer trains against.
+  explicit EagleDrafterImpl(const GptConfig& target, bool own_embedding = false);
+  // The input embedding of image tokens [..., D]: the drafter's own table where it has one, else the target's.
+  torch::Tensor embed(const torch::Tensor& codes, GptImpl& target);
 
   // features [B, T, D] (post-norm), token_embeddings [B, T, D], cells [B, T] grid cells (raster index),
   // block_mask [T, T] or [B, T, T]. With a cache the block is appended to it (see KvCache); without, the T
@@ -36,6 +41,7 @@ class EagleDrafterImpl : public torch::nn::Module {
   KvCache make_cache(int64_t batch, int64_t extra = 0) const;
 
   torch::nn::Linear fc{nullptr};
+  torch::nn::Embedding embed_tokens{nullptr};  // only with own_embedding
   Attention attention{nullptr};
   RMSNorm ffn_norm{nullptr};
   FeedForward feed_forward{nullptr};
@@ -46,7 +52,8 @@ class EagleDrafterImpl : public torch::nn::Module {
 };
 TORCH_MODULE(EagleDrafter);
 
-// Reads a head file written by `vispec train eagle-head`, checked against the target.
+// Reads a head file written by `vispec train eagle-head` (checked against the target by its metadata), or a
+// drafter of the EAGLE or LANTERN repositories (models/eagle_repo_names.h, checked by names and shapes).
 EagleDrafter load_eagle_drafter(const std::string& path, const ModelConfig& target);
 
 }  // namespace vispec

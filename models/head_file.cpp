@@ -15,6 +15,9 @@ Metadata head_metadata(const std::string& kind, const ModelConfig& target) {
 
 void check_head_file(const Metadata& metadata, const std::string& path, const std::string& kind,
                      const ModelConfig& target) {
+  const auto named = metadata.find("kind");
+  VISPEC_CHECK(named == metadata.end() || named->second == kind, path, ": a vispec '", named->second, "' file, not an ",
+               kind, " file");
   for (const auto& [field, expected] : head_metadata(kind, target)) {
     auto it = metadata.find(field);
     VISPEC_CHECK(it != metadata.end(), path, ": metadata '", field, "' missing (not a vispec ", kind, " file?)");

@@ -13,9 +13,12 @@
 #include "io/file_digest.h"
 #include "io/tar_archive.h"
 #include "scheduler/metrics_file.h"
+#include "error_of.h"
 #include "temp_dir_test.h"
 
 namespace vispec {
+
+using test::error_of;
 
 namespace fs = std::filesystem;
 
@@ -48,14 +51,6 @@ class TarArchive : public test::TempDirTest {
   }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 }  // namespace
 
 TEST_F(TarArchive, MembersReadBackAsWrittenInBlocksOf512Bytes) {
