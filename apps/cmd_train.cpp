@@ -78,7 +78,7 @@ void add_head_options(CLI::App* cmd, HeadTrainOptions& o) {
 }  // namespace
 
 void add_train_commands(CLI::App& app, Action& action) {
-  auto* train = app.add_subcommand("train", "train a model of the embedded model family");
+  auto* train = app.add_subcommand("train", "train drafters from distillation data (any model), or the embedded model's parts on Fashion-MNIST");
   train->require_subcommand(1);
   static TrainOptions vq, gpt, classifier, mulo;
   static HeadTrainOptions eagle, ssd;

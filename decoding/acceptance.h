@@ -1,6 +1,6 @@
 // Acceptance rules of speculative decoding as pure functions of (p, q, drafted token, depth, parameters):
 // no model, no cache, no randomness. Every speculative decoder calls these, so a rule is written once and any
-// drafter can be combined with any rule (the README lists the rules and their parameters).
+// drafter can be combined with any rule (docs/decoders.md lists the rules and their parameters).
 //
 //   exact      accept x with min(1, p(x) / q(x)); on reject resample norm(max(0, p - q))     (lossless)
 //   LANTERN    p~(x) = p(x) + s_m, s_j = sum_{l<=j} p(nn[x][l]), m = max{j < k : s_j <= delta}

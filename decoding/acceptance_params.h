@@ -1,4 +1,4 @@
-// An acceptance rule and its parameters (decoding/acceptance.h applies them; the README lists them). Plain
+// An acceptance rule and its parameters (decoding/acceptance.h applies them; docs/decoders.md lists them). Plain
 // data, no torch, so that a decoder's parsed config can carry it anywhere.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Where decoders come from. Each decoder's file registers an entry at its end: its name, a one-line summary,
 // the drafters it reads, how it reads its fields and how it is built. Adding a decoder touches its own file,
-// its test and the README; nothing here names any decoder.
+// its test and docs/decoders.md; nothing here names any decoder.
 //
 //   namespace {
 //   DecoderEntry sd_entry() {
