@@ -1,4 +1,4 @@
-// A bench's results as files: RESULTS/<name>.json (everything), RESULTS/<name>.md (the table the README
+// A bench's results as files: RESULTS/<name>.json (everything), RESULTS/<name>.md (the table docs/benchmarks.md
 // shows, spliced in by bench/splice_readme.py) and RESULTS/<name>.png (speedup against FID and against class
 // agreement, drawn by gnuplot).
 #pragma once

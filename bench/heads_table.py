@@ -4,7 +4,7 @@
     python3 bench/heads_table.py EAGLE_RUN SSD_RUN bench/results/draft-heads
 
 reads EAGLE_RUN/log.jsonl (vispec train eagle-head) and SSD_RUN/log.jsonl (vispec train ssd-heads) and writes
-NAME.json (the first and last evaluation records, verbatim) and NAME.md (the README table). Held-out data:
+NAME.json (the first and last evaluation records, verbatim) and NAME.md (the table spliced into docs/training.md). Held-out data:
 the last units of the distillation index, cond stream; top-1/top-3: the target's greedy token among the
 head's best 1/3; accept: the probability that speculative sampling at T = 1 (no CFG) accepts the draft.
 """

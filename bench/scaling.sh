@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scaling of `vispec run` over MPI ranks on the embedded model, measured side by side in one run of this script:
 # the same job (200 images in 25 units of 8, batch 8, one thread per rank) on 1, 2 and 4 ranks, dynamic schedule.
-# Writes bench/results/scaling.json and bench/results/scaling.md (spliced into the README).
+# Writes bench/results/scaling.json and bench/results/scaling.md (spliced into docs/cluster.md).
 #   bash bench/scaling.sh [build/vispec]
 set -euo pipefail
 vispec=${1:-build/vispec}
