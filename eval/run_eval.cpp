@@ -57,13 +57,15 @@ QualityReport evaluate_run(const RunEvalOptions& o) {
   set_threads(o.threads);
   const auto device = pick_device(o.device);
   const auto model = load_model_config(model_config_of(o));
+  // The judge first: a model without a classifier (a released model's config) is that one line, not a
+  // mismatch between its images and a classifier it does not have.
+  QualityJudge judge(model, device);
   auto [images, classes] = read_run_images(o.out_dir);
   VISPEC_CHECK(images.size(1) == model.classifier.in_channels && images.size(2) == model.image_size() &&
                    images.size(3) == model.image_size(),
                o.out_dir, ": its images are ", images.size(1), "x", images.size(2), "x", images.size(3),
                " but ", model.file, " judges ", model.classifier.in_channels, "x", model.image_size(), "x",
                model.image_size());
-  QualityJudge judge(model, device);
   const auto report = judge.judge(images, classes);
   auto json = report.to_json();
   json["model_config"] = model.file;

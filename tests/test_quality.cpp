@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
@@ -84,6 +85,16 @@ TEST(Quality, EvalOfPngsEqualsTheJudgeInMemory) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(test::count_lines(missing.text), 1) << missing.text;
   EXPECT_NE(missing.text.find("00000007.png: missing"), std::string::npos) << missing.text;
+
+  // A model without a classifier (a released model's config): that, in one line, not a size mismatch.
+  std::string config = read_file(kConfig);
+  config = config.substr(0, config.find("\nclassifier:")) + "\n";
+  const auto bare = (dir / "bare.yaml").string();
+  write_file_atomic(bare, std::regex_replace(config, std::regex("fmnist/"), std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist/"));
+  const auto judgeless = test::run_vispec("eval " + dir.string() + " --config " + bare);
+  EXPECT_EQ(judgeless.exit_code, 2);
+  EXPECT_EQ(test::count_lines(judgeless.text), 1) << judgeless.text;
+  EXPECT_NE(judgeless.text.find("bare.yaml: no 'classifier' section"), std::string::npos) << judgeless.text;
   fs::remove_all(dir);
 }
 
