@@ -1,14 +1,17 @@
 // vispec verify OUT [--repair]: are a run's journaled outputs intact? Reads every file each journaled unit
 // wrote and compares its size and CRC-32 with the journal's (scheduler/output_check.h). With --repair, the
 // broken units are un-journaled (and their unit files removed, the distillation index rebuilt over the rest,
-// summary.json removed as no longer true), so that rerunning the job recomputes exactly those units.
+// summary.json cut down to its runs history and the journal's totals), so that rerunning the job recomputes
+// exactly those units.
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "apps/commands.h"
 #include "core/device.h"
 #include "core/check.h"
+#include "core/logging.h"
 #include "io/atomic_file.h"
 #include "io/distill_index.h"
 #include "io/distill_schema.h"
@@ -21,6 +24,30 @@
 namespace vispec {
 
 namespace {
+// After a repair summary.json's totals and its record of metrics.jsonl are no longer true, but its runs
+// history is: the summary keeps the runs and what the journal now holds, and the rerun writes the rest. A
+// file that is not a summary is removed, as a rerun would replace it.
+void keep_runs_of_summary(const std::string& out, const std::map<int64_t, nlohmann::json>& done) {
+  if (!file_exists(summary_path(out))) return;
+  nlohmann::json summary;
+  try {
+    summary = nlohmann::json::parse(read_file(summary_path(out)));
+  } catch (const nlohmann::json::exception&) {
+  }
+  if (!summary.is_object() || !summary.contains("runs") || !summary["runs"].is_array()) {
+    std::filesystem::remove(summary_path(out));
+    return;
+  }
+  int64_t images = 0;
+  for (const auto& entry : done) images += entry.second.value("images", int64_t(0));
+  nlohmann::json kept = {{"images", images},       {"units_done", int64_t(done.size())}, {"complete", false},
+                         {"repaired_utc", utc_timestamp()}, {"runs", summary["runs"]}};
+  for (const char* field : {"job", "model", "model_config", "decoder", "seed", "device", "device_model", "dtype",
+                            "units_total"})
+    if (summary.contains(field)) kept[field] = summary[field];
+  write_file_atomic(summary_path(out), kept.dump(2) + "\n");
+}
+
 int verify(const std::string& out, bool repair, int threads) {
   VISPEC_CHECK(!start_over_pending(out), out, ": a `vispec run --new` was interrupted here, its previous run half "
                "removed: rerun the job to finish it");
@@ -63,8 +90,8 @@ int verify(const std::string& out, bool repair, int threads) {
     fs::remove(shard_path(out, u));
     fs::remove(distill_unit_path(out, u));
   }
-  fs::remove(summary_path(out));
-  fs::remove(metrics_path(out));  // both rebuilt by the rerun, from the journal
+  keep_runs_of_summary(out, journal.done());
+  fs::remove(metrics_path(out));  // rebuilt by the rerun, from the journal
   if (fs::exists(distill_index_path(out))) build_distill_index(out, distill_units(journal.done()));
   std::cout << "repaired: " << broken.size() << " unit(s) un-journaled; rerun the job to recompute them"
             << std::endl;

@@ -69,18 +69,25 @@ same_outputs "$work/ref/out" "$a" && same_distill "$work/ref/out" "$a" || fail "
 #    --repair un-journals unit 2 and rebuilds the index; the rerun recomputes it.
 "$py" -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[-1]^=1; open(p,'wb').write(b)" "$a/tokens/00000009.npy"
 expect_fail 6 "unit 2: .*tokens/00000009.npy: CRC-32 .*, journaled" "$work/v2.log" "$vispec" verify "$a"
+runs_before=$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['runs']))" "$a/summary.json")
 "$vispec" verify "$a" --repair > "$work/v3.log" || { cat "$work/v3.log"; fail "verify --repair"; }
 grep -q "repaired: 1 unit(s) un-journaled" "$work/v3.log" || { cat "$work/v3.log"; fail "repair message"; }
-"$py" - "$a" <<'PY' || fail "state after the repair"
+"$py" - "$a" "$runs_before" <<'PY' || fail "state after the repair"
 import json, os, sys, h5py
-out = sys.argv[1]
+out, runs_before = sys.argv[1], json.loads(sys.argv[2])
 assert sorted(json.loads(l)["unit"] for l in list(open(f"{out}/journal.jsonl"))[1:]) == [0, 1, 3, 4]
-assert not os.path.exists(f"{out}/summary.json") and not os.path.exists(f"{out}/distill/unit-000002.h5")
+assert not os.path.exists(f"{out}/distill/unit-000002.h5") and not os.path.exists(f"{out}/metrics.jsonl")
+# The summary keeps its runs history and says what the journal holds now; its other totals wait for the rerun.
+s = json.load(open(f"{out}/summary.json"))
+assert s["runs"] == runs_before and s["images"] == 14 and s["units_done"] == 4 and not s["complete"], s
+assert "metrics" not in s and "mean_accepted_length" not in s, s
 with h5py.File(f"{out}/distill/index.h5", "r") as f:
     assert list(f["units/unit"][()]) == [0, 1, 3, 4]
 PY
 "$vispec" run "$work/a/job.yaml" 2> "$work/r3.log" || { cat "$work/r3.log"; fail "rerun after the repair"; }
 grep -q "(4 done before" "$work/r3.log" || { cat "$work/r3.log"; fail "the rerun should recompute one unit"; }
+"$py" -c "import json,sys; r=json.load(open(sys.argv[1]))['runs']; assert r[:-1] == json.loads(sys.argv[2]) and r[-1]['images'] == 4, r" \
+  "$a/summary.json" "$runs_before" || fail "the rerun after the repair lost the runs before it"
 same_outputs "$work/ref/out" "$a" && same_distill "$work/ref/out" "$a" || fail "after the repair"
 "$vispec" verify "$a" > /dev/null || fail "verify after the rerun"
 echo "ok: journaled outputs are checked, verified and repaired"
