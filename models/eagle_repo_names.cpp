@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <optional>
 
 #include "core/check.h"
 
@@ -12,18 +13,15 @@ namespace {
 const char* const kPrefixes[] = {"", "module.", "ea_layer."};
 const std::string kProbe = "layers.0.self_attn.q_proj.weight";
 
-std::string prefix_of(const TensorMap& tensors) {
+// The prefix the drafter's names are under, or nullopt if `tensors` are not such a drafter's.
+std::optional<std::string> prefix_of(const TensorMap& tensors) {
   for (const char* p : kPrefixes)
-    if (tensors.count(p + kProbe)) return p;
-  return "";
+    if (tensors.count(p + kProbe)) return std::string(p);
+  return std::nullopt;
 }
 }  // namespace
 
-bool is_eagle_repo_drafter(const TensorMap& tensors) {
-  for (const char* p : kPrefixes)
-    if (tensors.count(p + kProbe)) return true;
-  return false;
-}
+bool is_eagle_repo_drafter(const TensorMap& tensors) { return prefix_of(tensors).has_value(); }
 
 TensorMap eagle_repo_tensors(const TensorMap& tensors, bool fused_qkv, const std::string& path) {
   static const std::map<std::string, std::string> kNames = {
@@ -36,7 +34,7 @@ TensorMap eagle_repo_tensors(const TensorMap& tensors, bool fused_qkv, const std
       {"layers.0.mlp.down_proj.weight", "feed_forward.w2.weight"},
       {"embed_tokens.weight", "embed_tokens.weight"},
   };
-  const auto prefix = prefix_of(tensors);
+  const auto prefix = prefix_of(tensors).value_or("");
   TensorMap out;
   std::map<char, torch::Tensor> qkv;
   for (const auto& [file_name, t] : tensors) {
