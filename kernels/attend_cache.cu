@@ -22,6 +22,7 @@
 // outputs do (kernels/kernel_check.cpp bounds the difference before first use).
 #include "kernels/fused_ops_cuda.h"
 #include "kernels/exp_f32.h"
+#include "kernels/launch.cuh"
 #include "kernels/packed.cuh"
 
 #include <cmath>
@@ -47,6 +48,8 @@ __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_c
   __shared__ float m_s[kMaxWarps], l_s[kMaxWarps];
   __shared__ float o_s[kMaxWarps][Dh];
   const T* qr = q + ((b * H + h) * T_ + t) * Dh;
+  wait_for_previous();
+  start_next();
   float qv[PER_LANE];
 #pragma unroll
   for (int i = 0; i < PER_LANE; ++i) qv[i] = to_float(qr[lane * PER_LANE + i]);
@@ -146,10 +149,9 @@ template <typename T, int PER_LANE>
 int launch(const AttendArgs& a, CUstream_st* stream) {
   const int64_t chunks = (a.keys + 31) / 32;
   const int warps = int(chunks < kMaxWarps ? (chunks > 0 ? chunks : 1) : kMaxWarps);
-  attend_kernel<T, PER_LANE><<<dim3(unsigned(a.B * a.H * a.T)), dim3(unsigned(32 * warps)), 0, stream>>>(
-      static_cast<const T*>(a.q), static_cast<const T*>(a.k_cache), static_cast<const T*>(a.v_cache), a.mask,
-      static_cast<T*>(a.out), a.H, a.Hkv, a.T, a.S, a.keys, a.mask_b, a.mask_t, a.mask_k, a.scale);
-  return int(cudaGetLastError());
+  return launch_kernel(attend_kernel<T, PER_LANE>, dim3(unsigned(a.B * a.H * a.T)), dim3(unsigned(32 * warps)), stream,
+                static_cast<const T*>(a.q), static_cast<const T*>(a.k_cache), static_cast<const T*>(a.v_cache), a.mask,
+                static_cast<T*>(a.out), a.H, a.Hkv, a.T, a.S, a.keys, a.mask_b, a.mask_t, a.mask_k, a.scale);
 }
 
 template <typename T>

@@ -28,6 +28,7 @@ TORCH_LIBRARY(vispec, m) {
   m.def("rope_write_kv(Tensor qkv, Tensor rope, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor slots, int n_head, "
         "int n_kv_head, bool half_split) -> Tensor");
   m.def("linear(Tensor x, Tensor weight) -> Tensor");
+  m.def("linear_silu_mul(Tensor x, Tensor weight) -> Tensor");
   m.def("attend_cache(Tensor q, Tensor k_cache, Tensor v_cache, int keys, Tensor? mask, bool causal) -> Tensor");
   m.def("sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> Tensor");
   m.def("cfg_mix(Tensor logits, float scale) -> Tensor");
@@ -42,6 +43,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("rms_norm", &cpu::rms_norm);
   m.impl("add_rms_norm", &cpu::add_rms_norm);
   m.impl("silu_mul", &cpu::silu_mul);
+  m.impl("linear_silu_mul", &cpu::linear_silu_mul);
   m.impl("rope_write_kv", &cpu::rope_write_kv);
   m.impl("sample_next", &cpu::sample_next);
   m.impl("cfg_mix", &cpu::cfg_mix);
@@ -62,6 +64,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("rope_write_kv", &cuda::rope_write_kv_cuda);
   m.impl("attend_cache", &cuda::attend_cache_cuda);
   m.impl("linear", &cuda::linear_cuda);
+  m.impl("linear_silu_mul", &cuda::linear_silu_mul_cuda);
   m.impl("sample_next", &cuda::sample_next_cuda);
   m.impl("cfg_mix", &cuda::cfg_mix_cuda);
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
@@ -97,6 +100,11 @@ at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight) {
   static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&)>("vispec::linear");
+  return op.call(x, weight);
+}
+
+at::Tensor linear_silu_mul(const at::Tensor& x, const at::Tensor& weight) {
+  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&)>("vispec::linear_silu_mul");
   return op.call(x, weight);
 }
 

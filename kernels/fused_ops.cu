@@ -6,13 +6,17 @@
 #include "kernels/fused_ops_cuda.h"
 #include "core/philox.h"
 #include "kernels/exp_f32.h"
+#include "kernels/launch.cuh"
 #include "kernels/packed.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace vispec::kernels::cuda {
@@ -30,6 +34,8 @@ __global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ d
   const int64_t row = blockIdx.x;
   const T* xr = x + row * D;
   const T* dr = delta ? delta + row * D : nullptr;
+  wait_for_previous();
+  start_next();
   float squares = 0.f;
   for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
     float v = to_float(xr[i]);
@@ -76,13 +82,17 @@ __global__ void __launch_bounds__(kNormWarpThreads)
   const uint4* xr = reinterpret_cast<const uint4*>(x + row * D);
   const uint4* dr = delta ? reinterpret_cast<const uint4*>(delta + row * D) : nullptr;
   float v[VPL][P];
-  uint4 wv[VPL];  // the weight's vectors, loaded beside x's rather than after the sum
+  uint4 wv[VPL];  // the weight's vectors, loaded before x's (a weight is constant: before the wait)
+#pragma unroll
+  for (int s = 0; s < VPL; ++s)
+    if (lane + 32 * s < vectors) wv[s] = reinterpret_cast<const uint4*>(weight)[lane + 32 * s];
+  wait_for_previous();
+  start_next();
   float squares = 0.f;
 #pragma unroll
   for (int s = 0; s < VPL; ++s) {
     const int64_t k = lane + 32 * s;
     if (k >= vectors) break;
-    wv[s] = reinterpret_cast<const uint4*>(weight)[k];
     unpack(xr[k], v[s], x);
     if (dr) {
       float d[P];
@@ -115,6 +125,8 @@ __global__ void __launch_bounds__(kNormWarpThreads)
 
 template <typename T>
 __global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows, int64_t F) {
+  wait_for_previous();
+  start_next();
   const int64_t n = rows * F;
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = k / F, i = k % F;
@@ -130,6 +142,8 @@ __global__ void rope_write_kv_kernel(const T* __restrict__ qkv, const float* __r
                                      const int64_t* __restrict__ slots, T* __restrict__ k_cache,
                                      T* __restrict__ v_cache, T* __restrict__ q, int64_t B, int64_t T_, int64_t H,
                                      int64_t Hkv, int64_t Dh, int64_t S, bool half_split) {
+  wait_for_previous();
+  start_next();
   const int64_t P = Dh / 2, heads = H + 2 * Hkv, n = B * T_ * heads * P;
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = k % P, head = (k / P) % heads, e = k / (P * heads), b = e / T_, t = e % T_;
@@ -193,6 +207,8 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
   __shared__ unsigned long long uscratch[kSampleThreads / 32];
   __shared__ double prefix[kSampleThreads + 1];
   __shared__ long long found;
+  wait_for_previous();
+  start_next();
   const int64_t row = blockIdx.x;
   const float* l = logits + row * V;
   // Non-finite logits, and the argmax (the first index of the largest value; a NaN counts as the largest).
@@ -284,6 +300,8 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
 
 template <typename T>
 __global__ void cfg_mix_kernel(const T* __restrict__ logits, float* __restrict__ out, int64_t n, float scale) {
+  wait_for_previous();
+  start_next();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float c = to_float(logits[i]), u = to_float(logits[n + i]);
     out[i] = __fadd_rn(u, __fmul_rn(__fsub_rn(c, u), scale));
@@ -293,6 +311,8 @@ __global__ void cfg_mix_kernel(const T* __restrict__ logits, float* __restrict__
 __global__ void keyed_uniforms_kernel(const int64_t* __restrict__ ids, const int64_t* __restrict__ positions,
                                       const int64_t* __restrict__ draws, double* __restrict__ u, int64_t B,
                                       int64_t C, uint64_t seed, uint32_t purpose) {
+  wait_for_previous();
+  start_next();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < B * C; i += int64_t(gridDim.x) * blockDim.x)
     u[i] = philox::keyed_uniform(seed, uint64_t(ids[i / C]), uint32_t(positions[i]), purpose,
                                  draws ? uint32_t(draws[i]) : 0u);
@@ -303,14 +323,15 @@ int blocks_for(int64_t n, int threads) {
   return int(b < 65535 ? (b > 0 ? b : 1) : 65535);
 }
 
+// launch_as(T{}) for the dtype's T; its result is the launch's error.
 template <typename F>
-int by_dtype(Dtype dtype, F&& launch) {
+int by_dtype(Dtype dtype, F&& launch_as) {
   switch (dtype) {
-    case Dtype::f32: launch(float{}); break;
-    case Dtype::bf16: launch(__nv_bfloat16{}); break;
-    case Dtype::f16: launch(__half{}); break;
+    case Dtype::f32: return launch_as(float{});
+    case Dtype::bf16: return launch_as(__nv_bfloat16{});
+    case Dtype::f16: return launch_as(__half{});
   }
-  return int(cudaGetLastError());
+  return int(cudaErrorInvalidValue);
 }
 
 }  // namespace
@@ -326,7 +347,7 @@ int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, 
     const int64_t per_lane = D % (32 * P) == 0 ? D / (32 * P) : 0;
     const unsigned warp_blocks = unsigned((rows + kNormWarpThreads / 32 - 1) / (kNormWarpThreads / 32));
     const auto warp_kernel = [&](auto vpl) {
-      rms_norm_warp_kernel<T, decltype(vpl)::value><<<warp_blocks, kNormWarpThreads, 0, stream>>>(
+      return launch_kernel(rms_norm_warp_kernel<T, decltype(vpl)::value>, warp_blocks, kNormWarpThreads, stream,
           static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
           static_cast<T*>(sum_out), static_cast<T*>(out), rows, D, eps);
     };
@@ -335,7 +356,7 @@ int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, 
       if (per_lane <= 4) return warp_kernel(std::integral_constant<int, 4>());
       return warp_kernel(std::integral_constant<int, 8>());
     }
-    rms_norm_kernel<T><<<unsigned(rows), kNormThreads, 0, stream>>>(
+    return launch_kernel(rms_norm_kernel<T>, unsigned(rows), kNormThreads, stream,
         static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
         static_cast<T*>(sum_out), static_cast<T*>(out), D, eps);
   });
@@ -345,8 +366,8 @@ int silu_mul(Dtype dtype, const void* gate_up, void* out, int64_t rows, int64_t 
   if (rows * F == 0) return 0;
   return by_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
-    silu_mul_kernel<T><<<blocks_for(rows * F, 256), 256, 0, stream>>>(static_cast<const T*>(gate_up),
-                                                                      static_cast<T*>(out), rows, F);
+    return launch_kernel(silu_mul_kernel<T>, blocks_for(rows * F, 256), 256, stream, static_cast<const T*>(gate_up),
+                  static_cast<T*>(out), rows, F);
   });
 }
 
@@ -357,7 +378,7 @@ int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t
   if (n == 0) return 0;
   return by_dtype(dtype, [&](auto zero) {
     using E = decltype(zero);
-    rope_write_kv_kernel<E><<<blocks_for(n, 256), 256, 0, stream>>>(
+    return launch_kernel(rope_write_kv_kernel<E>, blocks_for(n, 256), 256, stream,
         static_cast<const E*>(qkv), rope, slots, static_cast<E*>(k_cache), static_cast<E*>(v_cache),
         static_cast<E*>(q), B, T, H, Hkv, Dh, S, half_split);
   });
@@ -367,26 +388,43 @@ int sample_next(const float* logits, const double* u, int64_t* tokens, bool* non
                 double temperature, int64_t top_k, double top_p, CUstream_st* stream) {
   if (B == 0) return 0;
   const float t = temperature <= 0 ? 0.f : float(temperature > 1e-5 ? temperature : 1e-5);
-  sample_next_kernel<<<unsigned(B), kSampleThreads, 0, stream>>>(logits, u, tokens, nonfinite, V, t, top_k,
-                                                                 top_p < 1.0 ? float(1.0 - top_p) : 0.f);
-  return int(cudaGetLastError());
+  return launch_kernel(sample_next_kernel, unsigned(B), kSampleThreads, stream, logits, u, tokens, nonfinite, V, t, top_k,
+                top_p < 1.0 ? float(1.0 - top_p) : 0.f);
 }
 
 int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale, CUstream_st* stream) {
   if (n == 0) return 0;
   return by_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
-    cfg_mix_kernel<T><<<blocks_for(n, 256), 256, 0, stream>>>(static_cast<const T*>(logits), out, n, scale);
+    return launch_kernel(cfg_mix_kernel<T>, blocks_for(n, 256), 256, stream, static_cast<const T*>(logits), out, n, scale);
   });
 }
 
 int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B,
                    int64_t C, uint64_t seed, uint32_t purpose, CUstream_st* stream) {
   if (B * C == 0) return 0;
-  keyed_uniforms_kernel<<<blocks_for(B * C, 256), 256, 0, stream>>>(ids, positions, draws, u, B, C, seed, purpose);
-  return int(cudaGetLastError());
+  return launch_kernel(keyed_uniforms_kernel, blocks_for(B * C, 256), 256, stream, ids, positions, draws, u, B, C, seed,
+                purpose);
 }
 
 const char* error_string(int error) { return cudaGetErrorString(cudaError_t(error)); }
+
+bool overlapped_launches() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("VISPEC_PDL");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices] = {};  // per device: 0 not asked yet, 1 no, 2 yes
+  int device = 0;
+  if (!allowed || cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return false;
+  int k = known[device].load(std::memory_order_relaxed);
+  if (k == 0) {
+    int major = 0;
+    k = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9 ? 2 : 1;
+    known[device].store(k, std::memory_order_relaxed);
+  }
+  return k == 2;
+}
 
 }  // namespace vispec::kernels::cuda

@@ -46,6 +46,11 @@ at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at
 // kernels for so few rows do not reach (kernels/linear_rows.cu).
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight);
 
+// SwiGLU's middle from x: silu_mul(linear(x, weight)), weight [2F, K] the merged [w1; w3] -> [..., F]. On CUDA
+// for at most 4 rows one kernel computes both products and the gate (kernels/linear_rows.cu), with the same
+// bits as the two operators; elsewhere it is those two.
+at::Tensor linear_silu_mul(const at::Tensor& x, const at::Tensor& weight);
+
 // Attention over the first `keys` slots of a layer's caches: q [B, H, T, Dh], caches [B, Hkv, S, Dh], mask
 // [B or 1, 1, T, keys] bool (true = may attend) or none (then `causal` within the block, or every key).
 // Returns [B, T, H Dh], the layout the output projection reads. One operator whatever runs inside it.

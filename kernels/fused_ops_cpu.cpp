@@ -294,6 +294,10 @@ void check_cfg_mix(const torch::Tensor& logits) {
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight) { return at::linear(x, weight); }
 
+torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& weight) {
+  return silu_mul(at::linear(x, weight));
+}
+
 torch::Tensor attend_cache(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
                            int64_t keys, const std::optional<torch::Tensor>& mask, bool causal) {
   const auto k = k_cache.narrow(2, 0, keys), v = v_cache.narrow(2, 0, keys);

@@ -22,6 +22,9 @@ torch::Tensor sample_next(const torch::Tensor& logits, const torch::Tensor& u, d
 // linear on every backend (the CPU's, and CUDA's reference and fallback): at::linear without bias.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight);
 
+// linear_silu_mul on the CPU: silu_mul(linear(x, weight)).
+torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& weight);
+
 // attend_cache on every backend (the CPU's, and CUDA's reference and fallback): LibTorch's fused attention over
 // a narrowed view of the caches, its output laid out for the output projection.
 torch::Tensor attend_cache(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,

@@ -102,22 +102,47 @@ torch::Tensor sample_next_cuda(const torch::Tensor& logits_in, const torch::Tens
   return tokens;
 }
 
+namespace {
+
+// Whether the few-rows kernels of kernels/linear_rows.cu take x [..., K] by weight [N, K]; M: x's rows.
+bool rows_kernel_applies(const torch::Tensor& x, const torch::Tensor& weight, int64_t M) {
+  return weight.scalar_type() == x.scalar_type() && weight.device() == x.device() && weight.is_contiguous() &&
+         aligned16(weight) && linear_rows_supports(M, weight.size(1), int(x.element_size()));
+}
+
+// x contiguous and 16-byte aligned, and an output of x's leading sizes and `width` columns.
+std::pair<torch::Tensor, torch::Tensor> rows_operands(const torch::Tensor& x_in, int64_t width) {
+  auto x = x_in.contiguous();
+  if (!aligned16(x)) x = x.clone();  // a fresh allocation is aligned
+  auto sizes = x_in.sizes().vec();
+  sizes.back() = width;
+  return {x, torch::empty(sizes, x.options())};
+}
+
+}  // namespace
+
 torch::Tensor linear_cuda(const torch::Tensor& x_in, const torch::Tensor& weight) {
   VISPEC_ASSERT(x_in.dim() >= 1 && weight.dim() == 2 && weight.size(1) == x_in.size(-1), "linear of ", x_in.sizes(),
                 " by a weight of ", weight.sizes());
   const int64_t K = weight.size(1), N = weight.size(0), M = K > 0 ? x_in.numel() / K : 0;
-  const bool kernel_applies = weight.scalar_type() == x_in.scalar_type() && weight.device() == x_in.device() &&
-                              weight.is_contiguous() && aligned16(weight) &&
-                              linear_rows_supports(M, K, int(x_in.element_size()));
-  if (!kernel_applies) return at::linear(x_in, weight);
+  if (!rows_kernel_applies(x_in, weight, M)) return at::linear(x_in, weight);
   const c10::cuda::CUDAGuard guard(x_in.device());
-  auto x = x_in.contiguous();
-  if (!aligned16(x)) x = x.clone();  // a fresh allocation is aligned
-  auto sizes = x_in.sizes().vec();
-  sizes.back() = N;
-  auto y = torch::empty(sizes, x.options());
+  const auto [x, y] = rows_operands(x_in, N);
   check_launch(linear_rows(dtype_of(x), x.data_ptr(), weight.data_ptr(), y.data_ptr(), M, N, K, stream_of(x)),
                "linear");
+  return y;
+}
+
+torch::Tensor linear_silu_mul_cuda(const torch::Tensor& x_in, const torch::Tensor& weight) {
+  VISPEC_ASSERT(x_in.dim() >= 1 && weight.dim() == 2 && weight.size(1) == x_in.size(-1) && weight.size(0) % 2 == 0,
+                "linear_silu_mul of ", x_in.sizes(), " by a weight of ", weight.sizes());
+  const int64_t K = weight.size(1), F = weight.size(0) / 2, M = K > 0 ? x_in.numel() / K : 0;
+  if (!rows_kernel_applies(x_in, weight, M)) return silu_mul_cuda(linear_cuda(x_in, weight));
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const auto [x, y] = rows_operands(x_in, F);
+  check_launch(linear_silu_mul_rows(dtype_of(x), x.data_ptr(), weight.data_ptr(), y.data_ptr(), M, F, K,
+                                    stream_of(x)),
+               "linear_silu_mul");
   return y;
 }
 

@@ -60,6 +60,9 @@ constexpr int64_t kLinearRowsMax = 4;
 bool linear_rows_supports(int64_t M, int64_t K, int element_size);
 int linear_rows(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,
                 CUstream_st* stream);
+// linear_silu_mul for a few rows: x [M, K], w13 [2F, K] = [w1; w3], y [M, F]; the same conditions.
+int linear_silu_mul_rows(Dtype dtype, const void* x, const void* w13, void* y, int64_t M, int64_t F, int64_t K,
+                         CUstream_st* stream);
 
 const char* error_string(int error);
 

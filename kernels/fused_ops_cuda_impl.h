@@ -22,6 +22,9 @@ torch::Tensor sample_next_cuda(const torch::Tensor& logits, const torch::Tensor&
 // linear's kernel for at most 4 rows of aligned, contiguous operands of one dtype, else at::linear.
 torch::Tensor linear_cuda(const torch::Tensor& x, const torch::Tensor& weight);
 
+// linear_silu_mul's kernel under linear's conditions, else linear_cuda then silu_mul_cuda.
+torch::Tensor linear_silu_mul_cuda(const torch::Tensor& x, const torch::Tensor& weight);
+
 // attend_cache's kernel where it applies (a mask or every key, a supported head width, aligned caches of the
 // query's dtype), else the composite (kernels/fused_ops_cpu.h's attend_cache).
 torch::Tensor attend_cache_cuda(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,

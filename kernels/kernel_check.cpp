@@ -125,6 +125,7 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
     for (const int64_t rows : {int64_t(1), int64_t(2), int64_t(4), int64_t(5)}) {
       const auto xs = pattern({rows, 96}, 1.9, dtype);
       both("linear", kernels::linear(xs.to(device), w.to(device)), kernels::linear(xs, w));
+      both("linear_silu_mul", linear_silu_mul(xs.to(device), w.to(device)), linear_silu_mul(xs, w));
     }
     // Attention over a cache: two head widths, grouped heads, 70 of 80 slots (three chunks of 32 keys, the last
     // partial); masks per row and query (a row whose middle chunk is refused whole: skipped unread), one shared

@@ -11,7 +11,17 @@
 // reads the same x), and the warp sums its lanes' partial products by shuffles.
 // Float32 accumulation; the result rounds once to T. The sum order differs from cuBLAS's and the CPU's, so
 // the last bits of bf16 outputs do (kernels/kernel_check.cpp bounds it before first use).
+//
+// The weights never change during a step, so a warp loads its first kStride weight vectors before it waits for
+// the kernel before it (kernels/launch.cuh): on sm_90 the weights stream while that kernel still runs.
+//
+// linear_silu_mul: SwiGLU's middle, silu(x w1^T) * (x w3^T), from the merged [w1; w3] in the same pass: the
+// warp of column j takes weight rows j and F + j, rounds both products to T as linear writes them, and applies
+// silu_mul's arithmetic (kernels/fused_ops.cu), so its output is that of linear then silu_mul bit for bit,
+// without the [M, 2F] intermediate and the silu_mul kernel.
+#include "kernels/exp_f32.h"
 #include "kernels/fused_ops_cuda.h"
+#include "kernels/launch.cuh"
 #include "kernels/packed.cuh"
 
 namespace vispec::kernels::cuda {
@@ -21,7 +31,47 @@ namespace {
 constexpr int kThreads = 128;  // 4 warps per block, a warp per output column
 constexpr int kStride = 8;     // 16-byte weight vectors per lane per pass, all in flight at once
 
+// One weight row's pass: vectors base, base + 32, ... (kStride of them) of row wr, zero past the row.
+__device__ __forceinline__ void load_pass(const uint4* wr, int64_t base, int64_t vectors, uint4 (&wv)[kStride]) {
+#pragma unroll
+  for (int s = 0; s < kStride; ++s) {
+    const int64_t v = base + 32 * s;
+    wv[s] = v < vectors ? __ldcs(wr + v) : make_uint4(0, 0, 0, 0);  // streamed: read once, not kept in L1
+  }
+}
+
+// acc[m] += the pass's products with every x row (lane-partial sums).
 template <typename T, int MAXM>
+__device__ __forceinline__ void add_pass(const T* __restrict__ x, int M, int64_t K, int64_t base, int64_t vectors,
+                                         const uint4 (&wv)[kStride], float (&acc)[MAXM]) {
+  constexpr int P = Pack<T>::n;
+#pragma unroll
+  for (int s = 0; s < kStride; ++s) {
+    const int64_t v = base + 32 * s;
+    if (v >= vectors) break;
+    float wf[P];
+    unpack(wv[s], wf, x);
+#pragma unroll
+    for (int m = 0; m < MAXM; ++m) {
+      if (m >= M) break;
+      float xf[P];
+      unpack(__ldg(reinterpret_cast<const uint4*>(x + m * K) + v), xf, x);
+#pragma unroll
+      for (int i = 0; i < P; ++i) acc[m] = fmaf(xf[i], wf[i], acc[m]);
+    }
+  }
+}
+
+template <int MAXM>
+__device__ __forceinline__ void sum_lanes(float (&acc)[MAXM]) {
+#pragma unroll
+  for (int m = 0; m < MAXM; ++m)
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], offset);
+}
+
+// GATED false: y [M, N] = x w^T. GATED true: w is [w1; w3] of 2N rows and y [M, N] = silu(x w1^T) * (x w3^T).
+template <typename T, int MAXM, bool GATED>
 __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                                T* __restrict__ y, int M, int64_t N, int64_t K) {
   constexpr int P = Pack<T>::n;
@@ -30,55 +80,65 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
   if (n >= N) return;
   const int64_t vectors = K / P;
   const uint4* wr = reinterpret_cast<const uint4*>(w + n * K);
-  float acc[MAXM];
+  const uint4* ur = reinterpret_cast<const uint4*>(w + (GATED ? N + n : n) * K);  // w3's row (gated only)
+  uint4 wv[kStride], uv[kStride];
+  load_pass(wr, lane, vectors, wv);
+  if (GATED) load_pass(ur, lane, vectors, uv);
+  wait_for_previous();  // x is the kernel before's output
+  start_next();
+  float acc[MAXM], up[MAXM];
 #pragma unroll
-  for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;
+  for (int m = 0; m < MAXM; ++m) acc[m] = 0.f, up[m] = 0.f;
   for (int64_t base = lane; base < vectors; base += 32 * kStride) {
-    uint4 wv[kStride];
-#pragma unroll
-    for (int s = 0; s < kStride; ++s) {
-      const int64_t v = base + 32 * s;
-      wv[s] = v < vectors ? __ldcs(wr + v) : make_uint4(0, 0, 0, 0);  // streamed: read once, not kept in L1
+    if (base != lane) {
+      load_pass(wr, base, vectors, wv);
+      if (GATED) load_pass(ur, base, vectors, uv);
     }
-#pragma unroll
-    for (int s = 0; s < kStride; ++s) {
-      const int64_t v = base + 32 * s;
-      if (v >= vectors) break;
-      float wf[P];
-      unpack(wv[s], wf, w);
-#pragma unroll
-      for (int m = 0; m < MAXM; ++m) {
-        if (m >= M) break;
-        float xf[P];
-        unpack(__ldg(reinterpret_cast<const uint4*>(x + m * K) + v), xf, x);
-#pragma unroll
-        for (int i = 0; i < P; ++i) acc[m] = fmaf(xf[i], wf[i], acc[m]);
-      }
-    }
+    add_pass<T, MAXM>(x, M, K, base, vectors, wv, acc);
+    if (GATED) add_pass<T, MAXM>(x, M, K, base, vectors, uv, up);
   }
-#pragma unroll
-  for (int m = 0; m < MAXM; ++m)
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], offset);
+  sum_lanes(acc);
+  if (GATED) sum_lanes(up);
   if (lane != 0) return;
 #pragma unroll
-  for (int m = 0; m < MAXM; ++m)
-    if (m < M) y[m * N + n] = from_float<T>(acc[m]);
+  for (int m = 0; m < MAXM; ++m) {
+    if (m >= M) break;
+    if (!GATED) {
+      y[m * N + n] = from_float<T>(acc[m]);
+      continue;
+    }
+    // silu_mul_kernel's steps on the two products as linear would have written them.
+    const float a = to_float(from_float<T>(acc[m])), u = to_float(from_float<T>(up[m]));
+    const float silu = to_float(from_float<T>(__fdiv_rn(a, __fadd_rn(1.0f, exp_f32(-a)))));
+    y[m * N + n] = from_float<T>(__fmul_rn(silu, u));
+  }
 }
 
-template <typename T, int MAXM>
-int launch(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
+template <typename T, int MAXM, bool GATED>
+int launch_for(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
   const int64_t columns_per_block = kThreads / 32;
   const int64_t blocks = (N + columns_per_block - 1) / columns_per_block;
-  linear_rows_kernel<T, MAXM><<<dim3(unsigned(blocks)), dim3(kThreads), 0, stream>>>(
-      static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), int(M), N, K);
-  return int(cudaGetLastError());
+  return launch_kernel(linear_rows_kernel<T, MAXM, GATED>, dim3(unsigned(blocks)), dim3(kThreads), stream,
+                static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), int(M), N, K);
 }
 
-template <typename T>
+template <typename T, bool GATED>
 int launch_rows(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
-  if (M <= 2) return launch<T, 2>(x, w, y, M, N, K, stream);
-  return launch<T, 4>(x, w, y, M, N, K, stream);
+  if (M <= 2) return launch_for<T, 2, GATED>(x, w, y, M, N, K, stream);
+  return launch_for<T, 4, GATED>(x, w, y, M, N, K, stream);
+}
+
+template <bool GATED>
+int by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,
+             CUstream_st* stream) {
+  if (M == 0 || N == 0) return 0;
+  if (N > (int64_t(1) << 36)) return int(cudaErrorInvalidValue);
+  switch (dtype) {
+    case Dtype::f32: return launch_rows<float, GATED>(x, w, y, M, N, K, stream);
+    case Dtype::bf16: return launch_rows<__nv_bfloat16, GATED>(x, w, y, M, N, K, stream);
+    case Dtype::f16: return launch_rows<__half, GATED>(x, w, y, M, N, K, stream);
+  }
+  return int(cudaErrorInvalidValue);
 }
 
 }  // namespace
@@ -89,14 +149,12 @@ bool linear_rows_supports(int64_t M, int64_t K, int element_size) {
 
 int linear_rows(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,
                 CUstream_st* stream) {
-  if (M == 0 || N == 0) return 0;
-  if (N > (int64_t(1) << 36)) return int(cudaErrorInvalidValue);
-  switch (dtype) {
-    case Dtype::f32: return launch_rows<float>(x, w, y, M, N, K, stream);
-    case Dtype::bf16: return launch_rows<__nv_bfloat16>(x, w, y, M, N, K, stream);
-    case Dtype::f16: return launch_rows<__half>(x, w, y, M, N, K, stream);
-  }
-  return int(cudaErrorInvalidValue);
+  return by_dtype<false>(dtype, x, w, y, M, N, K, stream);
+}
+
+int linear_silu_mul_rows(Dtype dtype, const void* x, const void* w13, void* y, int64_t M, int64_t F, int64_t K,
+                         CUstream_st* stream) {
+  return by_dtype<true>(dtype, x, w13, y, M, F, K, stream);
 }
 
 }  // namespace vispec::kernels::cuda

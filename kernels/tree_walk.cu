@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/fused_ops_cuda.h"
+#include "kernels/launch.cuh"
 #include "kernels/tree_walk_body.h"
 
 namespace vispec::kernels::cuda {
@@ -41,14 +42,15 @@ __global__ void __launch_bounds__(walk::kLanes) tree_walk_kernel(const walk::Arg
   __shared__ double partial[walk::kLanes], base[walk::kLanes];
   __shared__ int64_t counts[walk::kLanes];
   BlockTeam team{partial, base, counts};
+  wait_for_previous();
+  start_next();
   walk::walk_row(team, args, int64_t(blockIdx.x));
 }
 
 template <typename P>
 int launch(const walk::Args<P>& args, int64_t B, CUstream_st* stream) {
   if (B == 0) return 0;
-  tree_walk_kernel<P><<<unsigned(B), walk::kLanes, 0, stream>>>(args);
-  return int(cudaGetLastError());
+  return launch_kernel(tree_walk_kernel<P>, unsigned(B), walk::kLanes, stream, args);
 }
 
 }  // namespace

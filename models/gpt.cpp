@@ -75,7 +75,7 @@ FeedForwardImpl::FeedForwardImpl(const GptConfig& c, const torch::TensorOptions&
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   if (kernels::use_fused(x, w1->weight))
-    return w2(kernels::silu_mul(kernels::linear(x, merged_w13.of({&w1->weight, &w3->weight}))));
+    return w2(kernels::linear_silu_mul(x, merged_w13.of({&w1->weight, &w3->weight})));
   return w2(torch::silu(w1(x)) * w3(x));
 }
 

@@ -44,8 +44,10 @@ PerIteration count_per_iteration(Decoder& decoder, int64_t B) {
   return {double(counter.ops()) / iterations, double(counter.host_reads()) / iterations};
 }
 
-// Batch 1, 8, 32: the counts per iteration may not grow with the batch (1% for ops that depend on the data,
-// such as a sort's internals), and host reads stay at most `max_reads` per iteration.
+// Batch 1, 8, 32: the counts per iteration may not grow with the batch (2% for ops that depend on the data,
+// such as a sort's internals: SJD at T = 1 issues 2.25 more per iteration at batch 8 and 32 than at 1, of 224;
+// work done row by row would add at least B - 1 = 7 at batch 8), and host reads stay at most `max_reads` per
+// iteration.
 void expect_flat_counts(Decoder& decoder, const std::string& what, double max_reads) {
   const auto one = count_per_iteration(decoder, 1);
   for (int64_t B : {1, 8, 32}) {
@@ -53,7 +55,7 @@ void expect_flat_counts(Decoder& decoder, const std::string& what, double max_re
     std::cout << std::left << std::setw(18) << what << " batch " << std::setw(3) << B << ": " << std::fixed
               << std::setprecision(1) << c.ops << " ATen ops, " << std::setprecision(2) << c.reads
               << " host reads per iteration\n";
-    EXPECT_LE(c.ops, 1.01 * one.ops) << what << " at batch " << B;
+    EXPECT_LE(c.ops, 1.02 * one.ops) << what << " at batch " << B;
     EXPECT_LE(c.reads, one.reads) << what << " at batch " << B;
     EXPECT_LE(c.reads, max_reads) << what << " at batch " << B;
   }

@@ -227,6 +227,31 @@ TEST(Devices, LinearRowsOnCudaEqualTheCpuReference) {
       }
 }
 
+// SwiGLU's middle in one kernel (linear_silu_mul) gives the bits of its two CUDA operators, linear then
+// silu_mul, at GPT-XL's w1|w3 shape (F 3584) and an odd one, for 1 to 4 rows, and 5 rows (their fallback);
+// and it is within the linear test's tolerance of the CPU reference.
+TEST(Devices, LinearSiluMulOnCudaEqualsLinearThenSiluMul) {
+  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(6);
+  struct Shape {
+    int64_t F, K;
+  };
+  for (const auto& shape : {Shape{3584, 1280}, Shape{35, 96}})
+    for (const auto dtype : {torch::kFloat32, torch::kBFloat16})
+      for (const int64_t rows : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5)}) {
+        const auto w = (torch::randn({2 * shape.F, shape.K}) / std::sqrt(double(shape.K))).to(dtype).to(cuda());
+        const auto x = torch::randn({rows, 1, shape.K}).to(dtype).to(cuda());
+        const auto fused = kernels::linear_silu_mul(x, w);
+        const auto two = kernels::silu_mul(kernels::linear(x, w));
+        EXPECT_TRUE(torch::equal(fused, two)) << dtype << " " << rows << " x " << shape.K << " -> " << shape.F
+                                              << ": max difference " << (fused - two).abs().max().item<double>();
+        const auto ref = kernels::linear_silu_mul(x.cpu(), w.cpu()).to(torch::kFloat32);
+        const double tolerance = dtype == torch::kFloat32 ? 1e-4 : 2e-2;
+        EXPECT_TRUE(torch::allclose(fused.cpu().to(torch::kFloat32), ref, tolerance, tolerance)) << dtype << " " << rows;
+      }
+}
+
 // The keyed uniforms drawn inside the CUDA kernel have the host generator's bits, and so does the tensor
 // generator that replaces it where the kernels are not used.
 TEST(Devices, KeyedUniformsOnCudaEqualTheHostGenerator) {

@@ -150,6 +150,11 @@ TEST(FusedOps, NormsAndGateEqualTheCompositeFormulas) {
     }
     EXPECT_LE(max_difference("add_rms_norm", normed, composite), tolerance(dtype));
     EXPECT_LE(max_difference("silu_mul", kernels::silu_mul(x), composite_gate), tolerance(dtype));
+    // SwiGLU's middle from x and the merged [w1; w3] is the product, then the gate: the same bits.
+    const auto w13 = (torch::randn({2 * 24, 48}) / 7).to(dtype);
+    const auto gate = kernels::linear_silu_mul(x, w13);
+    EXPECT_EQ(gate.sizes(), (std::vector<int64_t>{3, 5, 24}));
+    EXPECT_TRUE(torch::equal(gate, kernels::silu_mul(kernels::linear(x, w13))));
   }
 }
 
@@ -285,10 +290,10 @@ TEST(FusedOps, MergedWeightsFollowAMoveToAnotherDtype) {
   EXPECT_EQ(ffn->w3->weight.data_ptr(), again[w1.size(0)].data_ptr());
 }
 
-// An AR step of a transformer layer is at most 9 operators (the issue asked for 12: add + norm, qkv, RoPE + cache
-// write, attention, output, add + norm, w1|w3, gate, w2; each residual add travels into the next norm),
+// An AR step of a transformer layer is at most 8 operators (the issue asked for 12: add + norm, qkv, RoPE + cache
+// write, attention, output, add + norm, w1|w3 with the gate, w2; each residual add travels into the next norm),
 // measured as the difference between models of 2 and 4 layers; the list is printed.
-TEST(FusedOps, AnArStepIsAtMostNineOperatorsPerLayer) {
+TEST(FusedOps, AnArStepIsAtMostEightOperatorsPerLayer) {
   torch::NoGradGuard no_grad;
   auto step_ops = [](int64_t layers) {
     auto c = test::tiny_gpt_config();
@@ -315,7 +320,7 @@ TEST(FusedOps, AnArStepIsAtMostNineOperatorsPerLayer) {
   std::string listing;
   for (const auto& n : two_names) listing += n + " ";
   std::cout << "2 layers: " << listing << "\n";
-  EXPECT_LE(per_layer, 9.0) << listing;
+  EXPECT_LE(per_layer, 8.0) << listing;
 }
 
 // The bench's aten_ops_per_image for AR on the embedded model at the demo's batch of 20 (vispec bench counts
