@@ -38,6 +38,7 @@ namespace {
 
 constexpr int kThreads = 128;  // 4 warps per block, a warp per output column
 constexpr int kStride = 8;     // 16-byte weight vectors per lane per pass, all in flight at once
+constexpr int kNormMaxVectors = 8 * 32;  // a row of the norm prologue: at most 8 vectors per lane
 
 // One weight row's pass: vectors base, base + 32, ... (kStride of them) of row wr, zero past the row.
 __device__ __forceinline__ void load_pass(const uint4* wr, int64_t base, int64_t vectors, uint4 (&wv)[kStride]) {
@@ -79,7 +80,7 @@ __device__ __forceinline__ void sum_lanes(float (&acc)[MAXM]) {
     for (int offset = 16; offset > 0; offset /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], offset);
 }
 
-// The norm prologue's operands (NORM_VPL > 0): x + delta is normalised by weight, eps; block 0 writes x + delta
+// The norm prologue's operands (NORM): x + delta is normalised by weight, eps; block 0 writes x + delta
 // to sum_out.
 template <typename T>
 struct NormPrologue {
@@ -90,8 +91,9 @@ struct NormPrologue {
 };
 
 // GATED false: y [M, N] = x w^T. GATED true: w is [w1; w3] of 2N rows and y [M, N] = silu(x w1^T) * (x w3^T).
-// NORM_VPL > 0: x is first replaced by add_rms_norm(x, delta) (its body with NORM_VPL vectors per lane).
-template <typename T, int MAXM, bool GATED, int NORM_VPL>
+// NORM: x is first replaced by add_rms_norm(x, delta)'s norm (norm_row_streamed: the row is not held in
+// registers beside the prefetched weights). The caller checks norm_prologue_supports.
+template <typename T, int MAXM, bool GATED, bool NORM>
 __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                                T* __restrict__ y, int M, int64_t N, int64_t K,
                                                                NormPrologue<T> norm) {
@@ -99,7 +101,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = int64_t(blockIdx.x) * (kThreads / 32) + warp;
   // Without a prologue a warp past the columns leaves at once; with one it must reach the block's barrier.
-  if (NORM_VPL == 0 && n >= N) return;
+  if (!NORM && n >= N) return;
   const int64_t vectors = K / P;
   const int64_t column = n < N ? n : N - 1;  // a warp past the columns loads a real row and writes nothing
   const uint4* wr = reinterpret_cast<const uint4*>(w + column * K);
@@ -107,18 +109,16 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
   uint4 wv[kStride], uv[kStride];
   load_pass(wr, lane, vectors, wv);
   if (GATED) load_pass(ur, lane, vectors, uv);
-  constexpr int kNormVectors = NORM_VPL > 0 ? MAXM * NORM_VPL * 32 : 1;
+  constexpr int kNormVectors = NORM ? MAXM * kNormMaxVectors : 1;
   __shared__ uint4 xs[kNormVectors];  // the normalised rows (prologue only)
-  uint4 gv[NORM_VPL > 0 ? NORM_VPL : 1];
-  if (NORM_VPL > 0 && warp < M) load_norm_weight<T, (NORM_VPL > 0 ? NORM_VPL : 1)>(norm.weight, vectors, lane, gv);
   wait_for_previous();  // x (and delta) are the kernels before's outputs
   start_next();
-  if constexpr (NORM_VPL > 0) {
+  if constexpr (NORM) {
     static_assert(MAXM <= kThreads / 32, "a warp per row of the prologue");
     if (warp < M) {
       uint4* sums = blockIdx.x == 0 ? reinterpret_cast<uint4*>(norm.sum_out + warp * K) : nullptr;
-      norm_row<T, NORM_VPL>(
-          x + warp * K, norm.delta + warp * K, gv, K, norm.eps, lane,
+      norm_row_streamed<T>(
+          x + warp * K, norm.delta + warp * K, norm.weight, K, norm.eps, lane,
           [&](int64_t k, const uint4& v) { xs[warp * vectors + k] = v; },
           [&](int64_t k, const uint4& v) {
             if (sums) sums[k] = v;
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
     __syncthreads();
     if (n >= N) return;
   }
-  const uint4* rows = NORM_VPL > 0 ? xs : nullptr;
+  const uint4* rows = NORM ? xs : nullptr;
   float acc[MAXM], up[MAXM];
 #pragma unroll
   for (int m = 0; m < MAXM; ++m) acc[m] = 0.f, up[m] = 0.f;
@@ -156,38 +156,32 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
   }
 }
 
-template <typename T, int MAXM, bool GATED, int NORM_VPL>
+template <typename T, int MAXM, bool GATED, bool NORM>
 int launch_for(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, const NormPrologue<T>& norm,
                CUstream_st* stream) {
   const int64_t columns_per_block = kThreads / 32;
   const int64_t blocks = (N + columns_per_block - 1) / columns_per_block;
-  return launch_kernel(linear_rows_kernel<T, MAXM, GATED, NORM_VPL>, dim3(unsigned(blocks)), dim3(kThreads), stream,
+  return launch_kernel(linear_rows_kernel<T, MAXM, GATED, NORM>, dim3(unsigned(blocks)), dim3(kThreads), stream,
                        static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), int(M), N, K, norm);
 }
 
-template <typename T, bool GATED, int NORM_VPL>
+template <typename T, bool GATED, bool NORM>
 int launch_rows(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, const NormPrologue<T>& norm,
                 CUstream_st* stream) {
-  if (M <= 2) return launch_for<T, 2, GATED, NORM_VPL>(x, w, y, M, N, K, norm, stream);
-  return launch_for<T, 4, GATED, NORM_VPL>(x, w, y, M, N, K, norm, stream);
+  if (M <= 2) return launch_for<T, 2, GATED, NORM>(x, w, y, M, N, K, norm, stream);
+  return launch_for<T, 4, GATED, NORM>(x, w, y, M, N, K, norm, stream);
 }
 
 // The kernel for T, gated or not, with the norm prologue where norm.weight is given.
 template <typename T>
 int launch_typed(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, bool gated,
                  const NormPrologue<T>& norm, CUstream_st* stream) {
-  const int vpl = norm.weight ? norm_vectors_per_lane<T>(K) : 0;
-  if (norm.weight && vpl == 0) return int(cudaErrorInvalidValue);
-  auto with = [&](auto gated_tag) {
-    constexpr bool G = decltype(gated_tag)::value;
-    switch (vpl) {
-      case 0: return launch_rows<T, G, 0>(x, w, y, M, N, K, norm, stream);
-      case 2: return launch_rows<T, G, 2>(x, w, y, M, N, K, norm, stream);
-      case 4: return launch_rows<T, G, 4>(x, w, y, M, N, K, norm, stream);
-      default: return launch_rows<T, G, 8>(x, w, y, M, N, K, norm, stream);
-    }
-  };
-  return gated ? with(std::true_type()) : with(std::false_type());
+  if (norm.weight && norm_vectors_per_lane<T>(K) == 0) return int(cudaErrorInvalidValue);
+  if (gated)
+    return norm.weight ? launch_rows<T, true, true>(x, w, y, M, N, K, norm, stream)
+                       : launch_rows<T, true, false>(x, w, y, M, N, K, norm, stream);
+  return norm.weight ? launch_rows<T, false, true>(x, w, y, M, N, K, norm, stream)
+                     : launch_rows<T, false, false>(x, w, y, M, N, K, norm, stream);
 }
 
 int by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, bool gated,
