@@ -29,8 +29,6 @@ TORCH_LIBRARY(vispec, m) {
         "int n_kv_head, bool half_split) -> Tensor");
   m.def("linear(Tensor x, Tensor weight) -> Tensor");
   m.def("linear_silu_mul(Tensor x, Tensor weight) -> Tensor");
-  m.def("add_rms_norm_linear(Tensor x, Tensor delta, Tensor norm_weight, float eps, Tensor weight, bool gated) "
-        "-> (Tensor, Tensor)");
   m.def("attend_cache(Tensor q, Tensor k_cache, Tensor v_cache, int keys, Tensor? mask, bool causal) -> Tensor");
   m.def("sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> Tensor");
   m.def("cfg_mix(Tensor logits, float scale) -> Tensor");
@@ -46,7 +44,6 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("add_rms_norm", &cpu::add_rms_norm);
   m.impl("silu_mul", &cpu::silu_mul);
   m.impl("linear_silu_mul", &cpu::linear_silu_mul);
-  m.impl("add_rms_norm_linear", &cpu::add_rms_norm_linear);
   m.impl("rope_write_kv", &cpu::rope_write_kv);
   m.impl("sample_next", &cpu::sample_next);
   m.impl("cfg_mix", &cpu::cfg_mix);
@@ -68,7 +65,6 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("attend_cache", &cuda::attend_cache_cuda);
   m.impl("linear", &cuda::linear_cuda);
   m.impl("linear_silu_mul", &cuda::linear_silu_mul_cuda);
-  m.impl("add_rms_norm_linear", &cuda::add_rms_norm_linear_cuda);
   m.impl("sample_next", &cuda::sample_next_cuda);
   m.impl("cfg_mix", &cuda::cfg_mix_cuda);
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
@@ -110,15 +106,6 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight) {
 at::Tensor linear_silu_mul(const at::Tensor& x, const at::Tensor& weight) {
   static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&)>("vispec::linear_silu_mul");
   return op.call(x, weight);
-}
-
-std::tuple<at::Tensor, at::Tensor> add_rms_norm_linear(const at::Tensor& x, const at::Tensor& delta,
-                                                       const at::Tensor& norm_weight, double eps,
-                                                       const at::Tensor& weight, bool gated) {
-  static const auto op = handle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                                   const at::Tensor&, double, const at::Tensor&, bool)>(
-      "vispec::add_rms_norm_linear");
-  return op.call(x, delta, norm_weight, eps, weight, gated);
 }
 
 at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache, int64_t keys,

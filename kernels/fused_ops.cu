@@ -8,7 +8,6 @@
 #include "kernels/exp_f32.h"
 #include "kernels/launch.cuh"
 #include "kernels/packed.cuh"
-#include "kernels/rms_norm_row.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -23,6 +22,8 @@
 namespace vispec::kernels::cuda {
 
 namespace {
+
+template <typename T> __device__ __forceinline__ float rounded(float v) { return to_float<T>(from_float<T>(v)); }
 
 constexpr int kNormThreads = 256;
 
@@ -63,10 +64,10 @@ __global__ void rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ d
 }
 
 // A warp per row where the row is whole 16-byte vectors, at most 8 per lane (D <= 2048 in bf16, 1024 in fp32):
-// kernels/rms_norm_row.cuh's body, the row in registers between its sum of squares and its output (one read
-// of x and delta, no block barrier; the weight's loads before the wait). On a GPT-XL step's two rows a call
-// takes 3.1 us on an H200 (3.2 to 4.3 for the kernel above; bench/results/gpu/): it still waits on memory
-// twice, which the products that take the norm as their prologue hide (kernels/linear_rows.cu).
+// the row stays in registers between its sum of squares and its output (one read of x and delta, no block
+// barrier; the weight's loads beside x's). The same float32 steps. On a GPT-XL step's two rows a call takes
+// 3.1 us on an H200 (3.2 to 4.3 for the kernel above; bench/results/gpu/): it still waits on memory twice,
+// which only fusing the norm into the next product's prologue would hide.
 constexpr int kNormWarpThreads = 128;
 
 template <typename T, int VPL>
@@ -77,15 +78,49 @@ __global__ void __launch_bounds__(kNormWarpThreads)
   const int64_t row = int64_t(blockIdx.x) * (kNormWarpThreads / 32) + threadIdx.x / 32;
   if (row >= rows) return;
   const int lane = threadIdx.x % 32;
-  uint4 wv[VPL];
-  load_norm_weight<T, VPL>(weight, D / P, lane, wv);
+  const int64_t vectors = D / P;
+  const uint4* xr = reinterpret_cast<const uint4*>(x + row * D);
+  const uint4* dr = delta ? reinterpret_cast<const uint4*>(delta + row * D) : nullptr;
+  float v[VPL][P];
+  uint4 wv[VPL];  // the weight's vectors, loaded before x's (a weight is constant: before the wait)
+#pragma unroll
+  for (int s = 0; s < VPL; ++s)
+    if (lane + 32 * s < vectors) wv[s] = reinterpret_cast<const uint4*>(weight)[lane + 32 * s];
   wait_for_previous();
   start_next();
-  uint4* normed = reinterpret_cast<uint4*>(out + row * D);
-  uint4* summed = delta ? reinterpret_cast<uint4*>(sum_out + row * D) : nullptr;
-  norm_row<T, VPL>(
-      x + row * D, delta ? delta + row * D : nullptr, wv, D, eps, lane, [&](int64_t k, const uint4& v) { normed[k] = v; },
-      [&](int64_t k, const uint4& v) { summed[k] = v; });
+  float squares = 0.f;
+#pragma unroll
+  for (int s = 0; s < VPL; ++s) {
+    const int64_t k = lane + 32 * s;
+    if (k >= vectors) break;
+    unpack(xr[k], v[s], x);
+    if (dr) {
+      float d[P];
+      unpack(dr[k], d, x);
+#pragma unroll
+      for (int i = 0; i < P; ++i) v[s][i] = rounded<T>(__fadd_rn(v[s][i], d[i]));
+    }
+#pragma unroll
+    for (int i = 0; i < P; ++i) squares = __fadd_rn(squares, __fmul_rn(v[s][i], v[s][i]));
+  }
+  for (int offset = 16; offset > 0; offset /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, offset);
+  const float inverse = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(squares, float(D)), eps)));
+#pragma unroll
+  for (int s = 0; s < VPL; ++s) {
+    const int64_t k = lane + 32 * s;
+    if (k >= vectors) break;
+    float w[P];
+    unpack(wv[s], w, x);
+    alignas(16) T normed[P];
+    alignas(16) T summed[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      summed[i] = from_float<T>(v[s][i]);
+      normed[i] = from_float<T>(__fmul_rn(rounded<T>(__fmul_rn(v[s][i], inverse)), w[i]));
+    }
+    reinterpret_cast<uint4*>(out + row * D)[k] = *reinterpret_cast<const uint4*>(normed);
+    if (dr) reinterpret_cast<uint4*>(sum_out + row * D)[k] = *reinterpret_cast<const uint4*>(summed);
+  }
 }
 
 template <typename T>
@@ -308,16 +343,17 @@ int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, 
   const bool vectors_fit = aligned(x) && aligned(weight) && aligned(out) && (!delta || (aligned(delta) && aligned(sum_out)));
   return by_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
-    const int per_lane = norm_vectors_per_lane<T>(D);
+    constexpr int P = Pack<T>::n;
+    const int64_t per_lane = D % (32 * P) == 0 ? D / (32 * P) : 0;
     const unsigned warp_blocks = unsigned((rows + kNormWarpThreads / 32 - 1) / (kNormWarpThreads / 32));
     const auto warp_kernel = [&](auto vpl) {
       return launch_kernel(rms_norm_warp_kernel<T, decltype(vpl)::value>, warp_blocks, kNormWarpThreads, stream,
           static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
           static_cast<T*>(sum_out), static_cast<T*>(out), rows, D, eps);
     };
-    if (vectors_fit && per_lane > 0) {
-      if (per_lane == 2) return warp_kernel(std::integral_constant<int, 2>());
-      if (per_lane == 4) return warp_kernel(std::integral_constant<int, 4>());
+    if (vectors_fit && per_lane >= 1 && per_lane <= 8) {
+      if (per_lane <= 2) return warp_kernel(std::integral_constant<int, 2>());
+      if (per_lane <= 4) return warp_kernel(std::integral_constant<int, 4>());
       return warp_kernel(std::integral_constant<int, 8>());
     }
     return launch_kernel(rms_norm_kernel<T>, unsigned(rows), kNormThreads, stream,

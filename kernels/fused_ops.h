@@ -51,14 +51,6 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight);
 // bits as the two operators; elsewhere it is those two.
 at::Tensor linear_silu_mul(const at::Tensor& x, const at::Tensor& weight);
 
-// The residual add and RMSNorm before a product, and the product: returns (x + delta, y) where y is
-// linear(add_rms_norm(x, delta)'s norm, weight), or with gated linear_silu_mul of it (weight [2F, K]). On CUDA
-// for at most 4 rows whose width takes the warp-per-row norm, one kernel: the product's blocks normalise the
-// rows themselves (kernels/linear_rows.cu), with the same bits as the two operators; elsewhere it is those two.
-std::tuple<at::Tensor, at::Tensor> add_rms_norm_linear(const at::Tensor& x, const at::Tensor& delta,
-                                                       const at::Tensor& norm_weight, double eps,
-                                                       const at::Tensor& weight, bool gated);
-
 // Attention over the first `keys` slots of a layer's caches: q [B, H, T, Dh], caches [B, Hkv, S, Dh], mask
 // [B or 1, 1, T, keys] bool (true = may attend) or none (then `causal` within the block, or every key).
 // Returns [B, T, H Dh], the layout the output projection reads. One operator whatever runs inside it.

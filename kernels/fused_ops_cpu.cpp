@@ -298,13 +298,6 @@ torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& weigh
   return silu_mul(at::linear(x, weight));
 }
 
-std::tuple<torch::Tensor, torch::Tensor> add_rms_norm_linear(const torch::Tensor& x, const torch::Tensor& delta,
-                                                             const torch::Tensor& norm_weight, double eps,
-                                                             const torch::Tensor& weight, bool gated) {
-  auto [sum, normed] = add_rms_norm(x, delta, norm_weight, eps);
-  return {sum, gated ? linear_silu_mul(normed, weight) : at::linear(normed, weight)};
-}
-
 torch::Tensor attend_cache(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
                            int64_t keys, const std::optional<torch::Tensor>& mask, bool causal) {
   const auto k = k_cache.narrow(2, 0, keys), v = v_cache.narrow(2, 0, keys);

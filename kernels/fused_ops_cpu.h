@@ -25,11 +25,6 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight);
 // linear_silu_mul on the CPU: silu_mul(linear(x, weight)).
 torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& weight);
 
-// add_rms_norm_linear on the CPU: add_rms_norm, then linear or linear_silu_mul of its norm.
-std::tuple<torch::Tensor, torch::Tensor> add_rms_norm_linear(const torch::Tensor& x, const torch::Tensor& delta,
-                                                             const torch::Tensor& norm_weight, double eps,
-                                                             const torch::Tensor& weight, bool gated);
-
 // attend_cache on every backend (the CPU's, and CUDA's reference and fallback): LibTorch's fused attention over
 // a narrowed view of the caches, its output laid out for the output projection.
 torch::Tensor attend_cache(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,

@@ -146,33 +146,6 @@ torch::Tensor linear_silu_mul_cuda(const torch::Tensor& x_in, const torch::Tenso
   return y;
 }
 
-std::tuple<torch::Tensor, torch::Tensor> add_rms_norm_linear_cuda(const torch::Tensor& x_in, const torch::Tensor& delta_in,
-                                                                  const torch::Tensor& norm_weight, double eps,
-                                                                  const torch::Tensor& weight, bool gated) {
-  VISPEC_ASSERT(x_in.dim() >= 1 && delta_in.sizes() == x_in.sizes() && norm_weight.dim() == 1 &&
-                    norm_weight.size(0) == x_in.size(-1) && weight.dim() == 2 && weight.size(1) == x_in.size(-1) &&
-                    (!gated || weight.size(0) % 2 == 0),
-                "add_rms_norm_linear: x ", x_in.sizes(), ", delta ", delta_in.sizes(), ", norm weight ",
-                norm_weight.sizes(), ", weight ", weight.sizes());
-  const int64_t K = weight.size(1), N = gated ? weight.size(0) / 2 : weight.size(0), M = K > 0 ? x_in.numel() / K : 0;
-  const auto beside_x = [&](const torch::Tensor& t) {
-    return t.scalar_type() == x_in.scalar_type() && t.device() == x_in.device() && t.is_contiguous() && aligned16(t);
-  };
-  if (!rows_kernel_applies(x_in, weight, M) || !norm_prologue_supports(K, int(x_in.element_size())) ||
-      !beside_x(delta_in) || !beside_x(norm_weight)) {
-    auto [sum, normed] = add_rms_norm_cuda(x_in, delta_in, norm_weight, eps);
-    return {sum, gated ? linear_silu_mul_cuda(normed, weight) : linear_cuda(normed, weight)};
-  }
-  const c10::cuda::CUDAGuard guard(x_in.device());
-  const auto [x, y] = rows_operands(x_in, N);
-  auto sum = torch::empty_like(x);
-  check_launch(add_rms_norm_linear_rows(dtype_of(x), x.data_ptr(), delta_in.data_ptr(), norm_weight.data_ptr(),
-                                        sum.data_ptr(), float(eps), weight.data_ptr(), y.data_ptr(), M, N, K, gated,
-                                        stream_of(x)),
-               "add_rms_norm_linear");
-  return {sum, y};
-}
-
 torch::Tensor attend_cache_cuda(const torch::Tensor& q_in, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
                                 int64_t keys, const std::optional<torch::Tensor>& mask, bool causal) {
   VISPEC_ASSERT(q_in.dim() == 4 && k_cache.dim() == 4 && v_cache.sizes() == k_cache.sizes() && keys >= 0 &&

@@ -63,15 +63,6 @@ int linear_rows(Dtype dtype, const void* x, const void* w, void* y, int64_t M, i
 // linear_silu_mul for a few rows: x [M, K], w13 [2F, K] = [w1; w3], y [M, F]; the same conditions.
 int linear_silu_mul_rows(Dtype dtype, const void* x, const void* w13, void* y, int64_t M, int64_t F, int64_t K,
                          CUstream_st* stream);
-// Whether rows of K values of element_size bytes take the norm prologue below (add_rms_norm's warp-per-row
-// body: K whole warps of 16-byte vectors, at most 8 per lane).
-bool norm_prologue_supports(int64_t K, int element_size);
-// add_rms_norm_linear for a few rows: sum_out [M, K] = x + delta, y = linear (gated: linear_silu_mul, w [2N, K])
-// of rms_norm(sum_out) by norm_weight [K]; linear_rows' conditions, norm_prologue_supports, every operand
-// 16-byte aligned.
-int add_rms_norm_linear_rows(Dtype dtype, const void* x, const void* delta, const void* norm_weight, void* sum_out,
-                             float eps, const void* w, void* y, int64_t M, int64_t N, int64_t K, bool gated,
-                             CUstream_st* stream);
 
 const char* error_string(int error);
 

@@ -25,12 +25,6 @@ torch::Tensor linear_cuda(const torch::Tensor& x, const torch::Tensor& weight);
 // linear_silu_mul's kernel under linear's conditions, else linear_cuda then silu_mul_cuda.
 torch::Tensor linear_silu_mul_cuda(const torch::Tensor& x, const torch::Tensor& weight);
 
-// add_rms_norm_linear's kernel where linear's conditions and the norm prologue's hold (every operand of one
-// dtype, contiguous, aligned), else add_rms_norm_cuda then linear_cuda or linear_silu_mul_cuda.
-std::tuple<torch::Tensor, torch::Tensor> add_rms_norm_linear_cuda(const torch::Tensor& x, const torch::Tensor& delta,
-                                                                  const torch::Tensor& norm_weight, double eps,
-                                                                  const torch::Tensor& weight, bool gated);
-
 // attend_cache's kernel where it applies (a mask or every key, a supported head width, aligned caches of the
 // query's dtype), else the composite (kernels/fused_ops_cpu.h's attend_cache).
 torch::Tensor attend_cache_cuda(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,

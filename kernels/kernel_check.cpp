@@ -132,19 +132,6 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
       if (problem.empty() && !torch::equal(fused, silu_mul(kernels::linear(xs.to(device), w.to(device)))))
         problem = "linear_silu_mul's kernel differs from linear then silu_mul";
     }
-    // The norm inside a product (widths of the warp-per-row norm; 3 rows: the 4-row kernel with a row unused),
-    // plain and gated, held to add_rms_norm then the product on the same device, bit for bit.
-    for (const int64_t width : {int64_t(256), int64_t(1280)})
-      for (const bool gated : {false, true}) {
-        const auto xw = pattern({3, 1, width}, 0.7, dtype).to(device), dw = pattern({3, 1, width}, 1.6, dtype).to(device);
-        const auto nw = pattern({width}, 2.4, dtype).to(device), ww = pattern({70, width}, 0.5, dtype).to(device);
-        const auto [sum_f, y_f] = add_rms_norm_linear(xw, dw, nw, 1e-5, ww, gated);
-        const auto [sum_r, normed_r] = add_rms_norm(xw, dw, nw, 1e-5);
-        const auto y_r = gated ? linear_silu_mul(normed_r, ww) : kernels::linear(normed_r, ww);
-        if (problem.empty() && !(torch::equal(sum_f, sum_r) && torch::equal(y_f, y_r)))
-          problem = std::string("add_rms_norm_linear's kernel") + (gated ? " (gated)" : "") +
-                    " differs from add_rms_norm then the product";
-      }
     // Attention over a cache: two head widths, grouped heads, 70 of 80 slots (three chunks of 32 keys, the last
     // partial); masks per row and query (a row whose middle chunk is refused whole: skipped unread), one shared
     // by the rows, and none (every key).

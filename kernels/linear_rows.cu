@@ -19,18 +19,10 @@
 // warp of column j takes weight rows j and F + j, rounds both products to T as linear writes them, and applies
 // silu_mul's arithmetic (kernels/fused_ops.cu), so its output is that of linear then silu_mul bit for bit,
 // without the [M, 2F] intermediate and the silu_mul kernel.
-//
-// add_rms_norm_linear: the residual add and RMSNorm before a product as the product's prologue. Each block
-// first normalises the M rows itself, warp m row m, with add_rms_norm's body (kernels/rms_norm_row.cuh) into
-// shared memory (block 0 also writes the sums, the residual stream), then its warps take their columns from
-// there: the bits of add_rms_norm then linear (or linear_silu_mul), without the norm's kernel and its wait on
-// memory. Every block normalises the same rows again (the rows are a few KB from L2; a GPT-XL step's q/k/v
-// product has 960 blocks), which costs less than the kernel it replaces.
 #include "kernels/exp_f32.h"
 #include "kernels/fused_ops_cuda.h"
 #include "kernels/launch.cuh"
 #include "kernels/packed.cuh"
-#include "kernels/rms_norm_row.cuh"
 
 namespace vispec::kernels::cuda {
 
@@ -38,7 +30,6 @@ namespace {
 
 constexpr int kThreads = 128;  // 4 warps per block, a warp per output column
 constexpr int kStride = 8;     // 16-byte weight vectors per lane per pass, all in flight at once
-constexpr int kNormMaxVectors = 8 * 32;  // a row of the norm prologue: at most 8 vectors per lane
 
 // One weight row's pass: vectors base, base + 32, ... (kStride of them) of row wr, zero past the row.
 __device__ __forceinline__ void load_pass(const uint4* wr, int64_t base, int64_t vectors, uint4 (&wv)[kStride]) {
@@ -49,11 +40,10 @@ __device__ __forceinline__ void load_pass(const uint4* wr, int64_t base, int64_t
   }
 }
 
-// acc[m] += the pass's products with every x row (lane-partial sums); x rows in global memory, or in shared
-// memory as xs (rows of `vectors` vectors) where xs is given.
+// acc[m] += the pass's products with every x row (lane-partial sums).
 template <typename T, int MAXM>
-__device__ __forceinline__ void add_pass(const T* __restrict__ x, const uint4* xs, int M, int64_t K, int64_t base,
-                                         int64_t vectors, const uint4 (&wv)[kStride], float (&acc)[MAXM]) {
+__device__ __forceinline__ void add_pass(const T* __restrict__ x, int M, int64_t K, int64_t base, int64_t vectors,
+                                         const uint4 (&wv)[kStride], float (&acc)[MAXM]) {
   constexpr int P = Pack<T>::n;
 #pragma unroll
   for (int s = 0; s < kStride; ++s) {
@@ -65,7 +55,7 @@ __device__ __forceinline__ void add_pass(const T* __restrict__ x, const uint4* x
     for (int m = 0; m < MAXM; ++m) {
       if (m >= M) break;
       float xf[P];
-      unpack(xs ? xs[m * vectors + v] : __ldg(reinterpret_cast<const uint4*>(x + m * K) + v), xf, x);
+      unpack(__ldg(reinterpret_cast<const uint4*>(x + m * K) + v), xf, x);
 #pragma unroll
       for (int i = 0; i < P; ++i) acc[m] = fmaf(xf[i], wf[i], acc[m]);
     }
@@ -80,54 +70,22 @@ __device__ __forceinline__ void sum_lanes(float (&acc)[MAXM]) {
     for (int offset = 16; offset > 0; offset /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], offset);
 }
 
-// The norm prologue's operands (NORM): x + delta is normalised by weight, eps; block 0 writes x + delta
-// to sum_out.
-template <typename T>
-struct NormPrologue {
-  const T* delta;
-  const T* weight;
-  T* sum_out;
-  float eps;
-};
-
 // GATED false: y [M, N] = x w^T. GATED true: w is [w1; w3] of 2N rows and y [M, N] = silu(x w1^T) * (x w3^T).
-// NORM: x is first replaced by add_rms_norm(x, delta)'s norm (norm_row_streamed: the row is not held in
-// registers beside the prefetched weights). The caller checks norm_prologue_supports.
-template <typename T, int MAXM, bool GATED, bool NORM>
+template <typename T, int MAXM, bool GATED>
 __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restrict__ x, const T* __restrict__ w,
-                                                               T* __restrict__ y, int M, int64_t N, int64_t K,
-                                                               NormPrologue<T> norm) {
+                                                               T* __restrict__ y, int M, int64_t N, int64_t K) {
   constexpr int P = Pack<T>::n;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t n = int64_t(blockIdx.x) * (kThreads / 32) + warp;
-  // Without a prologue a warp past the columns leaves at once; with one it must reach the block's barrier.
-  if (!NORM && n >= N) return;
+  const int lane = threadIdx.x % 32;
+  const int64_t n = int64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  if (n >= N) return;
   const int64_t vectors = K / P;
-  const int64_t column = n < N ? n : N - 1;  // a warp past the columns loads a real row and writes nothing
-  const uint4* wr = reinterpret_cast<const uint4*>(w + column * K);
-  const uint4* ur = reinterpret_cast<const uint4*>(w + (GATED ? N + column : column) * K);  // w3's row (gated)
+  const uint4* wr = reinterpret_cast<const uint4*>(w + n * K);
+  const uint4* ur = reinterpret_cast<const uint4*>(w + (GATED ? N + n : n) * K);  // w3's row (gated only)
   uint4 wv[kStride], uv[kStride];
   load_pass(wr, lane, vectors, wv);
   if (GATED) load_pass(ur, lane, vectors, uv);
-  constexpr int kNormVectors = NORM ? MAXM * kNormMaxVectors : 1;
-  __shared__ uint4 xs[kNormVectors];  // the normalised rows (prologue only)
-  wait_for_previous();  // x (and delta) are the kernels before's outputs
+  wait_for_previous();  // x is the kernel before's output
   start_next();
-  if constexpr (NORM) {
-    static_assert(MAXM <= kThreads / 32, "a warp per row of the prologue");
-    if (warp < M) {
-      uint4* sums = blockIdx.x == 0 ? reinterpret_cast<uint4*>(norm.sum_out + warp * K) : nullptr;
-      norm_row_streamed<T>(
-          x + warp * K, norm.delta + warp * K, norm.weight, K, norm.eps, lane,
-          [&](int64_t k, const uint4& v) { xs[warp * vectors + k] = v; },
-          [&](int64_t k, const uint4& v) {
-            if (sums) sums[k] = v;
-          });
-    }
-    __syncthreads();
-    if (n >= N) return;
-  }
-  const uint4* rows = NORM ? xs : nullptr;
   float acc[MAXM], up[MAXM];
 #pragma unroll
   for (int m = 0; m < MAXM; ++m) acc[m] = 0.f, up[m] = 0.f;
@@ -136,8 +94,8 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
       load_pass(wr, base, vectors, wv);
       if (GATED) load_pass(ur, base, vectors, uv);
     }
-    add_pass<T, MAXM>(x, rows, M, K, base, vectors, wv, acc);
-    if (GATED) add_pass<T, MAXM>(x, rows, M, K, base, vectors, uv, up);
+    add_pass<T, MAXM>(x, M, K, base, vectors, wv, acc);
+    if (GATED) add_pass<T, MAXM>(x, M, K, base, vectors, uv, up);
   }
   sum_lanes(acc);
   if (GATED) sum_lanes(up);
@@ -150,54 +108,35 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
       continue;
     }
     // silu_mul_kernel's steps on the two products as linear would have written them.
-    const float a = rounded<T>(acc[m]), u = rounded<T>(up[m]);
-    const float silu = rounded<T>(__fdiv_rn(a, __fadd_rn(1.0f, exp_f32(-a))));
+    const float a = to_float(from_float<T>(acc[m])), u = to_float(from_float<T>(up[m]));
+    const float silu = to_float(from_float<T>(__fdiv_rn(a, __fadd_rn(1.0f, exp_f32(-a)))));
     y[m * N + n] = from_float<T>(__fmul_rn(silu, u));
   }
 }
 
-template <typename T, int MAXM, bool GATED, bool NORM>
-int launch_for(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, const NormPrologue<T>& norm,
-               CUstream_st* stream) {
+template <typename T, int MAXM, bool GATED>
+int launch_for(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
   const int64_t columns_per_block = kThreads / 32;
   const int64_t blocks = (N + columns_per_block - 1) / columns_per_block;
-  return launch_kernel(linear_rows_kernel<T, MAXM, GATED, NORM>, dim3(unsigned(blocks)), dim3(kThreads), stream,
-                       static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), int(M), N, K, norm);
+  return launch_kernel(linear_rows_kernel<T, MAXM, GATED>, dim3(unsigned(blocks)), dim3(kThreads), stream,
+                static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), int(M), N, K);
 }
 
-template <typename T, bool GATED, bool NORM>
-int launch_rows(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, const NormPrologue<T>& norm,
-                CUstream_st* stream) {
-  if (M <= 2) return launch_for<T, 2, GATED, NORM>(x, w, y, M, N, K, norm, stream);
-  return launch_for<T, 4, GATED, NORM>(x, w, y, M, N, K, norm, stream);
+template <typename T, bool GATED>
+int launch_rows(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
+  if (M <= 2) return launch_for<T, 2, GATED>(x, w, y, M, N, K, stream);
+  return launch_for<T, 4, GATED>(x, w, y, M, N, K, stream);
 }
 
-// The kernel for T, gated or not, with the norm prologue where norm.weight is given.
-template <typename T>
-int launch_typed(const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, bool gated,
-                 const NormPrologue<T>& norm, CUstream_st* stream) {
-  if (norm.weight && norm_vectors_per_lane<T>(K) == 0) return int(cudaErrorInvalidValue);
-  if (gated)
-    return norm.weight ? launch_rows<T, true, true>(x, w, y, M, N, K, norm, stream)
-                       : launch_rows<T, true, false>(x, w, y, M, N, K, norm, stream);
-  return norm.weight ? launch_rows<T, false, true>(x, w, y, M, N, K, norm, stream)
-                     : launch_rows<T, false, false>(x, w, y, M, N, K, norm, stream);
-}
-
-int by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, bool gated,
-             const void* delta, const void* norm_weight, void* sum_out, float eps, CUstream_st* stream) {
+template <bool GATED>
+int by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,
+             CUstream_st* stream) {
   if (M == 0 || N == 0) return 0;
   if (N > (int64_t(1) << 36)) return int(cudaErrorInvalidValue);
-  auto typed = [&](auto zero) {
-    using T = decltype(zero);
-    const NormPrologue<T> norm{static_cast<const T*>(delta), static_cast<const T*>(norm_weight),
-                               static_cast<T*>(sum_out), eps};
-    return launch_typed<T>(x, w, y, M, N, K, gated, norm, stream);
-  };
   switch (dtype) {
-    case Dtype::f32: return typed(float{});
-    case Dtype::bf16: return typed(__nv_bfloat16{});
-    case Dtype::f16: return typed(__half{});
+    case Dtype::f32: return launch_rows<float, GATED>(x, w, y, M, N, K, stream);
+    case Dtype::bf16: return launch_rows<__nv_bfloat16, GATED>(x, w, y, M, N, K, stream);
+    case Dtype::f16: return launch_rows<__half, GATED>(x, w, y, M, N, K, stream);
   }
   return int(cudaErrorInvalidValue);
 }
@@ -208,29 +147,14 @@ bool linear_rows_supports(int64_t M, int64_t K, int element_size) {
   return M >= 1 && M <= kLinearRowsMax && element_size > 0 && K % (16 / element_size) == 0;
 }
 
-bool norm_prologue_supports(int64_t K, int element_size) {
-  switch (element_size) {
-    case 4: return norm_vectors_per_lane<float>(K) > 0;
-    case 2: return norm_vectors_per_lane<__half>(K) > 0;
-    default: return false;
-  }
-}
-
 int linear_rows(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,
                 CUstream_st* stream) {
-  return by_dtype(dtype, x, w, y, M, N, K, false, nullptr, nullptr, nullptr, 0.f, stream);
+  return by_dtype<false>(dtype, x, w, y, M, N, K, stream);
 }
 
 int linear_silu_mul_rows(Dtype dtype, const void* x, const void* w13, void* y, int64_t M, int64_t F, int64_t K,
                          CUstream_st* stream) {
-  return by_dtype(dtype, x, w13, y, M, F, K, true, nullptr, nullptr, nullptr, 0.f, stream);
-}
-
-int add_rms_norm_linear_rows(Dtype dtype, const void* x, const void* delta, const void* norm_weight, void* sum_out,
-                             float eps, const void* w, void* y, int64_t M, int64_t N, int64_t K, bool gated,
-                             CUstream_st* stream) {
-  if (!delta || !norm_weight || !sum_out) return int(cudaErrorInvalidValue);
-  return by_dtype(dtype, x, w, y, M, N, K, gated, delta, norm_weight, sum_out, eps, stream);
+  return by_dtype<true>(dtype, x, w13, y, M, F, K, stream);
 }
 
 }  // namespace vispec::kernels::cuda

@@ -31,17 +31,10 @@ AttentionImpl::AttentionImpl(const GptConfig& c, const torch::TensorOptions& opt
   }
 }
 
-bool AttentionImpl::fused_for(const torch::Tensor& x, const KvCache* cache, int64_t layer) const {
-  return cache && !q_norm && kernels::use_fused(x, cache->keys(layer));
-}
-
-const torch::Tensor& AttentionImpl::qkv_weight() {
-  return wqkv ? wqkv->weight : merged_qkv.of({&wq->weight, &wk->weight, &wv->weight});
-}
-
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& rope,
                                      const AttentionMask& mask, KvCache* cache, int64_t layer) {
-  if (fused_for(x, cache, layer)) return forward_projected(kernels::linear(x, qkv_weight()), rope, mask, *cache, layer);
+  if (cache && !q_norm && kernels::use_fused(x, cache->keys(layer)))
+    return forward_fused(x, rope, mask, *cache, layer);
   const int64_t B = x.size(0), T = x.size(1);
   torch::Tensor q, k, v;
   if (wqkv) {
@@ -62,10 +55,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   return wo(y.transpose(1, 2).reshape({B, T, n_head * head_dim}));
 }
 
-torch::Tensor AttentionImpl::forward_projected(const torch::Tensor& qkv, const torch::Tensor& rope,
-                                               const AttentionMask& mask, KvCache& cache, int64_t layer) {
-  const auto q = kernels::rope_write_kv(qkv, rope, cache.keys(layer), cache.values(layer), cache.block_slots(),
-                                        n_head, n_kv_head, rope_kind == RopeKind::sequence_1d);
+torch::Tensor AttentionImpl::forward_fused(const torch::Tensor& x, const torch::Tensor& rope,
+                                           const AttentionMask& mask, KvCache& cache, int64_t layer) {
+  const auto& w = wqkv ? wqkv->weight : merged_qkv.of({&wq->weight, &wk->weight, &wv->weight});
+  const auto q = kernels::rope_write_kv(kernels::linear(x, w), rope, cache.keys(layer), cache.values(layer),
+                                        cache.block_slots(), n_head, n_kv_head, rope_kind == RopeKind::sequence_1d);
   std::optional<torch::Tensor> dense;
   if (mask.dense.defined()) dense = mask.dense;
   return wo(kernels::attend_cache(q, cache.keys(layer), cache.values(layer), cache.attended_keys(), dense,
@@ -81,7 +75,7 @@ FeedForwardImpl::FeedForwardImpl(const GptConfig& c, const torch::TensorOptions&
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   if (kernels::use_fused(x, w1->weight))
-    return w2(kernels::linear_silu_mul(x, w13_weight()));
+    return w2(kernels::linear_silu_mul(x, merged_w13.of({&w1->weight, &w3->weight})));
   return w2(torch::silu(w1(x)) * w3(x));
 }
 
@@ -101,26 +95,13 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch:
 std::pair<torch::Tensor, torch::Tensor> TransformerBlockImpl::forward_deferred(
     const torch::Tensor& x, const torch::Tensor& pending, const torch::Tensor& rope, const AttentionMask& mask,
     KvCache* cache, int64_t layer) {
-  torch::Tensor stream = x, attended;
-  if (pending.defined() && attention->fused_for(x, cache, layer)) {
-    torch::Tensor qkv;
-    std::tie(stream, qkv) = kernels::add_rms_norm_linear(x, pending, attention_norm->weight, attention_norm->eps,
-                                                         attention->qkv_weight(), /*gated=*/false);
-    attended = attention->forward_projected(qkv, rope, mask, *cache, layer);
-  } else {
-    torch::Tensor normed;
-    if (pending.defined())
-      std::tie(stream, normed) = kernels::add_rms_norm(x, pending, attention_norm->weight, attention_norm->eps);
-    else
-      normed = kernels::rms_norm(x, attention_norm->weight, attention_norm->eps);
-    attended = attention(normed, rope, mask, cache, layer);
-  }
-  if (kernels::use_fused(stream, feed_forward->w1->weight)) {
-    const auto [h, gate] = kernels::add_rms_norm_linear(stream, attended, ffn_norm->weight, ffn_norm->eps,
-                                                        feed_forward->w13_weight(), /*gated=*/true);
-    return {h, feed_forward->w2(gate)};
-  }
-  const auto [h, ffn_in] = kernels::add_rms_norm(stream, attended, ffn_norm->weight, ffn_norm->eps);
+  torch::Tensor stream = x, normed;
+  if (pending.defined())
+    std::tie(stream, normed) = kernels::add_rms_norm(x, pending, attention_norm->weight, attention_norm->eps);
+  else
+    normed = kernels::rms_norm(x, attention_norm->weight, attention_norm->eps);
+  const auto [h, ffn_in] =
+      kernels::add_rms_norm(stream, attention(normed, rope, mask, cache, layer), ffn_norm->weight, ffn_norm->eps);
   return {h, feed_forward(ffn_in)};
 }
 
@@ -252,11 +233,6 @@ GptOutput GptImpl::run(torch::Tensor x, const torch::Tensor& seq_positions, cons
     for (size_t i = 0; i < layers->size(); ++i)
       std::tie(x, pending) = layers[i]->as<TransformerBlock>()->forward_deferred(x, pending, rope, mask, cache, int64_t(i));
     if (!pending.defined()) return {image_logits(norm(x)).to(torch::kFloat32), x};
-    if (output && kernels::use_fused(x, output->weight)) {  // the final norm inside the head's product
-      const auto [hidden, logits] =
-          kernels::add_rms_norm_linear(x, pending, norm->weight, norm->eps, output->weight, /*gated=*/false);
-      return {logits.to(torch::kFloat32), hidden};
-    }
     const auto [hidden, normed] = kernels::add_rms_norm(x, pending, norm->weight, norm->eps);
     return {image_logits(normed).to(torch::kFloat32), hidden};
   }

@@ -34,15 +34,11 @@ struct AttentionImpl : torch::nn::Module {
   RopeKind rope_kind;
   MergedWeights merged_qkv;  // wq, wk, wv as one [q; k; v] matrix for the fused path
 
-  // Whether a forward over x takes the fused operators (a cached forward, no q/k norms, a cache in x's dtype
-  // and the fused kernels usable).
-  bool fused_for(const torch::Tensor& x, const KvCache* cache, int64_t layer) const;
-  // The [q; k; v] projection's weight (wqkv's, or the merged wq, wk, wv).
-  const torch::Tensor& qkv_weight();
-  // The fused forward after its projection: qkv [B, T, (H + 2 Hkv) Dh] -> RoPE with the cache write, attention,
-  // the output projection (where fused_for holds).
-  torch::Tensor forward_projected(const torch::Tensor& qkv, const torch::Tensor& rope, const AttentionMask& mask,
-                                  KvCache& cache, int64_t layer);
+ private:
+  // A cached forward in three fused operators (kernels/fused_ops.h): the projection, RoPE with the cache
+  // write, attention.
+  torch::Tensor forward_fused(const torch::Tensor& x, const torch::Tensor& rope, const AttentionMask& mask,
+                              KvCache& cache, int64_t layer);
 };
 TORCH_MODULE(Attention);
 
@@ -51,7 +47,6 @@ struct FeedForwardImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);  // w2(silu(w1 x) * w3 x)
   NoBiasLinear w1{nullptr}, w2{nullptr}, w3{nullptr};
   MergedWeights merged_w13;  // [w1; w3] for the fused path
-  const torch::Tensor& w13_weight() { return merged_w13.of({&w1->weight, &w3->weight}); }
 };
 TORCH_MODULE(FeedForward);
 
@@ -62,9 +57,8 @@ struct TransformerBlockImpl : torch::nn::Module {
                         KvCache* cache, int64_t layer);
   // The fused path, with the block's last residual add left to the caller: takes the stream x and the previous
   // block's feed-forward output `pending` (undefined for the first block), adds them inside this block's first
-  // norm and returns (the stream after attention, this block's feed-forward output). Each residual add and
-  // norm runs inside the product after it (kernels::add_rms_norm_linear: into q/k/v where a previous block's
-  // output is pending, into w1|w3 always). The same bits as forward(), 6 operators per layer (GptImpl::run).
+  // norm (kernels::add_rms_norm) and returns (the stream after attention, this block's feed-forward output).
+  // The same bits as forward(), one operator fewer per layer (GptImpl::run).
   std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x, const torch::Tensor& pending,
                                                            const torch::Tensor& rope, const AttentionMask& mask,
                                                            KvCache* cache, int64_t layer);

@@ -254,35 +254,6 @@ TEST(Devices, LinearSiluMulOnCudaEqualsLinearThenSiluMul) {
       }
 }
 
-// The residual add and RMSNorm inside a product (add_rms_norm_linear) give the bits of add_rms_norm then the
-// product on CUDA, at GPT-XL's width (1280: q/k/v 3840, w1|w3 gated 3584, the head 16384) and 512, for 1 to 4
-// rows (the kernel; float32 at 1280 takes the two operators: 10 vectors per lane) and 5 (the two operators).
-TEST(Devices, AddRmsNormLinearOnCudaEqualsTheTwoOperators) {
-  if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(7);
-  struct Shape {
-    int64_t N, K;
-    bool gated;
-  };
-  for (const auto& shape : {Shape{3840, 1280, false}, Shape{3584, 1280, true}, Shape{16384, 1280, false},
-                            Shape{300, 512, false}, Shape{300, 512, true}})
-    for (const auto dtype : {torch::kFloat32, torch::kBFloat16})
-      for (const int64_t rows : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5)}) {
-        auto on = [&](const torch::Tensor& t) { return t.to(dtype).to(cuda()); };
-        const auto w = on(torch::randn({shape.gated ? 2 * shape.N : shape.N, shape.K}) / std::sqrt(double(shape.K)));
-        const auto x = on(torch::randn({rows, 1, shape.K})), delta = on(torch::randn({rows, 1, shape.K}));
-        const auto norm_weight = on(torch::randn({shape.K}) * 0.3 + 1);
-        const auto [sum, y] = kernels::add_rms_norm_linear(x, delta, norm_weight, 1e-5, w, shape.gated);
-        const auto [ref_sum, normed] = kernels::add_rms_norm(x, delta, norm_weight, 1e-5);
-        const auto ref = shape.gated ? kernels::linear_silu_mul(normed, w) : kernels::linear(normed, w);
-        EXPECT_TRUE(torch::equal(sum, ref_sum)) << dtype << " " << rows << " x " << shape.K;
-        EXPECT_TRUE(torch::equal(y, ref)) << dtype << " " << rows << " x " << shape.K << " -> " << shape.N
-                                          << (shape.gated ? " gated" : "") << ": max difference "
-                                          << (y - ref).abs().max().item<double>();
-      }
-}
-
 // The keyed uniforms drawn inside the CUDA kernel have the host generator's bits, and so does the tensor
 // generator that replaces it where the kernels are not used.
 TEST(Devices, KeyedUniformsOnCudaEqualTheHostGenerator) {

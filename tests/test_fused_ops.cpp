@@ -155,14 +155,6 @@ TEST(FusedOps, NormsAndGateEqualTheCompositeFormulas) {
     const auto gate = kernels::linear_silu_mul(x, w13);
     EXPECT_EQ(gate.sizes(), (std::vector<int64_t>{3, 5, 24}));
     EXPECT_TRUE(torch::equal(gate, kernels::silu_mul(kernels::linear(x, w13))));
-    // The norm inside the product: the sum and add_rms_norm then the product, the same bits.
-    for (const bool gated : {false, true}) {
-      const auto w = (torch::randn({gated ? 2 * 24 : 40, 48}) / 7).to(dtype);
-      const auto [fsum, y] = kernels::add_rms_norm_linear(x, delta, norm->weight, 1e-5, w, gated);
-      const auto [rsum, rnormed] = kernels::add_rms_norm(x, delta, norm->weight, 1e-5);
-      EXPECT_TRUE(torch::equal(fsum, rsum));
-      EXPECT_TRUE(torch::equal(y, gated ? kernels::linear_silu_mul(rnormed, w) : kernels::linear(rnormed, w)));
-    }
   }
 }
 
@@ -298,11 +290,10 @@ TEST(FusedOps, MergedWeightsFollowAMoveToAnotherDtype) {
   EXPECT_EQ(ffn->w3->weight.data_ptr(), again[w1.size(0)].data_ptr());
 }
 
-// An AR step of a transformer layer is at most 6 operators (the issue asked for 12: add + norm + q/k/v, RoPE +
-// cache write, attention, output, add + norm + w1|w3 + gate, w2; each residual add travels into the next norm,
-// each norm into the product after it), measured as the difference between models of 2 and 4 layers; the list
-// is printed.
-TEST(FusedOps, AnArStepIsAtMostSixOperatorsPerLayer) {
+// An AR step of a transformer layer is at most 8 operators (the issue asked for 12: add + norm, qkv, RoPE + cache
+// write, attention, output, add + norm, w1|w3 with the gate, w2; each residual add travels into the next norm),
+// measured as the difference between models of 2 and 4 layers; the list is printed.
+TEST(FusedOps, AnArStepIsAtMostEightOperatorsPerLayer) {
   torch::NoGradGuard no_grad;
   auto step_ops = [](int64_t layers) {
     auto c = test::tiny_gpt_config();
@@ -329,7 +320,7 @@ TEST(FusedOps, AnArStepIsAtMostSixOperatorsPerLayer) {
   std::string listing;
   for (const auto& n : two_names) listing += n + " ";
   std::cout << "2 layers: " << listing << "\n";
-  EXPECT_LE(per_layer, 6.0) << listing;
+  EXPECT_LE(per_layer, 8.0) << listing;
 }
 
 // The bench's aten_ops_per_image for AR on the embedded model at the demo's batch of 20 (vispec bench counts
