@@ -20,5 +20,6 @@ void add_bench_command(CLI::App& app, Action& action);
 void add_step_cost_command(CLI::App& app, Action& action);
 void add_distill_commands(CLI::App& app, Action& action);
 void add_verify_command(CLI::App& app, Action& action);
+void add_export_command(CLI::App& app, Action& action);
 
 }  // namespace vispec

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   vispec::add_step_cost_command(app, action);
   vispec::add_distill_commands(app, action);
   vispec::add_verify_command(app, action);
+  vispec::add_export_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

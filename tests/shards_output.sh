@@ -7,7 +7,7 @@
 # metrics.jsonl in place instead of rebuilding it (a damaged one is rebuilt); a flipped byte in an archive is
 # found by `vispec verify`, repaired, and the rerun writes the same members again; eval and grid read the
 # archives; the README's tarfile and WebDataset examples run on them. Also: the other `output` is refused on
-# the same directory (the fingerprint), in one line.
+# the same directory (the fingerprint), in one line; `vispec export` writes the same .npz from either output.
 set -euo pipefail
 vispec=$1 src=$2
 source "$src/tests/mpi_common.sh"  # sets $py and a $work directory removed at exit
@@ -147,3 +147,33 @@ set +e; "$vispec" run "$work/a/job.yaml" --set output=files 2> "$work/drift.log"
 grep -q "output" "$work/drift.log" || { cat "$work/drift.log"; fail "output drift: the line does not name the field"; }
 [ "$before" = "$(md5sum < "$a/journal.jsonl")" ] && [ ! -e "$a/images" ] || fail "output drift: the directory changed"
 echo "ok: files on a shards directory refused in one line"
+
+# 9. vispec export: the ADM evaluator's .npz (numpy.load(...)["arr_0"], uint8 [N, H, W, 3]) from either output,
+# the same array, every image its PNG's pixels (grayscale in three equal channels), in sample id order; a
+# directory without a run is one line and exit 2, nothing written.
+for d in ref a; do
+  "$vispec" export "$work/$d/out" --npz "$work/$d.npz" > "$work/export-$d.log" 2>&1 || { cat "$work/export-$d.log"; fail "export $d"; }
+  grep -q "18 images" "$work/export-$d.log" || { cat "$work/export-$d.log"; fail "export $d: the count"; }
+done
+cmp -s "$work/ref.npz" "$work/a.npz" || fail "the two outputs' .npz differ"
+"$venv_py" - "$work/ref.npz" "$work/ref/out" <<'PY'
+import sys, zipfile
+import numpy as np
+from PIL import Image
+path, out = sys.argv[1:3]
+assert zipfile.ZipFile(path).testzip() is None, "a member's CRC-32 is wrong"
+arr = np.load(path)["arr_0"]
+assert arr.dtype == np.uint8 and arr.ndim == 4 and arr.shape[0] == 18 and arr.shape[3] == 3, (arr.dtype, arr.shape)
+for i in range(18):
+    png = np.asarray(Image.open(f"{out}/images/{i:08d}.png"))
+    if png.ndim == 2:
+        png = np.repeat(png[:, :, None], 3, axis=2)
+    assert np.array_equal(arr[i], png[:, :, :3]), i
+print("npz", arr.shape)
+PY
+mkdir -p "$work/empty"
+set +e; "$vispec" export "$work/empty" --npz "$work/empty.npz" 2> "$work/export-empty.log"; rc=$?; set -e
+[ "$rc" -eq 2 ] && [ "$(wc -l < "$work/export-empty.log")" -eq 1 ] && [ ! -e "$work/empty.npz" ] ||
+  { cat "$work/export-empty.log"; fail "export of a directory without a run: exit $rc"; }
+ls "$work" | grep -q "empty.npz.tmp" && fail "export left a temporary"
+echo "ok: vispec export writes the ADM evaluator's .npz from either output"
