@@ -1,10 +1,14 @@
 // vispec bench BENCH.yaml: decoders side by side on the same prompts and seeds (bench/bench_runner.h).
+// vispec bench-plot RESULTS.json: its pictures again (bench/bench_plot.h).
 // vispec step-cost: AR time per token against the memory-bandwidth floor (bench/step_cost.h).
 #include <filesystem>
 
 #include "apps/commands.h"
 #include "core/device.h"
+#include "bench/bench_plot.h"
 #include "bench/bench_runner.h"
+#include "core/check.h"
+#include "io/atomic_file.h"
 #include "bench/step_cost.h"
 
 namespace vispec {
@@ -23,6 +27,28 @@ void add_bench_command(CLI::App& app, Action& action) {
                            ? (std::filesystem::path(file).parent_path() / "results").lexically_normal().string()
                            : results;
       run_bench(config, dir.empty() ? "results" : dir);
+      return kExitOk;
+    };
+  });
+}
+
+void add_bench_plot_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("bench-plot", "redraw a recorded bench's pictures from its results JSON");
+  static std::string json_path;
+  cmd->add_option("results", json_path, "RESULTS/<name>.json of vispec bench")->required()->check(CLI::ExistingFile);
+  cmd->callback([&action] {
+    action = [] {
+      nlohmann::json r;
+      try {
+        r = nlohmann::json::parse(read_file(json_path));
+      } catch (const nlohmann::json::exception& e) {
+        VISPEC_FAIL(json_path, ": not a bench's results (", e.what(), ")");
+      }
+      VISPEC_CHECK(r.is_object() && r.contains("decoders") && r.contains("name"), json_path,
+                   ": not a bench's results (no 'decoders' or 'name')");
+      std::string stem = json_path;  // RESULTS/<name>.json -> RESULTS/<name>
+      if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+      write_bench_plots(r, stem);
       return kExitOk;
     };
   });

@@ -17,6 +17,7 @@ void add_grid_command(CLI::App& app, Action& action);
 void add_decoders_command(CLI::App& app, Action& action);
 void add_eval_commands(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
+void add_bench_plot_command(CLI::App& app, Action& action);
 void add_step_cost_command(CLI::App& app, Action& action);
 void add_distill_commands(CLI::App& app, Action& action);
 void add_verify_command(CLI::App& app, Action& action);

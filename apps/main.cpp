@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   vispec::add_distill_commands(app, action);
   vispec::add_verify_command(app, action);
   vispec::add_export_command(app, action);
+  vispec::add_bench_plot_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -87,8 +87,36 @@ TEST_F(Bench, SmallBenchWritesConsistentResults) {
   EXPECT_NE(md.find("| ATen ops / image | host reads / image |"), std::string::npos) << md;
   if (std::system("command -v gnuplot > /dev/null") == 0)
     EXPECT_GT(fs::file_size(dir / "results/t.png"), 1000u) << "plot missing although gnuplot is installed";
+  EXPECT_FALSE(fs::exists(dir / "results/t-accepted.png")) << "AR alone has no accepted lengths to draw";
   for (const auto& f : fs::directory_iterator(dir / "results"))
     EXPECT_EQ(f.path().string().find(".tmp"), std::string::npos) << "temporary left: " << f.path();
+}
+
+// vispec bench-plot redraws a recorded bench's pictures: 14 variants of 3 decoders (more than the palette's 12
+// colours: one per decoder), speculative ones, so the accepted-length chart too; a file that is not a bench's
+// results is one line and exit 2.
+TEST_F(Bench, BenchPlotRedrawsARecordedBench) {
+  nlohmann::json r = {{"name", "p"}, {"images_per_decoder", 10}, {"device", "cpu"}, {"baseline", "ar"}};
+  for (int i = 0; i < 14; ++i)
+    r["decoders"].push_back({{"label", i == 0 ? std::string("ar") : "v" + std::to_string(i)},
+                             {"decoder", i == 0 ? "ar" : i < 8 ? "sd" : "eagle2"},
+                             {"speedup", 0.1 * (i + 1)},
+                             {"fid", 10.0 + i},
+                             {"class_agreement", 0.9 - 0.01 * i},
+                             {"mean_accepted_length", 1.0 + 0.3 * i}});
+  write_file_atomic((dir / "p.json").string(), r.dump());
+  const auto done = test::run_vispec("bench-plot " + (dir / "p.json").string());
+  ASSERT_EQ(done.exit_code, 0) << done.text;
+  if (std::system("command -v gnuplot > /dev/null") == 0) {
+    EXPECT_GT(fs::file_size(dir / "p.png"), 1000u);
+    EXPECT_GT(fs::file_size(dir / "p-accepted.png"), 1000u);
+  }
+  for (const auto& f : fs::directory_iterator(dir))
+    EXPECT_EQ(f.path().string().find(".tmp"), std::string::npos) << "temporary left: " << f.path();
+  write_file_atomic((dir / "q.json").string(), R"({"name": "q"})");
+  const auto refused = test::run_vispec("bench-plot " + (dir / "q.json").string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.text;
+  EXPECT_NE(refused.text.find("q.json: not a bench's results"), std::string::npos) << refused.text;
 }
 
 }  // namespace vispec
