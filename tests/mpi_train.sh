@@ -127,6 +127,21 @@ for d in ssd cls mulo; do
   grep -q '"ranks":2' "$work/$d/log.jsonl" || fail "$d: the log does not say 2 ranks"
 done
 
+# scripts/loss_curve.py reads every trainer's log: the trainer named, its loss said, its held-out measures in
+# the table's columns, a plot where gnuplot is installed.
+for spec in "gpt1:GPT:cross-entropy:test_loss" "vq1:VQ:reconstruction MSE:test_mse" \
+            "eagle1:EAGLE head:SmoothL1:heldout_vloss" "ssd:SSD heads:SmoothL1:_accept" \
+            "cls:classifier:cross-entropy:test_accuracy" "mulo:MuLo-SD resamplers:MSE:test_up_mse"; do
+  IFS=: read -r d trainer objective column <<< "$spec"
+  "$py" "$src/scripts/loss_curve.py" "$work/$d/log.jsonl" "$work/curve-$d" > "$work/curve-$d.out" 2>&1 ||
+    { cat "$work/curve-$d.out"; fail "loss_curve.py on $d's log"; }
+  grep -q "^$trainer (train .*loss = .*$objective" "$work/curve-$d.out" || { cat "$work/curve-$d.out"; fail "loss_curve.py: $d's trainer"; }
+  head -1 "$work/curve-$d.tsv" | grep -q "^step.train_loss.*$column" || { head -2 "$work/curve-$d.tsv"; fail "loss_curve.py: $d's columns"; }
+  [ "$(wc -l < "$work/curve-$d.tsv")" -ge 3 ] || fail "loss_curve.py: $d's table is empty"
+  if command -v gnuplot > /dev/null; then [ -s "$work/curve-$d.png" ] || fail "loss_curve.py: no plot of $d"; fi
+done
+echo "ok: loss_curve.py reads the log of every trainer"
+
 # 4. Rank 1 fails at step 2 (MPMD launch: the fault in rank 1's environment only): every rank ends, exit 3,
 # one line naming rank 1.
 set +e
