@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "cli.h"
+#include "decoding/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "io/prompts.h"
@@ -79,6 +80,23 @@ TEST_F(JobErrors, UnknownDecoderParameterAndBadValue) {
   EXPECT_NE(err.find("job.yaml:6: decoder.top_k: expected a number, got 'ten'"), std::string::npos) << err;
   err = expect_rejected(job("decoder:\n  name: ar\n  top_p: 1.5\n"));
   EXPECT_NE(err.find("job.yaml:6: decoder.top_p: must be in (0, 1]"), std::string::npos) << err;
+}
+
+// A field of another acceptance rule than the chosen one changes nothing: refused in one line naming it and the
+// rules that use it; given with its default value (as a run's kept job names every field) it is read.
+TEST_F(JobErrors, AFieldOfAnotherAcceptanceRuleIsRefused) {
+  auto err = expect_rejected(job("decoder:\n  name: sd\n  lambda: 5\n"));
+  EXPECT_NE(err.find("job.yaml:6: decoder.lambda: not read by accept: exact (only lanternpp uses it)"),
+            std::string::npos) << err;
+  err = expect_rejected(job("decoder:\n  name: eagle2\n  accept: lantern\n  budget: 2\n"));
+  EXPECT_NE(err.find("job.yaml:7: decoder.budget: not read by accept: lantern (only coolsd uses it)"),
+            std::string::npos) << err;
+  err = expect_rejected(job("decoder:\n  name: sd\n  accept: coolsd\n  delta: 0.2\n"));
+  EXPECT_NE(err.find("decoder.delta: not read by accept: coolsd (only lantern uses it)"), std::string::npos) << err;
+  const DecoderSpec defaults{"sd", "x", {{"lambda", 3.0}, {"k", 1000}}, {}, {}};
+  EXPECT_NO_THROW(parse_decoder(defaults));
+  const DecoderSpec used{"sd", "x", {{"lambda", 5.0}}, {{"accept", "lanternpp"}}, {}};
+  EXPECT_DOUBLE_EQ(parse_decoder(used).accept.lambda, 5.0);
 }
 
 TEST_F(JobErrors, UnreadablePromptsFile) {
