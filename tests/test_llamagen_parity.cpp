@@ -55,6 +55,26 @@ class LlamaGenParity : public test::TempDirTest {
 };
 }  // namespace
 
+// The trainers that read Fashion-MNIST refuse a LlamaGen model (RGB images) in one line naming its config,
+// before they write anything (the run directory holds at most its lock), instead of failing inside LibTorch.
+TEST_F(LlamaGenParity, FashionTrainersRefuseALlamaGenModelInOneLine) {
+  VISPEC_SKIP_WITHOUT_LLAMAGEN_FIXTURES();
+  const auto config = fixture_config(dir, "c2i");
+  for (const std::string trainer : {"vq", "gpt", "classifier", "mulo-resamplers"}) {
+    const auto out = dir / ("out-" + trainer);
+    const auto r = test::run_vispec("train " + trainer + " --config " + config + " --steps 1 --out " + out.string());
+    EXPECT_EQ(r.exit_code, 2) << r.text;
+    EXPECT_NE(r.text.find("c2i.yaml: train " + trainer + " trains on Fashion-MNIST (1-channel 28x28 images) only, "
+                          "and this model's images are 3-channel"),
+              std::string::npos)
+        << r.text;
+    EXPECT_EQ(std::count(r.text.begin(), r.text.end(), '\n'), 1) << r.text;
+    if (fs::exists(out))
+      for (const auto& f : fs::directory_iterator(out))
+        EXPECT_NE(f.path().filename().string().find("lock"), std::string::npos) << trainer << " wrote " << f.path();
+  }
+}
+
 TEST_F(LlamaGenParity, ClassToImageLogitsAndGreedyTokens) {
   VISPEC_SKIP_WITHOUT_LLAMAGEN_FIXTURES();
   torch::NoGradGuard no_grad;

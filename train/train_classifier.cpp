@@ -6,12 +6,14 @@
 #include "eval/quality.h"
 #include "io/fashion_data.h"
 #include "models/model_config.h"
+#include "train/fashion_only.h"
 #include "train/trainers.h"
 
 namespace vispec {
 
 void train_classifier(const TrainOptions& o) {
   const auto model = load_model_config(o.config);
+  check_fashion_model(model, "train classifier");
   VISPEC_CHECK(model.has_classifier, o.config, ": no 'classifier' section to train");
   const auto device = prepare_training(o);
   auto train = load_fashion_tensors("train", model.image_size());

@@ -12,6 +12,7 @@
 #include "models/mulo_resamplers.h"
 #include "models/vq.h"
 #include "io/fashion_data.h"
+#include "train/fashion_only.h"
 #include "train/trainers.h"
 
 namespace vispec {
@@ -66,6 +67,7 @@ double test_loss(Gpt& gpt, const TensorMap& data, int64_t n, torch::Device devic
 
 void train_gpt(const TrainOptions& o) {
   const auto model = load_model_config(o.config);
+  check_fashion_model(model, "train gpt");
   const auto device = prepare_training(o);
   VISPEC_CHECK(!(o.drafter && o.mulo), "train gpt: --drafter or --mulo, not both");
   VISPEC_CHECK(!o.drafter || model.has_draft_gpt(), o.config, ": no drafters.gpt section to train (--drafter)");

@@ -21,6 +21,7 @@
 #include "models/model_config.h"
 #include "models/mulo_resamplers.h"
 #include "models/vq.h"
+#include "train/fashion_only.h"
 #include "train/trainers.h"
 
 namespace vispec {
@@ -77,6 +78,7 @@ torch::Tensor token_loss(VqModel& vq, const ResampledLatent& r, const torch::Ten
 
 void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
   const auto model = load_model_config(o.config);
+  check_fashion_model(model, "train mulo-resamplers");
   VISPEC_CHECK(model.has_mulo(), o.config, ": no drafters.mulo section (MuLo-SD's resamplers) to train");
   const auto device = prepare_training(o);
   VqModel vq(model.vq);

@@ -6,6 +6,7 @@
 #include "models/model_config.h"
 #include "models/vq.h"
 #include "io/fashion_data.h"
+#include "train/fashion_only.h"
 #include "train/trainers.h"
 
 namespace vispec {
@@ -35,6 +36,7 @@ VqEval evaluate_vq(VqModel& vq, const torch::Tensor& images, torch::Device devic
 
 void train_vq(const TrainOptions& o) {
   const auto model = load_model_config(o.config);
+  check_fashion_model(model, "train vq");
   const auto device = prepare_training(o);
   auto train = load_fashion_tensors("train", model.image_size());
   auto eval_images = load_fashion_tensors("test", model.image_size()).images;

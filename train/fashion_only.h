@@ -1,0 +1,16 @@
+// The trainers of the GPT (target, SD's drafter, MuLo-SD's drafter), the VQ, the classifier and MuLo-SD's
+// resamplers read Fashion-MNIST: 1-channel 28x28 images padded to the model's image size. A model whose VQ
+// takes other images (LlamaGen's: RGB at 256 or 384 px) is refused in one line before any work, instead of
+// failing inside LibTorch. The head trainers (eagle-head, ssd-heads) take any model's distillation data.
+#pragma once
+
+#include <string>
+
+namespace vispec {
+
+struct ModelConfig;
+
+// trainer: the subcommand, for the message ("train vq").
+void check_fashion_model(const ModelConfig& model, const std::string& trainer);
+
+}  // namespace vispec
