@@ -149,9 +149,10 @@ template <typename T, int PER_LANE>
 int launch(const AttendArgs& a, CUstream_st* stream) {
   const int64_t chunks = (a.keys + 31) / 32;
   const int warps = int(chunks < kMaxWarps ? (chunks > 0 ? chunks : 1) : kMaxWarps);
-  return launch_kernel(attend_kernel<T, PER_LANE>, dim3(unsigned(a.B * a.H * a.T)), dim3(unsigned(32 * warps)), stream,
-                static_cast<const T*>(a.q), static_cast<const T*>(a.k_cache), static_cast<const T*>(a.v_cache), a.mask,
-                static_cast<T*>(a.out), a.H, a.Hkv, a.T, a.S, a.keys, a.mask_b, a.mask_t, a.mask_k, a.scale);
+  return launch_kernel(attend_kernel<T, PER_LANE>, dim3(unsigned(a.B * a.H * a.T)), dim3(unsigned(32 * warps)),
+                       stream, static_cast<const T*>(a.q), static_cast<const T*>(a.k_cache),
+                       static_cast<const T*>(a.v_cache), a.mask, static_cast<T*>(a.out), a.H, a.Hkv, a.T, a.S, a.keys,
+                       a.mask_b, a.mask_t, a.mask_k, a.scale);
 }
 
 template <typename T>

@@ -348,17 +348,17 @@ int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, 
     const unsigned warp_blocks = unsigned((rows + kNormWarpThreads / 32 - 1) / (kNormWarpThreads / 32));
     const auto warp_kernel = [&](auto vpl) {
       return launch_kernel(rms_norm_warp_kernel<T, decltype(vpl)::value>, warp_blocks, kNormWarpThreads, stream,
-          static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
-          static_cast<T*>(sum_out), static_cast<T*>(out), rows, D, eps);
+                           static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
+                           static_cast<T*>(sum_out), static_cast<T*>(out), rows, D, eps);
     };
     if (vectors_fit && per_lane >= 1 && per_lane <= 8) {
       if (per_lane <= 2) return warp_kernel(std::integral_constant<int, 2>());
       if (per_lane <= 4) return warp_kernel(std::integral_constant<int, 4>());
       return warp_kernel(std::integral_constant<int, 8>());
     }
-    return launch_kernel(rms_norm_kernel<T>, unsigned(rows), kNormThreads, stream,
-        static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
-        static_cast<T*>(sum_out), static_cast<T*>(out), D, eps);
+    return launch_kernel(rms_norm_kernel<T>, unsigned(rows), kNormThreads, stream, static_cast<const T*>(x),
+                         static_cast<const T*>(delta), static_cast<const T*>(weight), static_cast<T*>(sum_out),
+                         static_cast<T*>(out), D, eps);
   });
 }
 
@@ -367,7 +367,7 @@ int silu_mul(Dtype dtype, const void* gate_up, void* out, int64_t rows, int64_t 
   return by_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
     return launch_kernel(silu_mul_kernel<T>, blocks_for(rows * F, 256), 256, stream, static_cast<const T*>(gate_up),
-                  static_cast<T*>(out), rows, F);
+                         static_cast<T*>(out), rows, F);
   });
 }
 
@@ -378,9 +378,9 @@ int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t
   if (n == 0) return 0;
   return by_dtype(dtype, [&](auto zero) {
     using E = decltype(zero);
-    return launch_kernel(rope_write_kv_kernel<E>, blocks_for(n, 256), 256, stream,
-        static_cast<const E*>(qkv), rope, slots, static_cast<E*>(k_cache), static_cast<E*>(v_cache),
-        static_cast<E*>(q), B, T, H, Hkv, Dh, S, half_split);
+    return launch_kernel(rope_write_kv_kernel<E>, blocks_for(n, 256), 256, stream, static_cast<const E*>(qkv), rope,
+                         slots, static_cast<E*>(k_cache), static_cast<E*>(v_cache), static_cast<E*>(q), B, T, H, Hkv,
+                         Dh, S, half_split);
   });
 }
 
@@ -388,23 +388,24 @@ int sample_next(const float* logits, const double* u, int64_t* tokens, bool* non
                 double temperature, int64_t top_k, double top_p, CUstream_st* stream) {
   if (B == 0) return 0;
   const float t = temperature <= 0 ? 0.f : float(temperature > 1e-5 ? temperature : 1e-5);
-  return launch_kernel(sample_next_kernel, unsigned(B), kSampleThreads, stream, logits, u, tokens, nonfinite, V, t, top_k,
-                top_p < 1.0 ? float(1.0 - top_p) : 0.f);
+  return launch_kernel(sample_next_kernel, unsigned(B), kSampleThreads, stream, logits, u, tokens, nonfinite, V, t,
+                       top_k, top_p < 1.0 ? float(1.0 - top_p) : 0.f);
 }
 
 int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale, CUstream_st* stream) {
   if (n == 0) return 0;
   return by_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
-    return launch_kernel(cfg_mix_kernel<T>, blocks_for(n, 256), 256, stream, static_cast<const T*>(logits), out, n, scale);
+    return launch_kernel(cfg_mix_kernel<T>, blocks_for(n, 256), 256, stream, static_cast<const T*>(logits), out, n,
+                         scale);
   });
 }
 
 int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B,
                    int64_t C, uint64_t seed, uint32_t purpose, CUstream_st* stream) {
   if (B * C == 0) return 0;
-  return launch_kernel(keyed_uniforms_kernel, blocks_for(B * C, 256), 256, stream, ids, positions, draws, u, B, C, seed,
-                purpose);
+  return launch_kernel(keyed_uniforms_kernel, blocks_for(B * C, 256), 256, stream, ids, positions, draws, u, B, C,
+                       seed, purpose);
 }
 
 const char* error_string(int error) { return cudaGetErrorString(cudaError_t(error)); }

@@ -119,7 +119,7 @@ int launch_for(const void* x, const void* w, void* y, int64_t M, int64_t N, int6
   const int64_t columns_per_block = kThreads / 32;
   const int64_t blocks = (N + columns_per_block - 1) / columns_per_block;
   return launch_kernel(linear_rows_kernel<T, MAXM, GATED>, dim3(unsigned(blocks)), dim3(kThreads), stream,
-                static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), int(M), N, K);
+                       static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y), int(M), N, K);
 }
 
 template <typename T, bool GATED>
