@@ -20,13 +20,49 @@ std::string lower(std::string s) {
   return s;
 }
 
+// The GPT section's whole-number fields, each declared once: its key, its member, and its bounds (sizes at
+// least 1, since a zero would divide by zero or build an empty model; counts of options at least 0; and at most
+// what the largest real models have, many times over, so that a typo (dim: 1000000000) is refused here in one
+// line, not by LibTorch's allocator or a shape check deep inside a forward).
+struct GptWholeField {
+  const char* key;
+  int64_t GptConfig::*member;
+  int64_t least, most;
+};
+constexpr GptWholeField kGptWholeFields[] = {
+    {"vocab_size", &GptConfig::vocab_size, 1, 1 << 22},
+    {"dim", &GptConfig::dim, 1, 1 << 16},
+    {"n_layer", &GptConfig::n_layer, 1, 1024},
+    {"n_head", &GptConfig::n_head, 1, 1024},
+    {"n_kv_head", &GptConfig::n_kv_head, 0, 1024},
+    {"multiple_of", &GptConfig::multiple_of, 1, 1 << 16},
+    {"grid_size", &GptConfig::grid_size, 1, 512},
+    {"num_classes", &GptConfig::num_classes, 0, 1 << 22},
+    {"cls_token_num", &GptConfig::cls_token_num, 1, 1 << 16},
+    {"caption_dim", &GptConfig::caption_dim, 0, 1 << 16},
+    {"ffn_hidden_size", &GptConfig::ffn_hidden_size, 0, 1 << 20},
+    {"text_vocab_size", &GptConfig::text_vocab_size, 0, 1 << 22},
+    {"image_token_offset", &GptConfig::image_token_offset, 0, 1 << 22},
+    {"image_embed_dim", &GptConfig::image_embed_dim, 0, 1 << 20},
+    {"image_mlp_dim", &GptConfig::image_mlp_dim, 0, 1 << 20},
+};
+// Its real-number fields, and the rest of its keys (read below: words, the weights' naming, a special check).
+constexpr std::pair<const char*, double GptConfig::*> kGptRealFields[] = {
+    {"ffn_dim_multiplier", &GptConfig::ffn_dim_multiplier},
+    {"rope_base", &GptConfig::rope_base},
+    {"norm_eps", &GptConfig::norm_eps},
+};
+constexpr const char* kGptOtherKeys[] = {"weights", "preset", "rope",  "qkv",   "qk_norm",        "image_input",
+                                         "image_output", "eol_token", "names", "state_dict_key", "strip_prefix",
+                                         "rename"};
+
 // base: the defaults (a drafter starts from its target: same vocabulary, grid and conditioning).
 GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
-  v.reject_unknown_keys({"weights", "preset", "vocab_size", "dim", "n_layer", "n_head", "n_kv_head", "multiple_of",
-                         "ffn_dim_multiplier", "ffn_hidden_size", "rope", "rope_base", "norm_eps", "grid_size",
-                         "num_classes", "cls_token_num", "caption_dim", "qkv", "qk_norm", "text_vocab_size",
-                         "image_token_offset", "image_input", "image_output", "image_embed_dim", "image_mlp_dim",
-                         "eol_token", "names", "state_dict_key", "strip_prefix", "rename"});
+  std::vector<std::string> known;
+  for (const auto& f : kGptWholeFields) known.push_back(f.key);
+  for (const auto& [key, member] : kGptRealFields) known.push_back(key);
+  known.insert(known.end(), std::begin(kGptOtherKeys), std::end(kGptOtherKeys));
+  v.reject_unknown_keys(known);
   GptConfig c = base;
   if (v.has("preset")) {
     const auto preset = gpt_preset(v.need<std::string>("preset"));
@@ -34,24 +70,8 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
     c.n_layer = preset.n_layer;
     c.n_head = preset.n_head;
   }
-  c.vocab_size = v.get<int64_t>("vocab_size", c.vocab_size);
-  c.dim = v.get<int64_t>("dim", c.dim);
-  c.n_layer = v.get<int64_t>("n_layer", c.n_layer);
-  c.n_head = v.get<int64_t>("n_head", c.n_head);
-  c.n_kv_head = v.get<int64_t>("n_kv_head", c.n_kv_head);
-  c.multiple_of = v.get<int64_t>("multiple_of", c.multiple_of);
-  c.ffn_dim_multiplier = v.get<double>("ffn_dim_multiplier", c.ffn_dim_multiplier);
-  c.rope_base = v.get<double>("rope_base", c.rope_base);
-  c.norm_eps = v.get<double>("norm_eps", c.norm_eps);
-  c.grid_size = v.get<int64_t>("grid_size", c.grid_size);
-  c.num_classes = v.get<int64_t>("num_classes", c.num_classes);
-  c.cls_token_num = v.get<int64_t>("cls_token_num", c.cls_token_num);
-  c.caption_dim = v.get<int64_t>("caption_dim", c.caption_dim);
-  c.ffn_hidden_size = v.get<int64_t>("ffn_hidden_size", c.ffn_hidden_size);
-  c.text_vocab_size = v.get<int64_t>("text_vocab_size", c.text_vocab_size);
-  c.image_token_offset = v.get<int64_t>("image_token_offset", c.image_token_offset);
-  c.image_embed_dim = v.get<int64_t>("image_embed_dim", c.image_embed_dim);
-  c.image_mlp_dim = v.get<int64_t>("image_mlp_dim", c.image_mlp_dim);
+  for (const auto& f : kGptWholeFields) c.*f.member = v.get<int64_t>(f.key, c.*f.member);
+  for (const auto& [key, member] : kGptRealFields) c.*member = v.get<double>(key, c.*member);
   c.qk_norm = v.get<bool>("qk_norm", c.qk_norm);
   c.eol_token = v.get<int64_t>("eol_token", c.eol_token);
   // word(key, {(name, value), ...}): a key naming one of a few choices.
@@ -71,28 +91,14 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
                        {{"token_table", ImageInput::token_table}, {"aligner_mlp", ImageInput::aligner_mlp}});
   c.image_output = word("image_output", c.image_output,
                         {{"linear", ImageOutput::linear}, {"head_mlp", ImageOutput::head_mlp}});
-  // Sizes: positive (a zero would divide by zero or build an empty model), counts of options: not negative.
-  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"vocab_size", c.vocab_size}, {"dim", c.dim},
-                                   {"n_layer", c.n_layer}, {"n_head", c.n_head}, {"multiple_of", c.multiple_of},
-                                   {"grid_size", c.grid_size}, {"cls_token_num", c.cls_token_num}})
-    if (value < 1) (v.has(key) ? v.at(key) : v).fail(std::string(key) + " must be at least 1");
-  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"n_kv_head", c.n_kv_head},
-                                   {"num_classes", c.num_classes}, {"caption_dim", c.caption_dim},
-                                   {"ffn_hidden_size", c.ffn_hidden_size}, {"text_vocab_size", c.text_vocab_size},
-                                   {"image_token_offset", c.image_token_offset}})
-    if (value < 0) v.at(key).fail(std::string(key) + " must not be negative");
-  // ... and at most what the largest real models have, many times over: a typo (dim: 1000000000) is refused
-  // here in one line, not by LibTorch's allocator or a shape check deep inside a forward.
-  for (const auto& [key, value, most] :
-       {std::tuple<const char*, int64_t, int64_t>{"vocab_size", c.vocab_size, 1 << 22}, {"dim", c.dim, 1 << 16},
-        {"n_layer", c.n_layer, 1024}, {"n_head", c.n_head, 1024}, {"n_kv_head", c.n_kv_head, 1024},
-        {"multiple_of", c.multiple_of, 1 << 16}, {"grid_size", c.grid_size, 512},
-        {"cls_token_num", c.cls_token_num, 1 << 16}, {"num_classes", c.num_classes, 1 << 22},
-        {"caption_dim", c.caption_dim, 1 << 16}, {"ffn_hidden_size", c.ffn_hidden_size, 1 << 20},
-        {"text_vocab_size", c.text_vocab_size, 1 << 22}, {"image_token_offset", c.image_token_offset, 1 << 22}})
-    if (value > most)
-      (v.has(key) ? v.at(key) : v).fail(std::string(key) + " must be at most " + std::to_string(most) + ", got " +
-                                        std::to_string(value));
+  const auto at = [&](const char* key) { return v.has(key) ? v.at(key) : v; };
+  for (const auto& f : kGptWholeFields)
+    if (c.*f.member < f.least)
+      at(f.key).fail(std::string(f.key) + (f.least == 1 ? " must be at least 1" : " must not be negative"));
+  for (const auto& f : kGptWholeFields)
+    if (c.*f.member > f.most)
+      at(f.key).fail(std::string(f.key) + " must be at most " + std::to_string(f.most) + ", got " +
+                     std::to_string(c.*f.member));
   if (c.n_kv_head > 0 && c.n_head % c.n_kv_head != 0) v.at("n_kv_head").fail("must divide n_head");
   if (c.dim % c.n_head != 0) v.fail("dim must be a multiple of n_head");
   if (c.rope == RopeKind::grid_2d && c.head_dim() % 4 != 0)

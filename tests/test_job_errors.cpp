@@ -245,20 +245,28 @@ TEST_F(JobErrors, EveryCountIsBounded) {
     EXPECT_EQ(test::count_lines(r.text), 1) << command << ": " << r.text;
     EXPECT_NE(r.text.find("--threads"), std::string::npos) << command << ": " << r.text;
   }
-  // A model config's sizes: at most what the largest real models have, many times over.
+  // A model config's sizes: at least 1 (counts of options at least 0), at most what the largest real models have,
+  // many times over; every whole-number field of the GPT section is held to its bounds.
   std::string model = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
   for (size_t at = model.find(" fmnist/"); at != std::string::npos; at = model.find(" fmnist/", at + 1))
     model.replace(at, 1, " " + std::string(VISPEC_SOURCE_DIR) + "/configs/");
-  const std::vector<std::pair<std::string, std::string>> bad_sizes = {{"dim: 128", "dim: 1000000000"},
-                                                                     {"grid_size: 16", "grid_size: 1000000"}};
-  for (const auto& [from, to] : bad_sizes) {
+  struct BadSize {
+    std::string from, to, says;
+  };
+  const std::vector<BadSize> bad_sizes = {{"dim: 128", "dim: 1000000000", "dim must be at most 65536"},
+                                          {"grid_size: 16", "grid_size: 1000000", "grid_size must be at most 512"},
+                                          {"dim: 128", "dim: 0", "dim must be at least 1"},
+                                          {"dim: 128", "dim: 128\n  n_kv_head: -2", "n_kv_head must not be negative"},
+                                          {"dim: 128", "dim: 128\n  image_mlp_dim: 99999999",
+                                           "image_mlp_dim must be at most 1048576, got 99999999"}};
+  for (const auto& b : bad_sizes) {
     auto bad = model;
-    bad.replace(bad.find(from), from.size(), to);
+    bad.replace(bad.find(b.from), b.from.size(), b.to);
     write("model.yaml", bad);
     err = expect_rejected("model: " + (dir / "model.yaml").string() + "\nprompts: prompts.txt\nout: " +
                           (dir / "out").string() + "\ndecoder: {name: ar}\n");
     EXPECT_NE(err.find("model.yaml:"), std::string::npos) << err;
-    EXPECT_NE(err.find("must be at most"), std::string::npos) << err;
+    EXPECT_NE(err.find(b.says), std::string::npos) << b.to << ": " << err;
   }
 }
 
