@@ -5,9 +5,9 @@
 // check before first use (kernels/kernel_check.cpp) bounds.
 #include "kernels/fused_ops_cuda.h"
 #include "core/philox.h"
-#include "kernels/exp_f32.h"
 #include "kernels/launch.cuh"
 #include "kernels/packed.cuh"
+#include "kernels/silu_gate.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -22,8 +22,6 @@
 namespace vispec::kernels::cuda {
 
 namespace {
-
-template <typename T> __device__ __forceinline__ float rounded(float v) { return to_float<T>(from_float<T>(v)); }
 
 constexpr int kNormThreads = 256;
 
@@ -130,9 +128,7 @@ __global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ o
   const int64_t n = rows * F;
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = k / F, i = k % F;
-    const float a = to_float(gate_up[r * 2 * F + i]), up = to_float(gate_up[r * 2 * F + F + i]);
-    const float silu = rounded<T>(__fdiv_rn(a, __fadd_rn(1.0f, exp_f32(-a))));
-    out[k] = from_float<T>(__fmul_rn(silu, up));
+    out[k] = silu_gate<T>(to_float(gate_up[r * 2 * F + i]), to_float(gate_up[r * 2 * F + F + i]));
   }
 }
 

@@ -17,12 +17,13 @@
 //
 // linear_silu_mul: SwiGLU's middle, silu(x w1^T) * (x w3^T), from the merged [w1; w3] in the same pass: the
 // warp of column j takes weight rows j and F + j, rounds both products to T as linear writes them, and applies
-// silu_mul's arithmetic (kernels/fused_ops.cu), so its output is that of linear then silu_mul bit for bit,
+// silu_mul's arithmetic (kernels/silu_gate.cuh, shared with silu_mul's kernel), so its output is that of linear
+// then silu_mul bit for bit,
 // without the [M, 2F] intermediate and the silu_mul kernel.
-#include "kernels/exp_f32.h"
 #include "kernels/fused_ops_cuda.h"
 #include "kernels/launch.cuh"
 #include "kernels/packed.cuh"
+#include "kernels/silu_gate.cuh"
 
 namespace vispec::kernels::cuda {
 
@@ -107,10 +108,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const T* __restri
       y[m * N + n] = from_float<T>(acc[m]);
       continue;
     }
-    // silu_mul_kernel's steps on the two products as linear would have written them.
-    const float a = to_float(from_float<T>(acc[m])), u = to_float(from_float<T>(up[m]));
-    const float silu = to_float(from_float<T>(__fdiv_rn(a, __fadd_rn(1.0f, exp_f32(-a)))));
-    y[m * N + n] = from_float<T>(__fmul_rn(silu, u));
+    y[m * N + n] = silu_gate<T>(rounded<T>(acc[m]), rounded<T>(up[m]));  // the products as linear writes them
   }
 }
 

@@ -45,4 +45,7 @@ template <> __device__ __forceinline__ float from_float<float>(float v) { return
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
+// v rounded to T and back: what a value stored as T and read again holds.
+template <typename T> __device__ __forceinline__ float rounded(float v) { return to_float<T>(from_float<T>(v)); }
+
 }  // namespace vispec::kernels::cuda
