@@ -61,7 +61,8 @@ void add_step_cost_command(CLI::App& app, Action& action) {
   cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   cmd->add_option("--dtypes", o.dtypes, "fp32, bf16, fp16")->delimiter(',')->capture_default_str();
   cmd->add_option("--batches", o.batches, "batch sizes (CFG doubles the rows)")->delimiter(',')->capture_default_str();
-  cmd->add_option("--modes", o.modes, "eager, graphs (CUDA graphs of the static step); default: both on a GPU, eager on a CPU")
+  cmd->add_option("--modes", o.modes,
+                  "eager, graphs (CUDA graphs of the static step); default: both on a GPU, eager on a CPU")
       ->delimiter(',');
   cmd->add_option("--max-steps", o.max_steps, "time only the first N steps of each image (0: the whole image)")
       ->capture_default_str();

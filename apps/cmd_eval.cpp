@@ -25,8 +25,8 @@ void add_eval_commands(CLI::App& app, Action& action) {
 
   static std::string config, results = "bench/results";
   static std::vector<int64_t> sizes = {1000, 10000};
-  auto* floors = app.add_subcommand("eval-floors",
-                                    "FID of real train images and of their VQ reconstructions vs the test images");
+  auto* floors =
+      app.add_subcommand("eval-floors", "FID of real train images and of their VQ reconstructions vs the test images");
   floors->add_option("--config", config, "model config")->required();
   floors->add_option("--n", sizes, "image counts to measure at")->capture_default_str();
   floors->add_option("--results", results, "writes floors.json and floors.md here")->capture_default_str();

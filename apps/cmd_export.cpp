@@ -7,8 +7,9 @@
 namespace vispec {
 
 void add_export_command(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("export", "write a run's images as one .npz (uint8 [N, H, W, 3], key arr_0), the "
-                                           "sample file of the ADM evaluator's FID");
+  auto* cmd = app.add_subcommand("export",
+                                 "write a run's images as one .npz (uint8 [N, H, W, 3], key arr_0), the "
+                                 "sample file of the ADM evaluator's FID");
   static std::string run_dir, npz;
   cmd->add_option("run", run_dir, "a run's output directory")->required();
   cmd->add_option("--npz", npz, "the .npz to write")->required();

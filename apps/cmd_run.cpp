@@ -6,8 +6,9 @@
 namespace vispec {
 
 void add_run_command(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("run", "generate the images of a job file, or go on with a run's OUT (resumable; "
-                                        "under mpirun/srun: all ranks)");
+  auto* cmd = app.add_subcommand("run",
+                                 "generate the images of a job file, or go on with a run's OUT (resumable; "
+                                 "under mpirun/srun: all ranks)");
   static RunOptions o;
   cmd->add_option("job", o.job_file, "job file (YAML), or the output directory of a run (its job.yaml)")->required();
   cmd->add_option("--out", o.out_dir, "output directory (overrides the job's `out`)");
@@ -15,8 +16,9 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--new", o.start_over, "discard OUT's journal and outputs and start over (e.g. after a config change)");
   cmd->callback([&action] { action = [] { return run_job(o); }; });
 
-  auto* resume = app.add_subcommand("resume", "go on with a run: the job its output directory keeps (OUT/job.yaml), "
-                                              "no flags needed");
+  auto* resume = app.add_subcommand("resume",
+                                    "go on with a run: the job its output directory keeps (OUT/job.yaml), "
+                                    "no flags needed");
   static RunOptions r;
   r.resume = true;
   resume->add_option("out", r.job_file, "the output directory of a run")->required();

@@ -78,7 +78,8 @@ void add_head_options(CLI::App* cmd, HeadTrainOptions& o) {
 }  // namespace
 
 void add_train_commands(CLI::App& app, Action& action) {
-  auto* train = app.add_subcommand("train", "train drafters from distillation data (any model), or the embedded model's parts on Fashion-MNIST");
+  auto* train = app.add_subcommand(
+      "train", "train drafters from distillation data (any model), or the embedded model's parts on Fashion-MNIST");
   train->require_subcommand(1);
   static TrainOptions vq, gpt, classifier, mulo;
   static HeadTrainOptions eagle, ssd;
@@ -90,17 +91,20 @@ void add_train_commands(CLI::App& app, Action& action) {
   vq_cmd->callback([&action] { action = [] { return run_trainer(vq, [] { train_vq(vq); }); }; });
   auto* gpt_cmd = train->add_subcommand("gpt", "the class-conditional GPT on VQ tokens of Fashion-MNIST");
   add_common(gpt_cmd, gpt);
-  gpt_cmd->add_flag("--drafter", gpt.drafter, "train the config's drafters.gpt (SD's small drafter) instead of the target");
+  gpt_cmd->add_flag("--drafter", gpt.drafter,
+                    "train the config's drafters.gpt (SD's small drafter) instead of the target");
   gpt_cmd->add_flag("--mulo", gpt.mulo, "train drafters.mulo.gpt (MuLo-SD's drafter) on half-resolution images");
   gpt_cmd->callback([&action] { action = [] { return run_trainer(gpt, [] { train_gpt(gpt); }); }; });
   auto* cls_cmd = train->add_subcommand("classifier", "the evaluation classifier (vispec eval) on Fashion-MNIST");
   add_common(cls_cmd, classifier);
-  cls_cmd->callback([&action] { action = [] { return run_trainer(classifier, [] { train_classifier(classifier); }); }; });
+  cls_cmd->callback(
+      [&action] { action = [] { return run_trainer(classifier, [] { train_classifier(classifier); }); }; });
   auto* eagle_cmd = train->add_subcommand("eagle-head", "EAGLE-2's drafter for the target, from distillation data");
   add_head_options(eagle_cmd, eagle);
   eagle_cmd->add_option("--noise-std", eagle.noise_std, "uniform input noise, scaled by 512/T as EAGLE")
       ->capture_default_str();
-  eagle_cmd->add_option("--ploss-weight", eagle.ploss_weight, "weight of the token cross-entropy")->capture_default_str();
+  eagle_cmd->add_option("--ploss-weight", eagle.ploss_weight, "weight of the token cross-entropy")
+      ->capture_default_str();
   eagle_cmd->callback([&action] { action = [] { return run_trainer(eagle, [] { train_eagle_head(eagle); }); }; });
   auto* ssd_cmd = train->add_subcommand("ssd-heads", "SSD's horizontal and vertical heads, from distillation data");
   add_head_options(ssd_cmd, ssd);
@@ -112,9 +116,13 @@ void add_train_commands(CLI::App& app, Action& action) {
   static double token_weight = 0;
   mulo_cmd->add_option("--max-images", mulo.max_images, "the first N training images only (0 = all)")
       ->capture_default_str();
-  mulo_cmd->add_option("--token-weight", token_weight, "weight of a cross-entropy on the nearest-code tokens (0: the "
-                       "paper's MSE + commitment only)")->capture_default_str();
-  mulo_cmd->callback([&action] { action = [] { return run_trainer(mulo, [] { train_mulo_resamplers(mulo, token_weight); }); }; });
+  mulo_cmd
+      ->add_option("--token-weight", token_weight,
+                   "weight of a cross-entropy on the nearest-code tokens (0: the "
+                   "paper's MSE + commitment only)")
+      ->capture_default_str();
+  mulo_cmd->callback(
+      [&action] { action = [] { return run_trainer(mulo, [] { train_mulo_resamplers(mulo, token_weight); }); }; });
 }
 
 }  // namespace vispec

@@ -40,16 +40,20 @@ void keep_runs_of_summary(const std::string& out, const std::map<int64_t, nlohma
   }
   int64_t images = 0;
   for (const auto& entry : done) images += entry.second.value("images", int64_t(0));
-  nlohmann::json kept = {{"images", images},       {"units_done", int64_t(done.size())}, {"complete", false},
-                         {"repaired_utc", utc_timestamp()}, {"runs", summary["runs"]}};
-  for (const char* field : {"job", "model", "model_config", "decoder", "seed", "device", "device_model", "dtype",
-                            "units_total"})
+  nlohmann::json kept = {{"images", images},
+                         {"units_done", int64_t(done.size())},
+                         {"complete", false},
+                         {"repaired_utc", utc_timestamp()},
+                         {"runs", summary["runs"]}};
+  for (const char* field :
+       {"job", "model", "model_config", "decoder", "seed", "device", "device_model", "dtype", "units_total"})
     if (summary.contains(field)) kept[field] = summary[field];
   write_file_atomic(summary_path(out), kept.dump(2) + "\n");
 }
 
 int verify(const std::string& out, bool repair, int threads) {
-  VISPEC_CHECK(!start_over_pending(out), out, ": a `vispec run --new` was interrupted here, its previous run half "
+  VISPEC_CHECK(!start_over_pending(out), out,
+               ": a `vispec run --new` was interrupted here, its previous run half "
                "removed: rerun the job to finish it");
   VISPEC_CHECK(file_exists(journal_path(out)), journal_path(out), ": no journal (is this a vispec run directory?)");
   std::unique_ptr<OutputLock> lock;
@@ -93,8 +97,7 @@ int verify(const std::string& out, bool repair, int threads) {
   keep_runs_of_summary(out, journal.done());
   fs::remove(metrics_path(out));  // rebuilt by the rerun, from the journal
   if (fs::exists(distill_index_path(out))) build_distill_index(out, distill_units(journal.done()));
-  std::cout << "repaired: " << broken.size() << " unit(s) un-journaled; rerun the job to recompute them"
-            << std::endl;
+  std::cout << "repaired: " << broken.size() << " unit(s) un-journaled; rerun the job to recompute them" << std::endl;
   return kExitOk;
 }
 }  // namespace

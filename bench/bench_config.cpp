@@ -23,8 +23,8 @@ BenchConfig load_bench_config(const std::string& path, const std::vector<std::st
   if (!doc.IsMap()) VISPEC_FAIL(path, ": a bench file must be a YAML map");
   for (const auto& o : overrides) apply_override(doc, o);
   YamlView root(doc, path);
-  root.reject_unknown_keys({"name", "model", "prompts", "images_per_prompt", "seed", "batch_size", "device",
-                            "threads", "baseline", "decoders"});
+  root.reject_unknown_keys({"name", "model", "prompts", "images_per_prompt", "seed", "batch_size", "device", "threads",
+                            "baseline", "decoders"});
   BenchConfig c;
   c.file = path;
   c.name = root.need<std::string>("name");
@@ -55,7 +55,8 @@ BenchConfig load_bench_config(const std::string& path, const std::vector<std::st
     e.label = entry.get<std::string>("label", e.decoder.name);
     e.where = entry.where();
     if (!labels.insert(e.label).second)
-      (entry.has("label") ? entry.at("label") : entry).fail("label '" + e.label + "' is used twice; labels must be unique");
+      (entry.has("label") ? entry.at("label") : entry)
+          .fail("label '" + e.label + "' is used twice; labels must be unique");
     c.decoders.push_back(e);
   }
   c.baseline = root.get<std::string>("baseline", c.decoders.front().label);

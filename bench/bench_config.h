@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "decoding/decoder_config.h"
+#include "decoding/floor/decoder_config.h"
 
 namespace vispec {
 

@@ -90,7 +90,8 @@ bool draw(const std::string& script, const std::string& tmp_png, const std::stri
 
 std::string palette() {
   std::string s;
-  for (size_t i = 0; i < std::size(kPalette); ++i) s += fmt::format("set linetype {} lc rgb '{}'\n", i + 1, kPalette[i]);
+  for (size_t i = 0; i < std::size(kPalette); ++i)
+    s += fmt::format("set linetype {} lc rgb '{}'\n", i + 1, kPalette[i]);
   return s + fmt::format("set linetype cycle {}\n", std::size(kPalette));
 }
 
@@ -122,7 +123,8 @@ void write_bench_plots(const nlohmann::json& r, const std::string& stem) {
       "set ylabel 'class agreement (higher is better)'\nset yrange [*:1]\n{agreement}"
       "unset multiplot\n",
       fmt::arg("out", tmp), fmt::arg("palette", palette()), fmt::arg("families", names), fmt::arg("title", title),
-      fmt::arg("base", r["baseline"].get<std::string>()), fmt::arg("fid", fmt::format(fmt::runtime(series), fmt::arg("column", 4))),
+      fmt::arg("base", r["baseline"].get<std::string>()),
+      fmt::arg("fid", fmt::format(fmt::runtime(series), fmt::arg("column", 4))),
       fmt::arg("agreement", fmt::format(fmt::runtime(series), fmt::arg("column", 5))));
   const std::string accepted = fmt::format(
       "set terminal pngcairo size 1200,460 font ',10' noenhanced\n"

@@ -19,16 +19,17 @@ std::string mulo_step_costs(const nlohmann::json& r) {
     const auto extra = d.value("extra_per_image", nlohmann::json::object());
     if (!extra.contains("upsample_ms")) continue;
     if (md.empty())
-      md = "\nMuLo-SD's time by step of its Algorithm 1 (the MuLo-SD paper, Fig. 7), % of its wall time per image; S_T is the "
+      md = "\nMuLo-SD's time by step of its Algorithm 1 (the MuLo-SD paper, Fig. 7), % of its wall time per image; S_T "
+           "is the "
            "paper's Eq. 9 at the measured acceptance rate a (T_p, T_q: target and drafter tokens per image).\n\n"
            "| decoder | 1 draft | 2 up-sample | 3 verify | 4-5 accept, expand | 6 resample | 7 down-sample | other "
            "| resampled / image | target fwd | draft fwd | S_T (Eq. 9) | speedup |\n"
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     const auto& ph = d["phase_ms_per_image"];
     const double total = d["ms_per_image"].get<double>();
-    const double steps[] = {ph["draft"].get<double>(),          extra["upsample_ms"].get<double>(),
-                            ph["verify"].get<double>(),         extra["accept_ms"].get<double>(),
-                            ph["resample"].get<double>(),       extra["downsample_ms"].get<double>()};
+    const double steps[] = {ph["draft"].get<double>(),    extra["upsample_ms"].get<double>(),
+                            ph["verify"].get<double>(),   extra["accept_ms"].get<double>(),
+                            ph["resample"].get<double>(), extra["downsample_ms"].get<double>()};
     double other = total;
     std::string cells;
     for (double ms : steps) {
@@ -38,8 +39,9 @@ std::string mulo_step_costs(const nlohmann::json& r) {
     const double tq = d["draft_forwards_per_image"].get<double>(), a = d["acceptance_rate"].get<double>();
     const double tp = d["target_forwards_per_image"].get<double>() * d["mean_accepted_length"].get<double>();
     md += fmt::format("| {} |{} {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} |\n", d["label"].get<std::string>(),
-                      cells, 100 * other / total, extra.value("expanded", 0.0), d["target_forwards_per_image"].get<double>(),
-                      tq, tp / ((1 - a) * tp + tq), d["speedup"].get<double>());
+                      cells, 100 * other / total, extra.value("expanded", 0.0),
+                      d["target_forwards_per_image"].get<double>(), tq, tp / ((1 - a) * tp + tq),
+                      d["speedup"].get<double>());
   }
   return md;
 }
@@ -65,9 +67,9 @@ std::string bench_markdown(const nlohmann::json& r) {
   for (const auto& d : r["decoders"]) {
     const double depth = d.value("mean_tree_depth", 0.0);
     const std::string depth_cell = !trees ? "" : depth > 0 ? fmt::format(" {:.2f} |", depth) : " - |";
-    const std::string count_cells =
-        !counts ? "" : fmt::format(" {:.0f} | {:.1f} |", d["aten_ops_per_image"].get<double>(),
-                                   d["host_reads_per_image"].get<double>());
+    const std::string count_cells = !counts ? ""
+                                            : fmt::format(" {:.0f} | {:.1f} |", d["aten_ops_per_image"].get<double>(),
+                                                          d["host_reads_per_image"].get<double>());
     md += fmt::format("| {} | {:.1f} | {:.1f} | {:.2f} |{} {:.3f} | {:.1f} |{} {:.2f} | {:.3f} | {:.2f} |\n",
                       d["label"].get<std::string>(), d["target_forwards_per_image"].get<double>(),
                       d["draft_forwards_per_image"].get<double>(), d["mean_accepted_length"].get<double>(), depth_cell,

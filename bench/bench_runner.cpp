@@ -11,7 +11,7 @@
 #include "core/device.h"
 #include "core/op_counter.h"
 #include "core/logging.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decoder_registry.h"
 #include "eval/quality.h"
 #include "io/image_tensor.h"
 #include "workers/job_plan.h"
@@ -110,7 +110,8 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
     const auto& s = t.sum;
     const auto q = judge.judge(Judgement{torch::cat(t.predictions), torch::cat(t.features)}, labels);
     std::vector<double> paired;  // per-chunk ratios: both decoders saw the same chunk at nearly the same time
-    for (size_t k = 0; k < t.chunk_seconds.size(); ++k) paired.push_back(tally[base].chunk_seconds[k] / t.chunk_seconds[k]);
+    for (size_t k = 0; k < t.chunk_seconds.size(); ++k)
+      paired.push_back(tally[base].chunk_seconds[k] / t.chunk_seconds[k]);
     rows.push_back({{"label", c.decoders[d].label},
                     {"decoder", c.decoders[d].decoder.name},
                     {"params", c.decoders[d].decoder.spec.params},
@@ -127,9 +128,11 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
                     {"images_per_s", double(n) / t.seconds},
                     {"speedup", tally[base].seconds / t.seconds},
                     {"speedup_median_chunk", median(paired)},
-                    {"phase_ms_per_image", {{"draft", s.draft_ms / double(n)}, {"verify", s.verify_ms / double(n)},
-                                            {"resample", s.resample_ms / double(n)},
-                                            {"bookkeeping", s.bookkeeping_ms / double(n)}}},
+                    {"phase_ms_per_image",
+                     {{"draft", s.draft_ms / double(n)},
+                      {"verify", s.verify_ms / double(n)},
+                      {"resample", s.resample_ms / double(n)},
+                      {"bookkeeping", s.bookkeeping_ms / double(n)}}},
                     {"extra_per_image", per_image(s.extra, n)},
                     {"class_agreement", q.class_agreement},
                     {"fid", q.fid},

@@ -14,9 +14,9 @@
 namespace vispec {
 
 struct KernelTime {
-  std::string name;    // the kernel's (demangled) name, or the operator's on a CPU
-  double calls = 0;    // launches (per step after per_step)
-  double us = 0;       // device time, microseconds (per step after per_step)
+  std::string name;  // the kernel's (demangled) name, or the operator's on a CPU
+  double calls = 0;  // launches (per step after per_step)
+  double us = 0;     // device time, microseconds (per step after per_step)
 };
 
 // Runs `work` under the profiler. cuda: time the device's kernels and copies; else the CPU's operators.

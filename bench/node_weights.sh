@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 py=$src/.venv/bin/python
 ranks=4
 
-# The checkpoint: LlamaGen's tensor names for the preset's sizes (models/gpt_presets.cpp), multiple_of 256.
+# The checkpoint: LlamaGen's tensor names for the preset's sizes (models/gpt/gpt_presets.cpp), multiple_of 256.
 "$py" - "$work/gpt.safetensors" "$preset" <<'PY'
 import json, struct, sys, torch
 path, preset = sys.argv[1:3]

@@ -12,9 +12,9 @@
 #include "core/op_counter.h"
 #include "decoding/ar.h"
 #include "io/atomic_file.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
-#include "models/step_graph.h"
+#include "models/gpt/step_graph.h"
 
 namespace vispec {
 
@@ -74,9 +74,11 @@ nlohmann::json profile_steps(ArDecoder& decoder, const DecodeRequest& request, i
     calls += k.calls;
     const auto kind = kernel_class(k.name);
     classes[kind] = classes.value(kind, 0.0) + k.us;
-    if (top.size() < 12) top.push_back({{"name", k.name.substr(0, 200)}, {"class", kind}, {"calls", k.calls}, {"us", k.us}});
+    if (top.size() < 12)
+      top.push_back({{"name", k.name.substr(0, 200)}, {"class", kind}, {"calls", k.calls}, {"us", k.us}});
   }
-  return {{"steps", steps}, {"device_kernels", cuda}, {"us_per_step", us}, {"launches_per_step", calls},
+  return {{"steps", steps},     {"device_kernels", cuda},
+          {"us_per_step", us},  {"launches_per_step", calls},
           {"classes", classes}, {"top", top}};
 }
 
@@ -108,7 +110,8 @@ nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, co
   };
   const auto [ops2, conversions2] = count(2);
   const auto [ops6, conversions6] = count(6);
-  const auto kernels = o.profile_steps > 0 ? profile_steps(decoder, request, o.profile_steps, device.is_cuda()) : nlohmann::json();
+  const auto kernels =
+      o.profile_steps > 0 ? profile_steps(decoder, request, o.profile_steps, device.is_cuda()) : nlohmann::json();
   decoder.set_step_limit(o.max_steps);
   const int64_t N = cfg.image_tokens(), rows = params.guided() ? 2 * batch : batch;
   const int64_t timed = out.stats[0].tokens;  // the prefill's token and the steps after it
@@ -117,11 +120,20 @@ nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, co
   const double mean_length = double(cfg.cls_token_num) + double(N - 1) / 2.0;
   const double kv = 2.0 * double(cfg.n_layer * rows * cfg.kv_heads() * cfg.head_dim()) * mean_length * element;
   const double weights = weight_bytes(c.gpt);
-  return {{"model", c.model},   {"layers", cfg.n_layer}, {"tokens", N},           {"dtype", c.dtype},
-          {"batch", batch},     {"rows", rows},          {"ms_per_token", 1e3 * seconds / double(timed)},
-          {"mode", mode},       {"graphs_replayed", decoder.replayed_graphs()}, {"tokens_timed", timed},
-          {"weight_bytes", weights}, {"kv_bytes_per_step", kv},
-          {"ops_per_step", double(ops6 - ops2) / 4.0}, {"conversions_per_step", double(conversions6 - conversions2) / 4.0},
+  return {{"model", c.model},
+          {"layers", cfg.n_layer},
+          {"tokens", N},
+          {"dtype", c.dtype},
+          {"batch", batch},
+          {"rows", rows},
+          {"ms_per_token", 1e3 * seconds / double(timed)},
+          {"mode", mode},
+          {"graphs_replayed", decoder.replayed_graphs()},
+          {"tokens_timed", timed},
+          {"weight_bytes", weights},
+          {"kv_bytes_per_step", kv},
+          {"ops_per_step", double(ops6 - ops2) / 4.0},
+          {"conversions_per_step", double(conversions6 - conversions2) / 4.0},
           {"profile", kernels}};
 }
 
@@ -132,29 +144,31 @@ std::string profile_markdown(const nlohmann::json& rows) {
     const auto& p = x["profile"];
     if (p.is_null()) continue;
     if (s.empty())
-      s = fmt::format("\n## Device time per step, by kernel\n\nEach profiled row's kernels over {} steps (two "
-                      "profiled decodes of 8 and {} steps, their difference divided by {}; bench/kernel_profile.h). "
-                      "Classes: matmul (cuBLAS's and kernels/linear_rows.cu's products), attention, vispec (the "
-                      "other kernels/), aten (LibTorch's other kernels), copy.{}\n",
-                      p["steps"].get<int64_t>(), 8 + p["steps"].get<int64_t>(), p["steps"].get<int64_t>(),
-                      p["device_kernels"].get<bool>() ? ""
-                                                      : " On a CPU these are ATen operators' CPU times, an operator "
-                                                        "called inside another counted in both.");
+      s = fmt::format(
+          "\n## Device time per step, by kernel\n\nEach profiled row's kernels over {} steps (two "
+          "profiled decodes of 8 and {} steps, their difference divided by {}; bench/kernel_profile.h). "
+          "Classes: matmul (cuBLAS's and kernels/linear_rows.cu's products), attention, vispec (the "
+          "other kernels/), aten (LibTorch's other kernels), copy.{}\n",
+          p["steps"].get<int64_t>(), 8 + p["steps"].get<int64_t>(), p["steps"].get<int64_t>(),
+          p["device_kernels"].get<bool>() ? ""
+                                          : " On a CPU these are ATen operators' CPU times, an operator "
+                                            "called inside another counted in both.");
     std::string classes;
     for (const auto& [kind, us] : p["classes"].items())
       classes += fmt::format("{}{} {:.1f} us", classes.empty() ? "" : ", ", kind, us.get<double>());
-    s += fmt::format("\n**{}, {}, batch {}, {}**: {:.1f} us of device time in {:.1f} launches per step, the step "
-                     "{:.1f} us of wall time ({}).\n\n| kernel | class | launches / step | us / step |\n| --- | --- "
-                     "| ---: | ---: |\n",
-                     x["model"].get<std::string>(), x["dtype"].get<std::string>(), x["batch"].get<int64_t>(),
-                     x["mode"].get<std::string>(), p["us_per_step"].get<double>(), p["launches_per_step"].get<double>(),
-                     1e3 * x["ms_per_token"].get<double>(), classes);
+    s += fmt::format(
+        "\n**{}, {}, batch {}, {}**: {:.1f} us of device time in {:.1f} launches per step, the step "
+        "{:.1f} us of wall time ({}).\n\n| kernel | class | launches / step | us / step |\n| --- | --- "
+        "| ---: | ---: |\n",
+        x["model"].get<std::string>(), x["dtype"].get<std::string>(), x["batch"].get<int64_t>(),
+        x["mode"].get<std::string>(), p["us_per_step"].get<double>(), p["launches_per_step"].get<double>(),
+        1e3 * x["ms_per_token"].get<double>(), classes);
     for (const auto& k : p["top"]) {
       auto name = k["name"].get<std::string>().substr(0, 110);
       for (auto& c : name)
         if (c == '|') c = '/';
-      s += fmt::format("| `{}` | {} | {:.2f} | {:.2f} |\n", name, k["class"].get<std::string>(), k["calls"].get<double>(),
-                       k["us"].get<double>());
+      s += fmt::format("| `{}` | {} | {:.2f} | {:.2f} |\n", name, k["class"].get<std::string>(),
+                       k["calls"].get<double>(), k["us"].get<double>());
     }
   }
   return s;
@@ -174,24 +188,25 @@ std::string markdown(const nlohmann::json& r) {
        "| weights read | KV read / step | floor ms | ratio |\n";
   s += "| --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& x : r["rows"])
-    s += fmt::format("| {} | {} | {} | {} | {} ({}) | {} | {} | {:.0f} | {:.0f} | {:.3f} | {:.1f} MB | {:.2f} MB | "
-                     "{:.4f} | {:.1f} |\n",
-                     x["model"].get<std::string>(), x["layers"].get<int64_t>(), x["tokens"].get<int64_t>(),
-                     x["dtype"].get<std::string>(), x["batch"].get<int64_t>(), x["rows"].get<int64_t>(),
-                     x["mode"].get<std::string>(), x["graphs_replayed"].get<bool>() ? "yes" : "no",
-                     x["ops_per_step"].get<double>(), x["conversions_per_step"].get<double>(),
-                     x["ms_per_token"].get<double>(), x["weight_bytes"].get<double>() / 1e6,
-                     x["kv_bytes_per_step"].get<double>() / 1e6, x["floor_ms"].get<double>(),
-                     x["ratio"].get<double>());
+    s += fmt::format(
+        "| {} | {} | {} | {} | {} ({}) | {} | {} | {:.0f} | {:.0f} | {:.3f} | {:.1f} MB | {:.2f} MB | "
+        "{:.4f} | {:.1f} |\n",
+        x["model"].get<std::string>(), x["layers"].get<int64_t>(), x["tokens"].get<int64_t>(),
+        x["dtype"].get<std::string>(), x["batch"].get<int64_t>(), x["rows"].get<int64_t>(),
+        x["mode"].get<std::string>(), x["graphs_replayed"].get<bool>() ? "yes" : "no", x["ops_per_step"].get<double>(),
+        x["conversions_per_step"].get<double>(), x["ms_per_token"].get<double>(), x["weight_bytes"].get<double>() / 1e6,
+        x["kv_bytes_per_step"].get<double>() / 1e6, x["floor_ms"].get<double>(), x["ratio"].get<double>());
   s += profile_markdown(r["rows"]);
   return s;
 }
 }  // namespace
 
 std::string run_step_cost(const StepCostOptions& o) {
-  for (const auto& d : o.dtypes) VISPEC_CHECK(d == "fp32" || d == "bf16" || d == "fp16", "step-cost: unknown dtype '", d, "'");
+  for (const auto& d : o.dtypes)
+    VISPEC_CHECK(d == "fp32" || d == "bf16" || d == "fp16", "step-cost: unknown dtype '", d, "'");
   for (auto b : o.batches) VISPEC_CHECK(b >= 1 && b <= 1024, "step-cost: batch must be in [1, 1024]");
-  for (const auto& m : o.modes) VISPEC_CHECK(m == "eager" || m == "graphs", "step-cost: unknown mode '", m, "' (eager, graphs)");
+  for (const auto& m : o.modes)
+    VISPEC_CHECK(m == "eager" || m == "graphs", "step-cost: unknown mode '", m, "' (eager, graphs)");
   VISPEC_CHECK(o.max_steps >= 0, "step-cost: --max-steps must be >= 0");
   VISPEC_CHECK(o.profile_steps >= 0 && o.profile_steps <= 48, "step-cost: --profile-steps must be in [0, 48]");
   const auto model = load_model_config(o.model_config);
@@ -199,7 +214,8 @@ std::string run_step_cost(const StepCostOptions& o) {
   const auto device = pick_device(o.device);
   torch::NoGradGuard no_grad;
   auto modes = o.modes;
-  if (modes.empty()) modes = device.is_cuda() ? std::vector<std::string>{"eager", "graphs"} : std::vector<std::string>{"eager"};
+  if (modes.empty())
+    modes = device.is_cuda() ? std::vector<std::string>{"eager", "graphs"} : std::vector<std::string>{"eager"};
   GptConfig xl = gpt_preset("GPT-XL");
   xl.vocab_size = 16384;
   xl.num_classes = 1000;
@@ -209,9 +225,10 @@ std::string run_step_cost(const StepCostOptions& o) {
   const std::string xl_note =
       xl.n_layer == 36 && xl.grid_size == 24
           ? "GPT-XL: LlamaGen's shape (36 layers, 576 tokens), random weights."
-          : fmt::format("GPT-XL: LlamaGen's widths (dim 1280, 20 heads, vocab 16384) with {} of its 36 layers, on a "
-                        "grid of {}x{} ({} tokens, not 576), random weights.",
-                        xl.n_layer, xl.grid_size, xl.grid_size, xl.image_tokens());
+          : fmt::format(
+                "GPT-XL: LlamaGen's widths (dim 1280, 20 heads, vocab 16384) with {} of its 36 layers, on a "
+                "grid of {}x{} ({} tokens, not 576), random weights.",
+                xl.n_layer, xl.grid_size, xl.grid_size, xl.image_tokens());
   double bandwidth = copy_bandwidth(device);  // measured again at the end: the better of the two counts
   spdlog::info("step-cost on {} ({}): copy bandwidth {:.1f} GB/s", device.str(), device_model(device), bandwidth / 1e9);
   nlohmann::json rows = nlohmann::json::array();

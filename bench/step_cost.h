@@ -18,7 +18,7 @@ struct StepCostOptions {
   std::vector<std::string> dtypes = {"fp32", "bf16"};
   std::vector<int64_t> batches = {1, 32};
   // eager: every operator launched by the host; graphs: each static step replayed as a CUDA graph
-  // (models/step_graph.h; a CPU runs both eagerly, and the report says whether graphs were replayed). Empty:
+  // (models/gpt/step_graph.h; a CPU runs both eagerly, and the report says whether graphs were replayed). Empty:
   // both on a GPU, eager on a CPU.
   std::vector<std::string> modes;
   // Steps timed after the prefill: 0 = the whole image; N = the first N steps only (the report says so), for
@@ -28,13 +28,13 @@ struct StepCostOptions {
   // row's device time per step by kernel; at most 48 (the steps after the first 8 of the smallest grid).
   int64_t profile_steps = 0;
   double cfg_scale = 2.0;
-  int threads = 0;                // CPU threads, 0 = LibTorch's default
+  int threads = 0;  // CPU threads, 0 = LibTorch's default
   // GPT-XL's depth and grid: 0 = the real ones (36 layers, 24 x 24 = 576 tokens) on a GPU, and 4 layers on an
   // 8 x 8 grid (64 tokens) on a CPU, where the real shape would take hours; the report says which ran.
   int64_t xl_layers = 0;
   int64_t xl_grid = 0;
   std::string results_dir = "bench/results";
-  std::string name;               // default: step-cost-cpu or step-cost-cuda
+  std::string name;  // default: step-cost-cpu or step-cost-cuda
 };
 
 // Returns the path of the JSON written.

@@ -29,16 +29,16 @@ std::string concat(const Args&... args) {
 
 }  // namespace vispec
 
-#define VISPEC_CHECK(cond, ...)                                         \
-  do {                                                                  \
+#define VISPEC_CHECK(cond, ...)                                                \
+  do {                                                                         \
     if (!(cond)) throw ::vispec::Error(::vispec::detail::concat(__VA_ARGS__)); \
   } while (0)
 
 #define VISPEC_FAIL(...) throw ::vispec::Error(::vispec::detail::concat(__VA_ARGS__))
 
-#define VISPEC_ASSERT(cond, ...)                                                          \
-  do {                                                                                    \
-    if (!(cond))                                                                          \
-      throw ::vispec::Error(::vispec::detail::concat("internal error at ", __FILE__, ":", \
-                                                     __LINE__, ": ", #cond, " ", ##__VA_ARGS__)); \
+#define VISPEC_ASSERT(cond, ...)                                                                                     \
+  do {                                                                                                               \
+    if (!(cond))                                                                                                     \
+      throw ::vispec::Error(                                                                                         \
+          ::vispec::detail::concat("internal error at ", __FILE__, ":", __LINE__, ": ", #cond, " ", ##__VA_ARGS__)); \
   } while (0)

@@ -44,7 +44,8 @@ std::string cuda_unusable_reason() {
     return "the NVIDIA driver supports CUDA " + version(driver) + ", this build needs " + version(built);
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (err == cudaErrorNoDevice || count == 0)
-    return std::string("no CUDA device visible") + (visible ? " (CUDA_VISIBLE_DEVICES='" + std::string(visible) + "')" : "");
+    return std::string("no CUDA device visible") +
+           (visible ? " (CUDA_VISIBLE_DEVICES='" + std::string(visible) + "')" : "");
   return std::string("CUDA reports: ") + cudaGetErrorString(err);
 #else
   return "this build has no CUDA";
@@ -69,8 +70,7 @@ c10::Device pick_device(const std::string& name, int local_rank) {
     }
     return bind(c10::Device(torch::kCUDA, c10::DeviceIndex(local_rank % int(torch::cuda::device_count()))));
   }
-  VISPEC_CHECK(name.rfind("cuda", 0) == 0, "device: unknown device '", name,
-               "' (expected auto, cpu, cuda or cuda:N)");
+  VISPEC_CHECK(name.rfind("cuda", 0) == 0, "device: unknown device '", name, "' (expected auto, cpu, cuda or cuda:N)");
   VISPEC_CHECK(have_cuda, "device: '", name, "' requested but CUDA is not usable: ", cuda_unusable_reason());
   if (name == "cuda")
     return bind(c10::Device(torch::kCUDA, c10::DeviceIndex(local_rank % int(torch::cuda::device_count()))));

@@ -3,7 +3,9 @@
 
 #include <string>
 
-namespace c10 { struct Device; }
+namespace c10 {
+struct Device;
+}
 
 namespace vispec {
 // name: "auto", "cpu", "cuda" or "cuda:N". For "auto" and "cuda", the GPU is local_rank mod visible GPUs: one
@@ -12,8 +14,8 @@ namespace vispec {
 // allocator, NCCL later) lands on GPU 0 by default: call this before allocating anything.
 c10::Device pick_device(const std::string& name, int local_rank = 0);
 // Sets LibTorch's intra-op threads (0 keeps LibTorch's default); more than the node's cores are cut to
-// them, with one warning line. Returns the count set (0: the default kept). Every --threads and `threads:` is at most kMaxThreads (a typo's 100000 threads
-// would take the machine's process ids).
+// them, with one warning line. Returns the count set (0: the default kept). Every --threads and `threads:` is at most
+// kMaxThreads (a typo's 100000 threads would take the machine's process ids).
 inline constexpr int kMaxThreads = 1024;
 int set_threads(int threads);
 // What the device is, for a job's identity: "cpu" or the GPU's model name ("NVIDIA H100 80GB HBM3").

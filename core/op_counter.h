@@ -1,11 +1,11 @@
 // Counts what a piece of code asks of LibTorch on this thread, through the hook LibTorch's profiler uses
 // (RecordFunction callbacks): top-level operator calls, ATen's and the fused vispec:: ones (the ops a decoder
 // issues, not the ones they call inside), host reads (item(), which shows up as aten::_local_scalar_dense, and
-// decoding's read_to_host()) and conversions: the dtype casts and device copies the code asks for (a top-level aten::to that copies), each a
-// kernel of its own. (Arithmetic with a Python-style scalar converts that 0-dim scalar inside the op, on the
-// host: not counted.)
-// On a GPU each top-level op is at least one kernel launch and each host read a synchronisation. Used by the
-// op-count tests and by `vispec bench` (on an untimed chunk: the hook costs time on every op).
+// decoding's read_to_host()) and conversions: the dtype casts and device copies the code asks for (a top-level aten::to
+// that copies), each a kernel of its own. (Arithmetic with a Python-style scalar converts that 0-dim scalar inside the
+// op, on the host: not counted.) On a GPU each top-level op is at least one kernel launch and each host read a
+// synchronisation. Used by the op-count tests and by `vispec bench` (on an untimed chunk: the hook costs time on every
+// op).
 #pragma once
 
 #include <ATen/record_function.h>
@@ -20,9 +20,8 @@ class OpCounter {
  public:
   OpCounter() {
     counts() = {};
-    handle_ = at::addThreadLocalCallback(
-        at::RecordFunctionCallback(&OpCounter::enter, &OpCounter::leave)
-            .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&OpCounter::enter, &OpCounter::leave)
+                                             .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
   }
   ~OpCounter() { at::removeCallback(handle_); }
   OpCounter(const OpCounter&) = delete;
@@ -41,7 +40,7 @@ class OpCounter {
     static thread_local Counts c;
     return c;
   }
-  // The markers of a static step (models/step_graph.h), of a decoder's iteration (decoding/decode_rows.h) and
+  // The markers of a static step (models/gpt/step_graph.h), of a decoder's iteration (decoding/floor/decode_rows.h) and
   // of the cache's length upload wrap operators without hiding them: they neither count nor deepen; their
   // context tells leave() so.
   struct Transparent : at::ObserverContext {};

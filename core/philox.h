@@ -28,8 +28,7 @@ VISPEC_HD void rounds(uint64_t key, uint32_t c[4]) {
 // The uniform in [0, 1) with 53 random bits for (seed; sample id, position, purpose, draw). The counter holds
 // the sample id and the position; the purpose and draw index are folded into the fourth word so that up to
 // 2^24 draws per (position, purpose) stay distinct.
-VISPEC_HD double keyed_uniform(uint64_t seed, uint64_t sample_id, uint32_t position, uint32_t purpose,
-                               uint32_t draw) {
+VISPEC_HD double keyed_uniform(uint64_t seed, uint64_t sample_id, uint32_t position, uint32_t purpose, uint32_t draw) {
   uint32_t c[4] = {uint32_t(sample_id), uint32_t(sample_id >> 32), position, (purpose << 24) ^ (draw & 0xFFFFFFu)};
   rounds(seed, c);
   const uint64_t bits = ((uint64_t(c[0]) << 21) ^ (uint64_t(c[1]) >> 11)) & ((uint64_t(1) << 53) - 1);

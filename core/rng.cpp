@@ -15,17 +15,16 @@ double uniform(const RngKey& key, uint32_t position, Purpose purpose, uint32_t d
   return philox::keyed_uniform(key.seed, key.sample_id, position, uint32_t(purpose), draw);
 }
 
-at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t position,
-                    Purpose purpose, uint32_t draw) {
+at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t position, Purpose purpose,
+                    uint32_t draw) {
   auto u = torch::empty({int64_t(sample_ids.size())}, torch::kFloat64);
   auto* p = u.data_ptr<double>();
-  for (size_t i = 0; i < sample_ids.size(); ++i)
-    p[i] = uniform(RngKey{seed, sample_ids[i]}, position, purpose, draw);
+  for (size_t i = 0; i < sample_ids.size(); ++i) p[i] = uniform(RngKey{seed, sample_ids[i]}, position, purpose, draw);
   return u;
 }
 
-at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t positions,
-                         Purpose purpose, uint32_t draw) {
+at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t positions, Purpose purpose,
+                         uint32_t draw) {
   auto u = torch::empty({int64_t(sample_ids.size()), int64_t(positions)}, torch::kFloat64);
   auto* p = u.data_ptr<double>();
   for (size_t b = 0; b < sample_ids.size(); ++b)

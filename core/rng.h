@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace at { class Tensor; }
+namespace at {
+class Tensor;
+}
 
 namespace vispec {
 
@@ -35,12 +37,12 @@ void philox4x32(uint64_t key, uint32_t counter[4], uint32_t out[4]);
 double uniform(const RngKey& key, uint32_t position, Purpose purpose, uint32_t draw = 0);
 
 // One uniform per sample, as a float64 CPU tensor [B].
-at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t position,
-                    Purpose purpose, uint32_t draw = 0);
+at::Tensor uniforms(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t position, Purpose purpose,
+                    uint32_t draw = 0);
 // Every position's uniform at once, float64 CPU [B, positions]: uploaded in one copy before a decode loop, so
 // the loop itself never waits on a host-to-device transfer. Column i equals uniforms(..., i, purpose, draw).
-at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t positions,
-                         Purpose purpose, uint32_t draw = 0);
+at::Tensor uniform_table(uint64_t seed, const std::vector<uint64_t>& sample_ids, uint32_t positions, Purpose purpose,
+                         uint32_t draw = 0);
 
 // The same numbers for tensors of keys, on their device: Philox4x32-10 in int64 tensor arithmetic (32-bit
 // words, products split so nothing overflows), about 235 operations. Decode loops call kernels/keyed_uniforms.h's

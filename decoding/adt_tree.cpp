@@ -34,7 +34,8 @@ void AdtPolicy::record(int64_t root, const TreeShape& shape, int64_t accepted) {
 namespace {
 DecoderEntry adt_tree_entry() {
   auto e = eagle2_family_entry(
-      "adt_tree", "ADT-Tree: EAGLE-2's trees, each one's depth and width adapted to its neighbours' acceptance", "exact");
+      "adt_tree", "ADT-Tree: EAGLE-2's trees, each one's depth and width adapted to its neighbours' acceptance",
+      "exact");
   e.read = [tree = e.read](DecoderFields& f, DecoderConfig& c) {
     tree(f, c);
     AdtParams a;

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "decoding/draft_tree.h"
+#include "decoding/floor/draft_tree.h"
 
 namespace vispec {
 

@@ -4,7 +4,7 @@
 // Every step after the prefill is a static step (docs/decoding_floor.md, "The static step"): it feeds `token`
 // at the image position held in `step`, writes the KV cache at slots computed on the device, samples into
 // `logits`, `tokens` and `token` and advances `step`, all in place on buffers made once per batch size (a
-// Session). On CUDA it is replayed as a graph per length bucket (models/step_graph.h); the host only picks the
+// Session). On CUDA it is replayed as a graph per length bucket (models/gpt/step_graph.h); the host only picks the
 // bucket. Models whose image rows end in an end-of-line token decide a step's width on the host, so they step
 // eagerly over the same buffers.
 #include "decoding/ar.h"
@@ -12,9 +12,9 @@
 #include <algorithm>
 
 #include "core/rng.h"
-#include "decoding/decode_rows.h"
-#include "decoding/decoder_registry.h"
-#include "models/step_graph.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/decoder_registry.h"
+#include "models/gpt/step_graph.h"
 
 namespace vispec {
 
@@ -40,9 +40,7 @@ struct ArDecoder::Session : ArBuffers {
   Session(const CfgModel& target, int64_t batch)
       : ArBuffers(batch, target.gpt()->config().image_tokens(), target.gpt()->config().vocab_size,
                   target.gpt()->device()),
-        B(batch),
-        cache(target.make_cache(batch)),
-        static_steps(!target.gpt()->config().row_ends()),
+        B(batch), cache(target.make_cache(batch)), static_steps(!target.gpt()->config().row_ends()),
         graphs(target.gpt()->device(), {&u, &tokens, &token, &step, &logits, &lengths()}, {&logits, &tokens}) {}
 
   // Makes the cache static (where the model allows) and names its device lengths among the graphs' state.
@@ -77,7 +75,9 @@ ArDecoder::Session& ArDecoder::session(int64_t batch) {
   return *session_;
 }
 
-bool ArDecoder::replayed_graphs() const { return session_ && session_->graphs.replaying() && session_->graphs.graphs() > 0; }
+bool ArDecoder::replayed_graphs() const {
+  return session_ && session_->graphs.replaying() && session_->graphs.graphs() > 0;
+}
 
 DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;

@@ -3,8 +3,8 @@
 
 #include <memory>
 
-#include "decoding/cfg_model.h"
-#include "decoding/decoder.h"
+#include "decoding/floor/cfg_model.h"
+#include "decoding/floor/decoder.h"
 
 namespace vispec {
 
@@ -14,7 +14,7 @@ class ArDecoder : public Decoder {
   ~ArDecoder() override;
   std::string name() const override { return "ar"; }
   DecodeResult decode(const DecodeRequest& request) override;
-  // Whether the last decode replayed its steps as CUDA graphs (models/step_graph.h).
+  // Whether the last decode replayed its steps as CUDA graphs (models/gpt/step_graph.h).
   bool replayed_graphs() const;
   // vispec step-cost only: decode just the first `steps` steps after the prefill (0: the whole image), for a
   // model whose whole image would take too long to time; the tokens past them are meaningless.

@@ -1,8 +1,8 @@
 // EAGLE-1 (Li et al. 2024, branch v1) as LANTERN++ and Cool-SD run it (docs/algorithms.md
 // "EAGLE-1 static trees, LANTERN++ and Cool-SD"):
 //
-//   catch up  the drafter reads the new (feature, token) pairs, as in EAGLE-2 (decoding/eagle_pairs)
-//   draft     level by level down a STATIC tree of child ranks (decoding/static_tree; naive_extend_57): at every
+//   catch up  the drafter reads the new (feature, token) pairs, as in EAGLE-2 (decoding/floor/eagle_pairs)
+//   draft     level by level down a STATIC tree of child ranks (decoding/floor/static_tree; naive_extend_57): at every
 //             node with children, the drafter's processed distribution q; its n children are n draws from q
 //             WITHOUT replacement, rank = draw order. Each level's nodes run as one block extending the last.
 //   verify    ONE target forward over [root, tree nodes] under the tree's ancestor mask
@@ -10,7 +10,7 @@
 //             q^ is the parent's q without the earlier siblings, renormalised (the sibling-adjusted drafter
 //             probability; q^(x) is x's conditional draw probability); on rejection p becomes the rule's
 //             rejection distribution against q^ (exact: norm(max(0, p - q^))) and the next child is tried;
-//             when every child is rejected, or at a leaf, the next token is sampled from p (decoding/verify's
+//             when every child is rejected, or at a leaf, the next token is sampled from p (decoding/floor/verify's
 //             tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
 // With the exact rule this is recursive rejection sampling without replacement: given the first rejection,
@@ -23,13 +23,13 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/decode_rows.h"
-#include "decoding/draft_tree.h"
-#include "decoding/decoder_registry.h"
-#include "decoding/eagle_pairs.h"
-#include "decoding/iteration_stats.h"
-#include "decoding/phase_clock.h"
-#include "decoding/verify.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/draft_tree.h"
+#include "decoding/floor/decoder_registry.h"
+#include "decoding/floor/eagle_pairs.h"
+#include "decoding/floor/iteration_stats.h"
+#include "decoding/floor/phase_clock.h"
+#include "decoding/floor/verify.h"
 
 namespace vispec {
 
@@ -50,12 +50,10 @@ std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Te
   return {torch::cat(tokens, -1), torch::cat(probs, -1)};
 }
 
-Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
-                             StaticTree tree, AcceptanceParams accept,
-                             std::shared_ptr<const CodebookNeighbours> neighbours)
+Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params, StaticTree tree,
+                             AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours)
     : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
-      params_(params), tree_(std::move(tree)),
-      rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())) {
+      params_(params), tree_(std::move(tree)), rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())) {
   VISPEC_ASSERT(tree_.size() > 1, "a static tree needs at least one draft");
 }
 
@@ -106,9 +104,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   // nodes, drawn_at[d]: each one's entry m * n + rank in that level's [M, n] draws), and the next depth's
   // drafter block: its nodes, their parents' entries and their ancestry within the block.
   struct Level {
-    int64_t draws = 0;                  // n: draws per expanded node
-    torch::Tensor children, drawn_at;   // [c] each
-    int64_t draw_offset = 0;            // where this depth's draws start in the iteration's uniforms
+    int64_t draws = 0;                            // n: draws per expanded node
+    torch::Tensor children, drawn_at;             // [c] each
+    int64_t draw_offset = 0;                      // where this depth's draws start in the iteration's uniforms
     torch::Tensor next_nodes, parent_slot, mask;  // [K], [K], [K, W]
   };
   std::vector<Level> levels(static_cast<size_t>(L));
@@ -224,7 +222,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     auto vout = target_.decode_block(tcache, node_tok, node_cells, tree_mask);
     times.verify = clock.lap();
 
-    // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read). The node
+    // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once, one read). The node
     // tokens are already on the device and the depths are the static tree's; a child slot is the child's rank,
     // and a child the drafter could not draw (nothing left in q) is no child.
     const auto drawn_kid = node_prob.gather(1, static_kids.clamp_min(0).expand({B, T * C})) > 0;
@@ -253,7 +251,7 @@ DecoderEntry eagle1_family_entry(const std::string& name, const std::string& sum
   DecoderEntry e;
   e.name = name;
   e.summary = summary;
-  e.drafters = {Drafter::kEagleHead};
+  e.drafters = {"eagle_head"};
   e.read = [default_rule](DecoderFields& f, DecoderConfig& c) {
     // LANTERN++'s LlamaGen default tree.
     c.method = f.word<StaticTree>("tree", "naive_extend_57", named_static_tree);

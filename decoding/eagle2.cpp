@@ -2,16 +2,16 @@
 // (docs/algorithms.md "EAGLE-2 and LANTERN"):
 //
 //   catch up  the drafter reads the new pairs (feature_t, token_t): features are the target's post-norm
-//             states at the accepted positions, both CFG streams, the same tokens (decoding/eagle_pairs)
+//             states at the accepted positions, both CFG streams, the same tokens (decoding/floor/eagle_pairs)
 //   build     from the drafter's guided log-probs after the root (the newest committed token), EAGLE-2's
-//             dynamic tree (decoding/draft_tree: top-k, `depth` expansions, rerank to total_tokens), grown and
+//             dynamic tree (decoding/floor/draft_tree: top-k, `depth` expansions, rerank to total_tokens), grown and
 //             laid out on the device
 //   verify    ONE target forward over [root, tree nodes] under the tree's ancestor mask
 //   walk      from the root: try the children best-first; child x is accepted with rule(p, 1_x, x, depth)
 //             (drafts are deterministic top-k picks, so q(x) := 1); on rejection p becomes the rule's
 //             rejection distribution (exact: p without x, renormalised) and the next child is tried; when
 //             every child is rejected, or at a leaf, the next token is sampled from the current p
-//             (decoding/verify's tree walk: every row at once, one read of the paths per iteration)
+//             (decoding/floor/verify's tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
 // With the exact rule this samples the target exactly (each child is accepted with its current residual
 // probability: sequential sampling without replacement); at temperature 0 it gives AR's greedy tokens.
@@ -23,20 +23,20 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/decode_rows.h"
-#include "decoding/eagle_pairs.h"
-#include "decoding/iteration_stats.h"
-#include "decoding/phase_clock.h"
-#include "decoding/verify.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/eagle_pairs.h"
+#include "decoding/floor/iteration_stats.h"
+#include "decoding/floor/phase_clock.h"
+#include "decoding/floor/verify.h"
 
 namespace vispec {
 
-Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params,
-                             TreeShape shape, AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours,
+Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params, TreeShape shape,
+                             AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours,
                              std::optional<AdtParams> adt)
     : name_(std::move(name)), target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter)),
-      params_(params), shape_(shape),
-      rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())), adt_(adt) {}
+      params_(params), shape_(shape), rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())),
+      adt_(adt) {}
 
 DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
@@ -55,7 +55,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   auto tcache = target_.make_cache(B, shape_.total_tokens, /*static_steps=*/true);
   // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.
   TreeShape widest = shape_;
-  if (adt_) widest = {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};
+  if (adt_)
+    widest = {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};
   std::vector<AdtPolicy> policies;
   if (adt_)
     for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);
@@ -79,7 +80,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
 
     // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's pending
     // block (their mask also covers the earlier levels' entries)
-    torch::Tensor drafted;  // drafter outputs of every tree node so far [R, M_prev, D]
+    torch::Tensor drafted;                          // drafter outputs of every tree node so far [R, M_prev, D]
     const auto root_cells = rows.positions(-1, 1);  // [B, 1] each row's newest cell, on the device
     TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
                             int64_t level) {
@@ -91,7 +92,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
       auto node_cells = (root_cells + 1 + level).clamp_max(N - 1).expand({B, K});
       if (level > 0) dcache.extend_pending();
-      auto out = pairs.draft(dcache, source.gather(1, slot), twice(newest(tok)), twice(node_cells), twice(newest(mask)));
+      auto out =
+          pairs.draft(dcache, source.gather(1, slot), twice(newest(tok)), twice(node_cells), twice(newest(mask)));
       drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
       return draft_log_probs(out);
     };
@@ -108,7 +110,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
     times.verify = clock.lap();
 
-    // ---- walk every row's tree from the root (decoding/verify: all rows at once, one read)
+    // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once, one read)
     // Levels and child slots from the shapes, not from the trees drawn: the walk's operators are then the same
     // whatever trees the drafter grew (a level without children ends the walk as a leaf does).
     std::vector<int64_t> lengths(static_cast<size_t>(B)), roots_before = root_index;
@@ -123,7 +125,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels);
     const auto paths = rows.commit_tree(verdict, tables.token);
     for (int64_t b : active) {
-      if (adt_) policies[size_t(b)].record(roots_before[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
+      if (adt_)
+        policies[size_t(b)].record(roots_before[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
       stats[size_t(b)].tree_depth += double(shapes[size_t(b)].depth);
     }
     times.resample = clock.lap();
@@ -144,7 +147,7 @@ DecoderEntry eagle2_family_entry(const std::string& name, const std::string& sum
   DecoderEntry e;
   e.name = name;
   e.summary = summary;
-  e.drafters = {Drafter::kEagleHead};
+  e.drafters = {"eagle_head"};
   e.read = [default_rule](DecoderFields& f, DecoderConfig& c) {
     TreeShape s;  // LANTERN's and ADT-Tree's LlamaGen defaults: 59 nodes, depth 4, top-k 10
     s.depth = f.whole("depth", s.depth, 0, 32);

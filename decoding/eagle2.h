@@ -6,16 +6,16 @@
 #include <memory>
 #include <optional>
 
-#include "decoding/acceptance.h"
+#include "decoding/floor/acceptance.h"
 #include "decoding/adt_tree.h"
-#include "decoding/cfg_model.h"
-#include "decoding/codebook_neighbours.h"
-#include "decoding/decoder.h"
-#include "decoding/static_forwards.h"
-#include "decoding/decoder_registry.h"
-#include "decoding/draft_tree.h"
-#include "decoding/verify.h"
-#include "models/eagle_drafter.h"
+#include "decoding/floor/cfg_model.h"
+#include "decoding/floor/codebook_neighbours.h"
+#include "decoding/floor/decoder.h"
+#include "decoding/floor/static_forwards.h"
+#include "decoding/floor/decoder_registry.h"
+#include "decoding/floor/draft_tree.h"
+#include "decoding/floor/verify.h"
+#include "models/drafters/eagle_drafter.h"
 
 namespace vispec {
 

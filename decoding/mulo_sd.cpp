@@ -16,11 +16,11 @@
 //                  t0 straight from step 3 (its prefix is final), each later u after one forward of the final
 //                  tokens since the previous one
 // The target cache keeps the final prefix up to the first position that changed; the rest is fed again by the
-// next forward. Tokens stay on the device; the host reads the verdicts once per span and schedules the rest. Not lossless: drafts after t0 outside R_X keep a context that was resampled, and tau accepts
-// tokens the target finds unlikely. tau > 1 rejects everything and the decoder is AR (the tests check both
-// ends: tau > 1 gives AR's tokens, tau = 0 keeps every draft).
-// Randomness per (seed, sample id, position): kDraft at low-res positions for the drafter; kSample, AR's key,
-// at resampled positions.
+// next forward. Tokens stay on the device; the host reads the verdicts once per span and schedules the rest. Not
+// lossless: drafts after t0 outside R_X keep a context that was resampled, and tau accepts tokens the target finds
+// unlikely. tau > 1 rejects everything and the decoder is AR (the tests check both ends: tau > 1 gives AR's tokens, tau
+// = 0 keeps every draft). Randomness per (seed, sample id, position): kDraft at low-res positions for the drafter;
+// kSample, AR's key, at resampled positions.
 #include "decoding/mulo_sd.h"
 
 #include <algorithm>
@@ -28,10 +28,10 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/acceptance.h"
-#include "decoding/decode_rows.h"
-#include "decoding/iteration_stats.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/acceptance.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/iteration_stats.h"
+#include "decoding/floor/decoder_registry.h"
 
 namespace vispec {
 
@@ -85,7 +85,8 @@ void write_cells(torch::Tensor& tokens, const std::vector<int64_t>& cell, const 
                  const torch::Tensor& value) {
   const auto device = tokens.device();
   const auto at = torch::tensor(cell, torch::kInt64).to(device).view({-1, 1});
-  const auto mask = torch::tensor(std::vector<int64_t>(write.begin(), write.end()), torch::kInt64).to(device).view({-1, 1});
+  const auto mask =
+      torch::tensor(std::vector<int64_t>(write.begin(), write.end()), torch::kInt64).to(device).view({-1, 1});
   tokens.scatter_(1, at, torch::where(mask.ne(0), value.view({-1, 1}), tokens.gather(1, at)));
 }
 }  // namespace
@@ -115,7 +116,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   auto low = torch::zeros({B, Wl * Wl}, i64);
   std::vector<SampleStats> stats(static_cast<size_t>(B));
   std::vector<int64_t> fed(static_cast<size_t>(B), 0);  // final tokens in each row's target cache
-  int64_t low_fed = 0;                                   // low-res tokens in the drafter's cache (every row)
+  int64_t low_fed = 0;                                  // low-res tokens in the drafter's cache (every row)
   auto key = [&](int64_t b) { return RngKey{request.seed, request.sample_ids[size_t(b)]}; };
 
   PhaseClock clock(device);
@@ -143,7 +144,8 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       low.narrow(1, low_fed, T).copy_(down.narrow(1, low_fed, T));
       down_lap = clock.lap();
       auto pos = torch::arange(low_fed, low_begin, i64).expand({B, T});
-      q_logits = drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1);
+      q_logits =
+          drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1);
       dcache.keep_all();
       low_fed = low_begin;
       ++draft_forwards;
@@ -183,8 +185,9 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     auto p = target_probs(ragged_forward(target_, tcache, tokens, fed, len, N - 1), params_);
     if (n == 0) p = torch::cat({p_first.unsqueeze(1), p}, 1);
     const auto first = torch::tensor(start, torch::kInt64).to(device).view({B, 1});
-    const auto P = p.gather(1, (first + torch::arange(span, i64).view({1, span})).unsqueeze(2)
-                                   .expand({B, span, p.size(2)}));  // [B, span, V]
+    const auto P = p.gather(
+        1,
+        (first + torch::arange(span, i64).view({1, span})).unsqueeze(2).expand({B, span, p.size(2)}));  // [B, span, V]
     times.verify = clock.lap();
 
     // ---- 4 accept by pooled mass (every row and position at once, one read of the verdicts), 5 expand the
@@ -279,7 +282,7 @@ DecoderEntry mulo_sd_entry() {
   DecoderEntry e;
   e.name = "mulo_sd";
   e.summary = "MuLo-SD: a half-resolution GPT drafts, resamplers lift its rows, pooled-mass verification";
-  e.drafters = {Drafter::kMulo};
+  e.drafters = {"mulo"};
   e.read = [](DecoderFields& f, DecoderConfig& c) {
     MuloParams p;
     p.tau = f.number("tau", p.tau);

@@ -6,11 +6,11 @@
 #include <memory>
 #include <vector>
 
-#include "decoding/cfg_model.h"
-#include "decoding/codebook_neighbours.h"
-#include "decoding/decoder.h"
-#include "models/mulo_resamplers.h"
-#include "models/vq.h"
+#include "decoding/floor/cfg_model.h"
+#include "decoding/floor/codebook_neighbours.h"
+#include "decoding/floor/decoder.h"
+#include "models/drafters/mulo_resamplers.h"
+#include "models/vq/vq.h"
 
 namespace vispec {
 
@@ -23,19 +23,19 @@ std::vector<int64_t> local_expansion(const std::vector<int64_t>& rejected, int64
 
 // Paper 000's inference settings (supplementary "Implementation Details"): tau 1e-4, k 1000, delta 0.1, l 3.
 struct MuloParams {
-  double tau = 1e-4;    // accept a draft when the target mass pooled over A_{k,delta}(draft) reaches tau (Eq. 5)
-  int64_t k = 1000;     // codebook neighbours considered for A_{k,delta} (capped at the codebook's other codes)
-  double delta = 0.1;   // LANTERN's TVD budget that bounds A_{k,delta}
-  int64_t radius = 3;   // l: the local expansion radius around each rejection
-  int64_t rows = 1;     // low-res rows drafted per iteration (each becomes 2 high-res rows: L = 2 rows W tokens)
+  double tau = 1e-4;   // accept a draft when the target mass pooled over A_{k,delta}(draft) reaches tau (Eq. 5)
+  int64_t k = 1000;    // codebook neighbours considered for A_{k,delta} (capped at the codebook's other codes)
+  double delta = 0.1;  // LANTERN's TVD budget that bounds A_{k,delta}
+  int64_t radius = 3;  // l: the local expansion radius around each rejection
+  int64_t rows = 1;    // low-res rows drafted per iteration (each becomes 2 high-res rows: L = 2 rows W tokens)
 };
 
 class MuloSdDecoder : public Decoder {
  public:
   // drafter: the target's architecture on the half-resolution grid (drafters.mulo.gpt); vq: the shared
   // tokenizer (its codebook maps tokens to the vectors the resamplers read and write).
-  MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers, VqModel vq, SamplingParams params,
-                MuloParams mulo, std::shared_ptr<const CodebookNeighbours> neighbours);
+  MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers, VqModel vq, SamplingParams params, MuloParams mulo,
+                std::shared_ptr<const CodebookNeighbours> neighbours);
   std::string name() const override { return "mulo_sd"; }
   DecodeResult decode(const DecodeRequest& request) override;
 

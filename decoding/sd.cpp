@@ -5,7 +5,7 @@
 //            each one (gamma + 1 drafter forwards; the last completes the drafter's cache)
 //   verify   ONE target forward over [newest, x_1 .. x_gamma] gives p at the gamma + 1 positions; the chain is
 //            accepted left to right by the rule, and the next token is the rule's rejection sample at the
-//            first rejection or a bonus sample of p after a full accept (decoding/verify: all rows at once)
+//            first rejection or a bonus sample of p after a full accept (decoding/floor/verify: all rows at once)
 //   keep     target cache: the newest token + the accepted drafts; drafter cache truncated to the same; the
 //            next token becomes the row's newest (fed by the next iteration)
 // Every row of a batch runs its own iteration in the same forwards (rows sit at different positions; the
@@ -18,17 +18,16 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/decode_rows.h"
-#include "decoding/iteration_stats.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/iteration_stats.h"
+#include "decoding/floor/decoder_registry.h"
 
 namespace vispec {
 
 SdDecoder::SdDecoder(Gpt target, Gpt drafter, SamplingParams params, int64_t gamma, AcceptanceParams accept,
                      std::shared_ptr<const CodebookNeighbours> neighbours)
     : target_(std::move(target), params.cfg_scale), drafter_(std::move(drafter), params.cfg_scale), params_(params),
-      gamma_(gamma),
-      rule_(chain_rule(accept, neighbours.get(), gamma, target_.gpt()->device())) {}
+      gamma_(gamma), rule_(chain_rule(accept, neighbours.get(), gamma, target_.gpt()->device())) {}
 
 DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
@@ -75,13 +74,14 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
     times.draft = clock.lap();
 
     // ---- verify: one target forward, then the chain rule over every row
-    const auto out = target_.decode_block(tcache, torch::cat({newest, drafts}, 1), rows.positions(-1, G + 1), chain_mask);
+    const auto out =
+        target_.decode_block(tcache, torch::cat({newest, drafts}, 1), rows.positions(-1, G + 1), chain_mask);
     times.verify = clock.lap();
     const auto count = (N - rows.n).clamp(0, G);
     const auto u = chain_uniforms(rows, G, rule_, params_.greedy());
-    const auto verdict = params_.greedy()
-                             ? verify_chain_greedy(rule_, greedy_tokens(out.logits), drafts, count, u)
-                             : verify_chain(rule_, target_probs(out.logits, params_), torch::stack(q_steps, 1), drafts, count, u);
+    const auto verdict = params_.greedy() ? verify_chain_greedy(rule_, greedy_tokens(out.logits), drafts, count, u)
+                                          : verify_chain(rule_, target_probs(out.logits, params_),
+                                                         torch::stack(q_steps, 1), drafts, count, u);
     const auto kept = rows.commit_chain(drafts, verdict, count, N);
     times.resample = clock.lap();
 
@@ -110,7 +110,7 @@ DecoderEntry sd_entry() {
   DecoderEntry e;
   e.name = "sd";
   e.summary = "speculative decoding: a small draft GPT proposes gamma tokens, the target verifies them";
-  e.drafters = {Drafter::kDraftGpt};
+  e.drafters = {"gpt"};
   e.read = [](DecoderFields& f, DecoderConfig& c) {
     c.method = SdSettings{f.whole("gamma", SdSettings{}.gamma, 1, 64)};
     read_rule(f, c, "exact");

@@ -3,10 +3,10 @@
 
 #include <memory>
 
-#include "decoding/cfg_model.h"
-#include "decoding/codebook_neighbours.h"
-#include "decoding/decoder.h"
-#include "decoding/verify.h"
+#include "decoding/floor/cfg_model.h"
+#include "decoding/floor/codebook_neighbours.h"
+#include "decoding/floor/decoder.h"
+#include "decoding/floor/verify.h"
 
 namespace vispec {
 

@@ -1,24 +1,24 @@
 // SSD (Xiang et al., the SSD paper; docs/algorithms.md "SSD"). No public code: this is
 // our reading of the paper, step by step.
 //
-//   heads      h^(cell + offset) = f([h_pre(cell); e(token(cell))]) (models/ssd_heads): horizontal heads for
+//   heads      h^(cell + offset) = f([h_pre(cell); e(token(cell))]) (models/drafters/ssd_heads): horizontal heads for
 //              the next kh cells of a row, vertical heads for the cell 1 .. kv rows below; a draft is sampled
 //              from the target's own output head on RMSNorm(h^) (after CFG and the sampling chain; the argmax
 //              at T = 0). h_pre(cell) is the target's state whose logits gave token(cell).
 //   first row  speculative decoding with the horizontal heads: from the newest token, kh drafts; ONE target
 //              forward; accept left to right by the acceptance rule (exact: min(1, p/q)); at the first
 //              rejection sample the rule's rejection distribution (exact: the residual); all accepted: a bonus
-//              token from p (decoding/verify's chain, all rows at once). The row's last token is then
+//              token from p (decoding/floor/verify's chain, all rows at once). The row's last token is then
 //              committed by one forward.
 //   later rows the kv rows below the newest committed row are drafted at once by the vertical heads from that
 //              row's states and tokens, then verified and corrected in ROUNDS, one target forward each over
 //              the drafted rows (the committed rows in the cache): every drafted cell independently keeps its
 //              token with the rule's probability (exact: min(1, p/q)) or replaces it by a sample of the rule's
 //              rejection distribution (exact: norm(max(0, p - q))), p read off this round's forward (a cell is
-//              depth 1 of a chain of 1 for Cool-SD's weights: our choice, the paper uses the exact rule); nothing is rolled back, the next round re-reads the corrected rows,
-//              and a kept or replaced token counts as a draw from this round's p (q := p). Then ONE forward
-//              commits a row to the cache and gives its states (for the next vertical drafts) and the
-//              distribution of the next row's first cell.
+//              depth 1 of a chain of 1 for Cool-SD's weights: our choice, the paper uses the exact rule); nothing is
+//              rolled back, the next round re-reads the corrected rows, and a kept or replaced token counts as a draw
+//              from this round's p (q := p). Then ONE forward commits a row to the cache and gives its states (for the
+//              next vertical drafts) and the distribution of the next row's first cell.
 //   staging    kv = 1: r rounds, commit. kv >= 2: b rounds on all kv rows, commit the first, then i rounds on
 //              the rest before each further commit.
 // Lossy by design: a cell is verified against its context of that round, which later rounds may change. At
@@ -35,9 +35,9 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/decode_rows.h"
-#include "decoding/iteration_stats.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/iteration_stats.h"
+#include "decoding/floor/decoder_registry.h"
 
 namespace vispec {
 
@@ -120,15 +120,14 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     times.draft = clock.lap();
 
     // The pending token, then the drafts: p at cells n .. n + K.
-    const auto out = target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), rows.positions(-1, K + 1),
-                                          first_row_mask);
+    const auto out =
+        target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), rows.positions(-1, K + 1), first_row_mask);
     times.verify = clock.lap();
     const auto count = (W - rows.n).clamp(0, K);  // drafts past the row's end take no part
     const auto u = chain_uniforms(rows, K, first_row_rule_, greedy);
-    const auto verdict =
-        greedy ? verify_chain_greedy(first_row_rule_, greedy_tokens(out.logits), drafts, count, u)
-               : verify_chain(first_row_rule_, target_probs(out.logits, params_), torch::stack(q_heads, 1), drafts,
-                              count, u);
+    const auto verdict = greedy ? verify_chain_greedy(first_row_rule_, greedy_tokens(out.logits), drafts, count, u)
+                                : verify_chain(first_row_rule_, target_probs(out.logits, params_),
+                                               torch::stack(q_heads, 1), drafts, count, u);
     const auto kept = rows.commit_chain(drafts, verdict, count, W);  // no bonus past the row's end
     // Block entries j < kept hold cells n - 1 + j (n as the iteration began), whose contexts are all committed:
     // their outputs are the states of cells n + j.
@@ -239,7 +238,7 @@ DecoderEntry ssd_entry() {
   DecoderEntry e;
   e.name = "ssd";
   e.summary = "SSD: horizontal and vertical heads draft a row ahead; verify-and-correct rounds per cell";
-  e.drafters = {Drafter::kSsdHeads};
+  e.drafters = {"ssd_heads"};
   e.read = [](DecoderFields& f, DecoderConfig& c) {
     SsdParams p;
     p.kh = f.whole("kh", p.kh, 1, 64);
@@ -252,9 +251,9 @@ DecoderEntry ssd_entry() {
   };
   e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
     const auto& p = c.settings<SsdParams>();
-    VISPEC_CHECK(p.kh <= m.ssd->horizontal_count() && p.kv <= m.ssd->vertical_count(), c.spec.where_of("kv"),
-                 ": kh ", p.kh, ", kv ", p.kv, " but the SSD heads file has ", m.ssd->horizontal_count(),
-                 " horizontal and ", m.ssd->vertical_count(), " vertical heads");
+    VISPEC_CHECK(p.kh <= m.ssd->horizontal_count() && p.kv <= m.ssd->vertical_count(), c.spec.where_of("kv"), ": kh ",
+                 p.kh, ", kv ", p.kv, " but the SSD heads file has ", m.ssd->horizontal_count(), " horizontal and ",
+                 m.ssd->vertical_count(), " vertical heads");
     return std::make_unique<SsdDecoder>(m.target, m.ssd, c.sampling, p, c.accept, m.neighbours);
   };
   return e;

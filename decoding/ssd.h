@@ -4,10 +4,10 @@
 
 #include <memory>
 
-#include "decoding/cfg_model.h"
-#include "decoding/decoder.h"
-#include "decoding/verify.h"
-#include "models/ssd_heads.h"
+#include "decoding/floor/cfg_model.h"
+#include "decoding/floor/decoder.h"
+#include "decoding/floor/verify.h"
+#include "models/drafters/ssd_heads.h"
 
 namespace vispec {
 

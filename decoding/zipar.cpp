@@ -13,7 +13,7 @@
 //              cells as zero keys (logit 0, value 0) in a cache indexed by position; ours sees only written
 //              entries (unwritten cells masked out), a deviation the source notes allow.
 //   row ends   on a model whose rows end in an end-of-line token (Lumina-mGPT, Emu3) a fed row-ending cell,
-//              placeholder or real, brings its end-of-line entry (models/sequence_layout.h), which sees what
+//              placeholder or real, brings its end-of-line entry (models/gpt/sequence_layout.h), which sees what
 //              the cell sees and predicts the next row's first token; it lives and dies with the cell's token.
 // Lossy by schedule: a token is sampled before the cells right of the one above it exist. Randomness per
 // (seed, sample id, raster index, kSample), as AR's: with s = W the schedule is AR's and so are the tokens.
@@ -23,9 +23,9 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/decode_rows.h"
-#include "decoding/decoder_registry.h"
-#include "models/sequence_layout.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/decoder_registry.h"
+#include "models/gpt/sequence_layout.h"
 
 namespace vispec {
 

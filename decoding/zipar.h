@@ -1,8 +1,8 @@
 // ZipAR (He et al., ICML 2025): training-free parallel decoding of the raster by rows, with a fixed window s.
 #pragma once
 
-#include "decoding/cfg_model.h"
-#include "decoding/decoder.h"
+#include "decoding/floor/cfg_model.h"
+#include "decoding/floor/decoder.h"
 
 namespace vispec {
 

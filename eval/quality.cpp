@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 #include "io/fashion_data.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 
 namespace vispec {
 
@@ -31,13 +31,15 @@ double class_agreement(const torch::Tensor& predictions, const torch::Tensor& cl
 }
 
 nlohmann::json QualityReport::to_json() const {
-  return {{"images", images}, {"class_agreement", class_agreement}, {"fid", fid},
+  return {{"images", images},
+          {"class_agreement", class_agreement},
+          {"fid", fid},
           {"fid_reference_images", reference_images}};
 }
 
 std::string QualityReport::to_line() const {
-  return fmt::format("{} images: class agreement {:.4f}, FID {:.3f} (vs {} real test images)", images,
-                     class_agreement, fid, reference_images);
+  return fmt::format("{} images: class agreement {:.4f}, FID {:.3f} (vs {} real test images)", images, class_agreement,
+                     fid, reference_images);
 }
 
 Classifier load_classifier(const ModelConfig& model, torch::Device device) {

@@ -13,8 +13,8 @@
 #include "io/metrics.h"
 #include "io/run_layout.h"
 #include "io/sample_images.h"
-#include "models/load.h"
-#include "models/vq.h"
+#include "models/checkpoints/load.h"
+#include "models/vq/vq.h"
 
 namespace vispec {
 
@@ -63,9 +63,8 @@ QualityReport evaluate_run(const RunEvalOptions& o) {
   auto [images, classes] = read_run_images(o.out_dir);
   VISPEC_CHECK(images.size(1) == model.classifier.in_channels && images.size(2) == model.image_size() &&
                    images.size(3) == model.image_size(),
-               o.out_dir, ": its images are ", images.size(1), "x", images.size(2), "x", images.size(3),
-               " but ", model.file, " judges ", model.classifier.in_channels, "x", model.image_size(), "x",
-               model.image_size());
+               o.out_dir, ": its images are ", images.size(1), "x", images.size(2), "x", images.size(3), " but ",
+               model.file, " judges ", model.classifier.in_channels, "x", model.image_size(), "x", model.image_size());
   const auto report = judge.judge(images, classes);
   auto json = report.to_json();
   json["model_config"] = model.file;
@@ -87,7 +86,8 @@ nlohmann::json measure_floors(const std::string& model_config, const std::vector
   const auto train = load_fashion_tensors("train", model.image_size());
   nlohmann::json rows = nlohmann::json::array();
   for (const int64_t n : sizes) {
-    VISPEC_CHECK(n >= 2 && n <= train.images.size(0), "floors: size ", n, " must be in [2, ", train.images.size(0), "]");
+    VISPEC_CHECK(n >= 2 && n <= train.images.size(0), "floors: size ", n, " must be in [2, ", train.images.size(0),
+                 "]");
     // A fixed random subset (seed 0): the first n of one permutation, so n=1000 is inside n=10000.
     auto gen = at::detail::createCPUGenerator(0);
     auto idx = torch::randperm(train.images.size(0), gen).narrow(0, 0, n);
@@ -99,21 +99,27 @@ nlohmann::json measure_floors(const std::string& model_config, const std::vector
       for (int64_t i = 0; i < n; i += 64) {
         auto x = real.narrow(0, i, std::min<int64_t>(64, n - i)).to(device);
         recon.push_back(vq->decode_codes(vq->encode(x), x.size(2) / vq->config().downsample(),
-                                         x.size(3) / vq->config().downsample()).to(torch::kCPU));
+                                         x.size(3) / vq->config().downsample())
+                            .to(torch::kCPU));
       }
     }
     // Both judged as they would be written: 8-bit quantised (real images already are).
     const auto real_report = judge.judge(real, labels);
     const auto recon_report = judge.judge(bytes_to_images(images_to_bytes(torch::cat(recon))), labels);
-    spdlog::info("floors n={}: real train {} | VQ reconstructions {}", n, real_report.to_line(), recon_report.to_line());
+    spdlog::info("floors n={}: real train {} | VQ reconstructions {}", n, real_report.to_line(),
+                 recon_report.to_line());
     rows.push_back({{"n", n}, {"real_train", real_report.to_json()}, {"vq_reconstruction", recon_report.to_json()}});
   }
-  nlohmann::json out = {{"model_config", model.file}, {"classifier", model.classifier_weights},
-                        {"device", device.str()}, {"floors", rows}};
+  nlohmann::json out = {{"model_config", model.file},
+                        {"classifier", model.classifier_weights},
+                        {"device", device.str()},
+                        {"floors", rows}};
   make_directories(results_dir);
   write_file_atomic(results_dir + "/floors.json", out.dump(2) + "\n");
-  std::string md = "| images n | FID real train vs test | FID VQ reconstructions vs test | class agreement real | class agreement VQ |\n"
-                   "| --- | --- | --- | --- | --- |\n";
+  std::string md =
+      "| images n | FID real train vs test | FID VQ reconstructions vs test | class agreement real | class agreement "
+      "VQ |\n"
+      "| --- | --- | --- | --- | --- |\n";
   for (const auto& r : rows)
     md += fmt::format("| {} | {:.3f} | {:.3f} | {:.4f} | {:.4f} |\n", r["n"].get<int64_t>(),
                       r["real_train"]["fid"].get<double>(), r["vq_reconstruction"]["fid"].get<double>(),

@@ -29,7 +29,8 @@ inline std::string input_dir() {
 inline std::string write_input(const uint8_t* data, size_t size, const std::string& name) {
   const auto path = input_dir() + "/" + name;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), std::streamsize(size));
   return path;
 }
 

@@ -1,7 +1,7 @@
-// The safetensors header checks (models/safetensors_header.h): whatever the bytes, an accepted header's
+// The safetensors header checks (models/checkpoints/safetensors_header.h): whatever the bytes, an accepted header's
 // tensors lie inside the data section, so mapping them can never read past the file.
 #include "fuzz/fuzz_input.h"
-#include "models/safetensors_header.h"
+#include "models/checkpoints/safetensors_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

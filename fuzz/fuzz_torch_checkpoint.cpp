@@ -1,9 +1,9 @@
-// The torch.save reader (models/torch_checkpoint_index.h: zip container, restricted unpickler, state dict
+// The torch.save reader (models/checkpoints/torch_checkpoint_index.h: zip container, restricted unpickler, state dict
 // selection, tensor extents): whatever the bytes, an accepted tensor lies inside its storage, which lies inside
 // the file.
 #include "fuzz/fuzz_input.h"
-#include "models/safetensors_header.h"
-#include "models/torch_checkpoint_index.h"
+#include "models/checkpoints/safetensors_header.h"
+#include "models/checkpoints/torch_checkpoint_index.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const char* key : {"", "model.sd"}) {

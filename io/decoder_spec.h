@@ -12,10 +12,10 @@ class YamlView;
 
 struct DecoderSpec {
   std::string name;
-  std::string name_where;                     // "jobs/demo.yaml:4: decoder.name"
-  std::map<std::string, double> params;       // every numeric field of the decoder section
-  std::map<std::string, std::string> words;   // every other field (e.g. accept: lantern, schedule: linear)
-  std::map<std::string, std::string> where;   // field -> "file:line: decoder.field"
+  std::string name_where;                    // "jobs/demo.yaml:4: decoder.name"
+  std::map<std::string, double> params;      // every numeric field of the decoder section
+  std::map<std::string, std::string> words;  // every other field (e.g. accept: lantern, schedule: linear)
+  std::map<std::string, std::string> where;  // field -> "file:line: decoder.field"
 
   double get(const std::string& key, double fallback) const {
     auto it = params.find(key);

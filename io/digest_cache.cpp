@@ -31,9 +31,9 @@ std::string digest_cache_path() {
   const char* own = std::getenv("VISPEC_CACHE_DIR");
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
-  const std::string dir = own && *own ? own
+  const std::string dir = own && *own   ? own
                           : xdg && *xdg ? std::string(xdg) + "/vispec"
-                          : std::string(home && *home ? home : "/tmp") + "/.cache/vispec";
+                                        : std::string(home && *home ? home : "/tmp") + "/.cache/vispec";
   return dir + "/file-digests.jsonl";
 }
 

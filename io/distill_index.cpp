@@ -32,8 +32,8 @@ void copy_root_attributes(hid_t from_file, hid_t to, const std::vector<std::stri
   const hid_t from = root.get();
   const hsize_t n = hsize_t(std::max(0, H5Aget_num_attrs(from)));
   for (hsize_t i = 0; i < n; ++i) {
-    h5::Handle attr(h5::check(H5Aopen_by_idx(from, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT),
-                              where, "attribute open"),
+    h5::Handle attr(h5::check(H5Aopen_by_idx(from, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT), where,
+                              "attribute open"),
                     H5Aclose);
     char name[256];
     H5Aget_name(attr.get(), sizeof(name), name);
@@ -43,9 +43,9 @@ void copy_root_attributes(hid_t from_file, hid_t to, const std::vector<std::stri
     std::vector<char> bytes(std::max<size_t>(H5Tget_size(type.get()), sizeof(char*)), 0);
     h5::check(H5Aread(attr.get(), type.get(), bytes.data()), where, "attribute read");
     const bool vlen_string = H5Tis_variable_str(type.get()) > 0;
-    h5::Handle out(h5::check(H5Acreate2(to, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where,
-                             "attribute create"),
-                   H5Aclose);
+    h5::Handle out(
+        h5::check(H5Acreate2(to, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where, "attribute create"),
+        H5Aclose);
     h5::check(H5Awrite(out.get(), type.get(), bytes.data()), where, "attribute write");
     if (vlen_string) H5free_memory(*reinterpret_cast<char**>(bytes.data()));
   }
@@ -159,10 +159,10 @@ void build_distill_index(const std::string& out_dir, const std::vector<DistillUn
                     path, "virtual mapping");
         }
         H5Sselect_all(vspace.get());
-        h5::Handle vds(h5::check(H5Dcreate2(index.get(), name, type.get(), vspace.get(), H5P_DEFAULT, dcpl.get(),
-                                            H5P_DEFAULT),
-                                 path, "virtual dataset create"),
-                       H5Dclose);
+        h5::Handle vds(
+            h5::check(H5Dcreate2(index.get(), name, type.get(), vspace.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                      path, "virtual dataset create"),
+            H5Dclose);
         if (std::string(name) == "hidden") {  // carry the bf16 marker
           if (H5Aexists(ds.get(), "dtype") > 0) h5::attr_string(vds.get(), "dtype", "bfloat16", path);
         }
@@ -205,8 +205,7 @@ std::string describe_h5(const std::string& path) {
   h5::Handle root(h5::check(H5Gopen2(file.get(), "/", H5P_DEFAULT), path, "root open"), H5Gclose);
   const hsize_t n_attr = hsize_t(std::max(0, H5Aget_num_attrs(root.get())));
   for (hsize_t i = 0; i < n_attr; ++i) {
-    h5::Handle attr(H5Aopen_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT),
-                    H5Aclose);
+    h5::Handle attr(H5Aopen_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
     char name[256];
     H5Aget_name(attr.get(), sizeof(name), name);
     h5::Handle type(H5Aget_type(attr.get()), H5Tclose);

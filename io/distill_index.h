@@ -15,8 +15,8 @@ namespace vispec {
 
 struct DistillUnitRef {
   int64_t unit = 0;
-  int64_t length = 0;                // samples (rows) in the unit file
-  std::optional<FileDigest> file;    // its size and CRC-32 as journaled (absent: journaled by an older vispec)
+  int64_t length = 0;              // samples (rows) in the unit file
+  std::optional<FileDigest> file;  // its size and CRC-32 as journaled (absent: journaled by an older vispec)
 };
 
 // units ascending; those of length 0 have no rows and are listed in the table only. First checks every unit

@@ -48,7 +48,10 @@ void check_stored_type(hid_t file, DistillDtype dtype, const std::string& where)
   const size_t size = H5Tget_size(type.get());
   const bool ok = dtype == DistillDtype::kBFloat16 ? cls == H5T_INTEGER && size == 2
                                                    : cls == H5T_FLOAT && size == size_t(dtype_bytes(dtype));
-  VISPEC_CHECK(ok, where, ": /hidden is stored as ", cls == H5T_FLOAT ? "float" : cls == H5T_INTEGER ? "integer" : "other",
+  VISPEC_CHECK(ok, where, ": /hidden is stored as ",
+               cls == H5T_FLOAT     ? "float"
+               : cls == H5T_INTEGER ? "integer"
+                                    : "other",
                size * 8, " but @dtype says ", dtype_name(dtype),
                dtype == DistillDtype::kBFloat16 ? " (bf16 is stored as uint16 bits)" : "");
 }
@@ -93,7 +96,9 @@ DistillReader::DistillReader(const std::string& path) : path_(path) {
   const auto dtype = read_string_attr(root.get(), "dtype", path);
   VISPEC_CHECK(dtype == "fp32" || dtype == "fp16" || dtype == "bf16", path, ": @dtype '", dtype,
                "' is none of fp32, fp16, bf16");
-  dtype_ = dtype == "fp32" ? DistillDtype::kFloat32 : dtype == "fp16" ? DistillDtype::kFloat16 : DistillDtype::kBFloat16;
+  dtype_ = dtype == "fp32"   ? DistillDtype::kFloat32
+           : dtype == "fp16" ? DistillDtype::kFloat16
+                             : DistillDtype::kBFloat16;
   check_stored_type(file.get(), dtype_, path);
   const auto ids = read_column(file.get(), "units/unit", path), lengths = read_column(file.get(), "units/length", path);
   VISPEC_CHECK(lengths.size() == ids.size(), path, ": units/length and units/unit differ in length");

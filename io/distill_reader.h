@@ -15,10 +15,10 @@ namespace vispec {
 
 struct DistillRows {
   int64_t count = 0;
-  std::vector<float> hidden;      // [count, S, T, D]
-  std::vector<int32_t> tokens;    // [count, T]
-  std::vector<int64_t> class_id;  // [count]
-  std::vector<int64_t> sample_id; // [count]
+  std::vector<float> hidden;       // [count, S, T, D]
+  std::vector<int32_t> tokens;     // [count, T]
+  std::vector<int64_t> class_id;   // [count]
+  std::vector<int64_t> sample_id;  // [count]
 };
 
 struct RowRun {  // rows [first, first + count)

@@ -43,9 +43,9 @@ enum class DistillDtype { kFloat32, kFloat16, kBFloat16 };
 
 struct DistillOptions {
   bool enabled = false;
-  int streams = 1;                              // 1: cond; 2: cond and uncond
+  int streams = 1;  // 1: cond; 2: cond and uncond
   DistillDtype dtype = DistillDtype::kBFloat16;
-  int compression = 0;                          // gzip level, 0 = none
+  int compression = 0;  // gzip level, 0 = none
 };
 
 inline const char* dtype_name(DistillDtype d) {

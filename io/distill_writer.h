@@ -31,8 +31,8 @@ struct DistillHeader {
 
 struct DistillBatch {
   int64_t count = 0;
-  std::vector<uint8_t> hidden;      // [count, S, T, D] in the stored dtype's bytes
-  std::vector<int32_t> tokens;      // [count, T]
+  std::vector<uint8_t> hidden;  // [count, S, T, D] in the stored dtype's bytes
+  std::vector<int32_t> tokens;  // [count, T]
   std::vector<int64_t> class_id, sample_id;
 };
 

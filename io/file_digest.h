@@ -40,7 +40,7 @@ inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = kFnv1aBasis) {
 }
 uint64_t file_fnv(const std::string& path);  // fnv1a of the whole file
 
-std::string crc32_hex(uint32_t crc);                                  // "0a1b2c3d"
+std::string crc32_hex(uint32_t crc);  // "0a1b2c3d"
 // Parses crc32_hex's form; false if `text` is not 8 hex digits.
 bool parse_crc32_hex(const std::string& text, uint32_t& crc);
 

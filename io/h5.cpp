@@ -111,9 +111,9 @@ hid_t float16_type() {
 namespace {
 void write_attr(hid_t obj, const std::string& name, hid_t type, const void* value, const std::string& where) {
   Handle space(check(H5Screate(H5S_SCALAR), where, "dataspace"), H5Sclose);
-  Handle attr(check(H5Acreate2(obj, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT), where,
-                    "attribute create"),
-              H5Aclose);
+  Handle attr(
+      check(H5Acreate2(obj, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT), where, "attribute create"),
+      H5Aclose);
   check(H5Awrite(attr.get(), type, value), where, "attribute write");
 }
 }  // namespace

@@ -53,7 +53,8 @@ std::string fashion_mnist_dir() {
 LabelledImages read_fashion_mnist(const std::string& split, const std::string& dir) {
   VISPEC_CHECK(split == "train" || split == "test", "fashion-mnist: unknown split '", split, "'");
   const std::string prefix = dir + "/" + (split == "train" ? "train" : "t10k");
-  LabelledImages out{read_idx_images(prefix + "-images-idx3-ubyte.gz"), read_idx_labels(prefix + "-labels-idx1-ubyte.gz")};
+  LabelledImages out{read_idx_images(prefix + "-images-idx3-ubyte.gz"),
+                     read_idx_labels(prefix + "-labels-idx1-ubyte.gz")};
   VISPEC_CHECK(int64_t(out.labels.size()) == out.images.count, prefix, ": image and label counts differ");
   return out;
 }

@@ -16,7 +16,7 @@ struct IdxImages {
   std::vector<uint8_t> pixels;  // count * rows * cols, row-major
 };
 
-IdxImages read_idx_images(const std::string& path);   // magic 2051
+IdxImages read_idx_images(const std::string& path);             // magic 2051
 std::vector<uint8_t> read_idx_labels(const std::string& path);  // magic 2049
 
 struct LabelledImages {

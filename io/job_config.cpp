@@ -17,10 +17,16 @@ namespace {
 // before each --set and after the last, so that --set model.dtype=bf16 works on either form (the path keeps its
 // line for errors) and --set model=PATH too, in any order.
 // The weight paths of a model config that a job may replace (models/model_config.h), as the config spells them.
-const std::vector<std::string> kWeightFields = {
-    "gpt.weights",         "vq.weights",          "classifier.weights",        "text_encoder.dir",
-    "text_encoder.weights", "drafters.eagle_head", "drafters.ssd_heads",        "drafters.gpt.weights",
-    "drafters.mulo.gpt.weights", "drafters.mulo.resamplers.weights"};
+const std::vector<std::string> kWeightFields = {"gpt.weights",
+                                                "vq.weights",
+                                                "classifier.weights",
+                                                "text_encoder.dir",
+                                                "text_encoder.weights",
+                                                "drafters.eagle_head",
+                                                "drafters.ssd_heads",
+                                                "drafters.gpt.weights",
+                                                "drafters.mulo.gpt.weights",
+                                                "drafters.mulo.resamplers.weights"};
 
 // The job's model map below `prefix` ("" or "drafters." ...): each leaf a weight field, each map a step towards
 // one, anything else refused naming the fields it could be.
@@ -65,9 +71,8 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   expand_model_shorthand(doc);
   YamlView root(doc, path);
-  root.reject_unknown_keys(
-      {"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device", "threads",
-       "cuda_graphs", "unit_size", "schedule", "output", "read_weights", "distill"});
+  root.reject_unknown_keys({"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device",
+                            "threads", "cuda_graphs", "unit_size", "schedule", "output", "read_weights", "distill"});
 
   JobConfig job;
   job.file = path;

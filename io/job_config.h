@@ -36,16 +36,16 @@ namespace vispec {
 
 // The bounds of a job's counts (a value past one is refused at planning, in one line).
 inline constexpr int64_t kMaxSampleIds = 100'000'000'000;  // prompts x images_per_prompt: 11-digit ids
-inline constexpr int64_t kMaxUnits = 10'000'000;            // sample ids / unit_size: the plan holds one entry each
+inline constexpr int64_t kMaxUnits = 10'000'000;           // sample ids / unit_size: the plan holds one entry each
 inline constexpr int64_t kMaxBatchSize = 4096;
 inline constexpr int64_t kMaxUnitSize = 1'000'000;
 
 struct JobConfig {
   std::string file;
-  std::string model_config;   // resolved path
-  std::string model_dtype;    // empty: the model config's
+  std::string model_config;                   // resolved path
+  std::string model_dtype;                    // empty: the model config's
   std::vector<WeightOverride> model_weights;  // weight paths the job replaces, in the order it names them
-  std::string prompts_file;   // resolved path
+  std::string prompts_file;                   // resolved path
   DecoderSpec decoder;
   int64_t images_per_prompt = 1;
   uint64_t seed = 0;
@@ -53,7 +53,7 @@ struct JobConfig {
   std::string out_dir;
   std::string device = "auto";
   int threads = 0;
-  // auto: on a GPU, static decode steps are replayed as CUDA graphs (models/step_graph.h), each checked against
+  // auto: on a GPU, static decode steps are replayed as CUDA graphs (models/gpt/step_graph.h), each checked against
   // the eager step at its first use; off: every step eager. The same images either way, so not in the
   // fingerprint.
   std::string cuda_graphs = "auto";
@@ -64,7 +64,7 @@ struct JobConfig {
   std::string output = "files";
   // every_rank: each rank reads the weight files itself (a node's ranks share its page cache, so a file is
   // read from disk once per node anyway); once_per_node: a node's first rank reads them and hands the tensors
-  // to the node's other ranks (models/node_weights.h), for filesystems where every process's read costs.
+  // to the node's other ranks (models/checkpoints/node_weights.h), for filesystems where every process's read costs.
   // The outputs are the same.
   std::string read_weights = "every_rank";
   DistillOptions distill;

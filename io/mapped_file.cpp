@@ -44,7 +44,8 @@ struct Message {
     char digits[24];
     int i = sizeof digits;
     digits[--i] = '\0';
-    do digits[--i] = char('0' + n % 10); while ((n /= 10) && i > 0);
+    do digits[--i] = char('0' + n % 10);
+    while ((n /= 10) && i > 0);
     add(digits + i);
   }
 };
@@ -96,8 +97,12 @@ int guard(const void* data, uint64_t size, const std::string& path) {
     return i;
   }
   static std::once_flag warned;
-  std::call_once(warned, [] { std::fputs("vispec: warning: over 64 files mapped at once; a read error in the "
-                                         "newest ones is a crash, not an error line\n", stderr); });
+  std::call_once(warned, [] {
+    std::fputs(
+        "vispec: warning: over 64 files mapped at once; a read error in the "
+        "newest ones is a crash, not an error line\n",
+        stderr);
+  });
   return -1;
 }
 

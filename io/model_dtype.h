@@ -1,5 +1,5 @@
 // The inference precisions a model config's `dtype` (or a job's model.dtype) may name. Plain strings here, so
-// that job files are checked without LibTorch; models/load.h maps them to torch dtypes.
+// that job files are checked without LibTorch; models/checkpoints/load.h maps them to torch dtypes.
 #pragma once
 
 #include <string>

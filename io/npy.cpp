@@ -55,8 +55,9 @@ std::string header_value(const std::string& header, const std::string& key, cons
   v = header.find_first_not_of(' ', v + 1);
   VISPEC_CHECK(v != std::string::npos, path, ": .npy header: malformed '", key, "'");
   const char open = header[v];
-  const auto end = open == '(' ? header.find(')', v + 1) : open == '\'' ? header.find('\'', v + 1)
-                                                                       : header.find_first_of(",}", v + 1);
+  const auto end = open == '('    ? header.find(')', v + 1)
+                   : open == '\'' ? header.find('\'', v + 1)
+                                  : header.find_first_of(",}", v + 1);
   VISPEC_CHECK(end != std::string::npos, path, ": .npy header: malformed '", key, "'");
   return open == '(' || open == '\'' ? header.substr(v + 1, end - v - 1) : header.substr(v, end - v);
 }
@@ -105,8 +106,8 @@ NpyArray parse_header(const std::string& bytes, const std::string& path, size_t*
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  VISPEC_CHECK(a.elements() >= 0 && size_t(a.elements()) <= (size_t(1) << 40) / a.item_size, path,
-               ": .npy shape (", dims, ") is too large");
+  VISPEC_CHECK(a.elements() >= 0 && size_t(a.elements()) <= (size_t(1) << 40) / a.item_size, path, ": .npy shape (",
+               dims, ") is too large");
   *data_offset = start + hlen;
   return a;
 }

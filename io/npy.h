@@ -20,10 +20,10 @@ std::vector<int32_t> read_npy_int32(const std::string& path, std::vector<int64_t
 
 // Any C-ordered little-endian array ('<f4', '<f2', '<i8', '|u1', ...): its header, and the raw data after it.
 struct NpyArray {
-  std::string descr;            // numpy's dtype string, e.g. "<f4"
+  std::string descr;  // numpy's dtype string, e.g. "<f4"
   std::vector<int64_t> shape;
-  size_t item_size = 0;         // bytes per element, from descr
-  std::string data;             // item_size * prod(shape) bytes (read_npy only)
+  size_t item_size = 0;  // bytes per element, from descr
+  std::string data;      // item_size * prod(shape) bytes (read_npy only)
   int64_t elements() const;
 };
 // The header alone (reads the first bytes of the file). Throws an Error naming the file on anything that is

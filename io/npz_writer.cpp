@@ -8,10 +8,10 @@ namespace vispec {
 namespace {
 
 constexpr char kMember[] = "arr_0.npy";
-constexpr uint16_t kVersion = 45;             // 4.5: ZIP64
-constexpr uint16_t kDataDescriptor = 0x0008;  // general purpose flag bit 3: CRC and sizes after the data
+constexpr uint16_t kVersion = 45;                    // 4.5: ZIP64
+constexpr uint16_t kDataDescriptor = 0x0008;         // general purpose flag bit 3: CRC and sizes after the data
 constexpr uint16_t kDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01, the zip epoch: the same bytes every time
-constexpr uint32_t kFar = 0xFFFFFFFFu;        // "see the ZIP64 extra field"
+constexpr uint32_t kFar = 0xFFFFFFFFu;               // "see the ZIP64 extra field"
 
 // Little-endian fields appended to a record.
 struct Record {

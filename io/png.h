@@ -12,7 +12,7 @@ namespace vispec {
 // pixels: height * width * channels bytes, row-major, channels 1 (gray) or 3 (RGB).
 std::string encode_png(const std::vector<uint8_t>& pixels, int width, int height, int channels);
 FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
-               bool sync_directory = true);
+                     bool sync_directory = true);
 // Decodes a PNG (for tests and tools): fills width/height/channels. decode_png takes the file's bytes, and
 // `where` names them in its errors (an archive member).
 std::vector<uint8_t> read_png(const std::string& path, int& width, int& height, int& channels);

@@ -13,8 +13,12 @@
 namespace vispec {
 
 std::string sample_stem(uint64_t sample_id);  // "00000042"
-inline std::string image_path(const std::string& out, uint64_t id) { return out + "/images/" + sample_stem(id) + ".png"; }
-inline std::string tokens_path(const std::string& out, uint64_t id) { return out + "/tokens/" + sample_stem(id) + ".npy"; }
+inline std::string image_path(const std::string& out, uint64_t id) {
+  return out + "/images/" + sample_stem(id) + ".png";
+}
+inline std::string tokens_path(const std::string& out, uint64_t id) {
+  return out + "/tokens/" + sample_stem(id) + ".npy";
+}
 std::string shard_path(const std::string& out, int64_t unit);         // OUT/shards/unit-000012.tar
 std::string unit_metrics_path(const std::string& out, int64_t unit);  // OUT/metrics/unit-000012.jsonl
 inline std::string metrics_path(const std::string& out) { return out + "/metrics.jsonl"; }

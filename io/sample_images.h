@@ -21,7 +21,7 @@ class SampleImages {
  private:
   std::string out_;
   bool sharded_ = false;
-  int64_t unit_ = -1;                          // the archive read last, kept: samples come unit by unit
+  int64_t unit_ = -1;                           // the archive read last, kept: samples come unit by unit
   std::map<std::string, std::string> members_;  // its members by name
 };
 

@@ -25,11 +25,11 @@ std::vector<UnitFile> unit_files_from_json(const nlohmann::json& j, const std::s
     UnitFile f;
     f.name = e[0].get<std::string>();
     // A path that leaves OUT would let an edited journal make verify --repair touch other files.
-    VISPEC_CHECK(!f.name.empty() && f.name[0] != '/' && f.name.find("..") == std::string::npos, where,
-                 ": files: '", f.name, "' is not a path inside the output directory");
+    VISPEC_CHECK(!f.name.empty() && f.name[0] != '/' && f.name.find("..") == std::string::npos, where, ": files: '",
+                 f.name, "' is not a path inside the output directory");
     f.digest.bytes = e[1].get<int64_t>();
-    VISPEC_CHECK(parse_crc32_hex(e[2].get<std::string>(), f.digest.crc32), where, ": files: '",
-                 e[2].get<std::string>(), "' is not a CRC-32 (8 hex digits)");
+    VISPEC_CHECK(parse_crc32_hex(e[2].get<std::string>(), f.digest.crc32), where, ": files: '", e[2].get<std::string>(),
+                 "' is not a CRC-32 (8 hex digits)");
     files.push_back(std::move(f));
   }
   return files;

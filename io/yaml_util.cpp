@@ -77,14 +77,38 @@ void YamlView::reject_unknown_keys(const std::vector<std::string>& known) const 
 namespace {
 template <class T>
 const char* type_name();
-template <> const char* type_name<int64_t>() { return "an integer"; }
-template <> const char* type_name<int>() { return "an integer"; }
-template <> const char* type_name<uint64_t>() { return "a non-negative integer"; }
-template <> const char* type_name<double>() { return "a number"; }
-template <> const char* type_name<bool>() { return "true or false"; }
-template <> const char* type_name<std::string>() { return "a string"; }
-template <> const char* type_name<std::vector<int64_t>>() { return "a list of integers"; }
-template <> const char* type_name<std::vector<std::string>>() { return "a list of strings"; }
+template <>
+const char* type_name<int64_t>() {
+  return "an integer";
+}
+template <>
+const char* type_name<int>() {
+  return "an integer";
+}
+template <>
+const char* type_name<uint64_t>() {
+  return "a non-negative integer";
+}
+template <>
+const char* type_name<double>() {
+  return "a number";
+}
+template <>
+const char* type_name<bool>() {
+  return "true or false";
+}
+template <>
+const char* type_name<std::string>() {
+  return "a string";
+}
+template <>
+const char* type_name<std::vector<int64_t>>() {
+  return "a list of integers";
+}
+template <>
+const char* type_name<std::vector<std::string>>() {
+  return "a list of strings";
+}
 }  // namespace
 
 template <class T>

@@ -18,11 +18,16 @@ class YamlView {
   bool has(const std::string& key) const;
   YamlView at(const std::string& key) const;  // required field
   std::vector<std::string> keys() const;
-  template <class T> T as() const;            // this node's value, typed
-  template <class T> T get(const std::string& key, const T& fallback) const {
+  template <class T>
+  T as() const;  // this node's value, typed
+  template <class T>
+  T get(const std::string& key, const T& fallback) const {
     return has(key) ? at(key).as<T>() : fallback;
   }
-  template <class T> T need(const std::string& key) const { return at(key).as<T>(); }
+  template <class T>
+  T need(const std::string& key) const {
+    return at(key).as<T>();
+  }
   // A path field, resolved against the YAML file's directory (absolute paths are kept as they are).
   std::string need_path(const std::string& key) const;
 

@@ -37,9 +37,8 @@ constexpr int kMaxWarps = 16;
 // value row is read whole, coalesced, by the warp).
 template <typename T, int PER_LANE>
 __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
-                              const bool* __restrict__ mask, T* __restrict__ out, int64_t H, int64_t Hkv,
-                              int64_t T_, int64_t S, int64_t keys, int64_t mask_b, int64_t mask_t, int64_t mask_k,
-                              float scale) {
+                              const bool* __restrict__ mask, T* __restrict__ out, int64_t H, int64_t Hkv, int64_t T_,
+                              int64_t S, int64_t keys, int64_t mask_b, int64_t mask_t, int64_t mask_k, float scale) {
   constexpr int Dh = 32 * PER_LANE;
   const int64_t index = blockIdx.x, t = index % T_, h = (index / T_) % H, b = index / (T_ * H);
   const int64_t hk = h / (H / Hkv);
@@ -90,8 +89,9 @@ __global__ void attend_kernel(const T* __restrict__ q, const T* __restrict__ k_c
       score = dot * scale;
     }
     float chunk_max = score;
-    for (int offset = 16; offset > 0; offset /= 2) chunk_max = fmaxf(chunk_max, __shfl_xor_sync(0xffffffffu, chunk_max, offset));
-    const float m_new = fmaxf(m, chunk_max);  // finite: some key of the chunk is used
+    for (int offset = 16; offset > 0; offset /= 2)
+      chunk_max = fmaxf(chunk_max, __shfl_xor_sync(0xffffffffu, chunk_max, offset));
+    const float m_new = fmaxf(m, chunk_max);   // finite: some key of the chunk is used
     const float rescale = exp_f32(m - m_new);  // exp(-inf) = 0 for the warp's first chunk
     const float p = used ? exp_f32(score - m_new) : 0.f;
     float p_sum = p;
@@ -149,10 +149,10 @@ template <typename T, int PER_LANE>
 int launch(const AttendArgs& a, CUstream_st* stream) {
   const int64_t chunks = (a.keys + 31) / 32;
   const int warps = int(chunks < kMaxWarps ? (chunks > 0 ? chunks : 1) : kMaxWarps);
-  return launch_kernel(attend_kernel<T, PER_LANE>, dim3(unsigned(a.B * a.H * a.T)), dim3(unsigned(32 * warps)),
-                       stream, static_cast<const T*>(a.q), static_cast<const T*>(a.k_cache),
-                       static_cast<const T*>(a.v_cache), a.mask, static_cast<T*>(a.out), a.H, a.Hkv, a.T, a.S, a.keys,
-                       a.mask_b, a.mask_t, a.mask_k, a.scale);
+  return launch_kernel(attend_kernel<T, PER_LANE>, dim3(unsigned(a.B * a.H * a.T)), dim3(unsigned(32 * warps)), stream,
+                       static_cast<const T*>(a.q), static_cast<const T*>(a.k_cache), static_cast<const T*>(a.v_cache),
+                       a.mask, static_cast<T*>(a.out), a.H, a.Hkv, a.T, a.S, a.keys, a.mask_b, a.mask_t, a.mask_k,
+                       a.scale);
 }
 
 template <typename T>

@@ -27,7 +27,7 @@ VISPEC_HD float exp_f32(float x) {
   p = add(mul(p, r), 4.1665795894e-2f);
   p = add(mul(p, r), 1.6666665459e-1f);
   p = add(mul(p, r), 5.0000001201e-1f);
-  const float y = add(add(mul(p, mul(r, r)), r), 1.0f);                   // e^r
+  const float y = add(add(mul(p, mul(r, r)), r), 1.0f);  // e^r
   // 2^n in two exact factors, 2^(n - m) and 2^m with m = 1 when n > 0: n runs from -126 to 128, and 2^128 is
   // not a float.
   const int32_t whole = static_cast<int32_t>(n), m = whole > 0 ? 1 : 0;

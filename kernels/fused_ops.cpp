@@ -25,18 +25,22 @@ TORCH_LIBRARY(vispec, m) {
   m.def("rms_norm(Tensor x, Tensor weight, float eps) -> Tensor");
   m.def("add_rms_norm(Tensor x, Tensor delta, Tensor weight, float eps) -> (Tensor, Tensor)");
   m.def("silu_mul(Tensor gate_up) -> Tensor");
-  m.def("rope_write_kv(Tensor qkv, Tensor rope, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor slots, int n_head, "
-        "int n_kv_head, bool half_split) -> Tensor");
+  m.def(
+      "rope_write_kv(Tensor qkv, Tensor rope, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor slots, int n_head, "
+      "int n_kv_head, bool half_split) -> Tensor");
   m.def("linear(Tensor x, Tensor weight) -> Tensor");
   m.def("linear_silu_mul(Tensor x, Tensor weight) -> Tensor");
   m.def("attend_cache(Tensor q, Tensor k_cache, Tensor v_cache, int keys, Tensor? mask, bool causal) -> Tensor");
-  m.def("sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> Tensor");
+  m.def(
+      "sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> "
+      "Tensor");
   m.def("cfg_mix(Tensor logits, float scale) -> Tensor");
   m.def("keyed_uniforms(Tensor sample_ids, Tensor positions, Tensor? draws, int seed, int purpose) -> Tensor");
-  m.def("tree_walk(Tensor? p, Tensor? target, Tensor token, Tensor depth, Tensor children, Tensor? node_q, "
-        "Tensor? q_slot, Tensor? neighbours, Tensor? weights, Tensor limit, Tensor? u_accept, Tensor? u_resample, "
-        "Tensor? u_sample, int levels, int rule, int k, float delta, float lambda, bool optimal) "
-        "-> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+  m.def(
+      "tree_walk(Tensor? p, Tensor? target, Tensor token, Tensor depth, Tensor children, Tensor? node_q, "
+      "Tensor? q_slot, Tensor? neighbours, Tensor? weights, Tensor limit, Tensor? u_accept, Tensor? u_resample, "
+      "Tensor? u_sample, int levels, int rule, int k, float delta, float lambda, bool optimal) "
+      "-> (Tensor, Tensor, Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) {
@@ -77,8 +81,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return op.call(x, weight, eps);
 }
 
-std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& delta,
-                                                const at::Tensor& weight, double eps) {
+std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& delta, const at::Tensor& weight,
+                                                double eps) {
   static const auto op =
       handle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, double)>(
           "vispec::add_rms_norm");
@@ -115,10 +119,11 @@ at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at
   return op.call(q, k_cache, v_cache, keys, mask, causal);
 }
 
-at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double temperature, int64_t top_k,
-                       double top_p, const at::Tensor& nonfinite) {
-  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, double, int64_t, double,
-                                           const at::Tensor&)>("vispec::sample_next");
+at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double temperature, int64_t top_k, double top_p,
+                       const at::Tensor& nonfinite) {
+  static const auto op =
+      handle<at::Tensor(const at::Tensor&, const at::Tensor&, double, int64_t, double, const at::Tensor&)>(
+          "vispec::sample_next");
   return op.call(logits, u, temperature, top_k, top_p, nonfinite);
 }
 
@@ -129,8 +134,9 @@ at::Tensor cfg_mix(const at::Tensor& logits, double scale) {
 
 at::Tensor keyed_uniforms(const at::Tensor& sample_ids, const at::Tensor& positions,
                           const std::optional<at::Tensor>& draws, int64_t seed, int64_t purpose) {
-  static const auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                                           int64_t, int64_t)>("vispec::keyed_uniforms");
+  static const auto op =
+      handle<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, int64_t, int64_t)>(
+          "vispec::keyed_uniforms");
   return op.call(sample_ids, positions, draws, seed, purpose);
 }
 
@@ -143,10 +149,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> tree_walk
     int64_t rule, int64_t k, double delta, double lambda, bool optimal) {
   using Optional = const std::optional<at::Tensor>&;
   using Tensor = const at::Tensor&;
-  static const auto op =
-      handle<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
-          Optional, Optional, Tensor, Tensor, Tensor, Optional, Optional, Optional, Optional, Tensor, Optional, Optional,
-          Optional, int64_t, int64_t, int64_t, double, double, bool)>("vispec::tree_walk");
+  static const auto op = handle<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+      Optional, Optional, Tensor, Tensor, Tensor, Optional, Optional, Optional, Optional, Tensor, Optional, Optional,
+      Optional, int64_t, int64_t, int64_t, double, double, bool)>("vispec::tree_walk");
   return op.call(p, target, token, depth, children, node_q, q_slot, neighbours, weights, limit, u_accept, u_resample,
                  u_sample, levels, rule, k, delta, lambda, optimal);
 }

@@ -190,7 +190,10 @@ __device__ T block_reduce(T value, Op op, T* scratch) {
 }
 
 struct Sum {
-  template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct Max {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -220,7 +223,8 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
   bad = __syncthreads_or(bad);
   if (bad && threadIdx.x == 0) *nonfinite = true;
   if (temperature <= 0.f) {
-    best = block_reduce(best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, uscratch);
+    best = block_reduce(
+        best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, uscratch);
     if (threadIdx.x == 0) tokens[row] = int64_t(0xFFFFFFFFu - unsigned(best & 0xFFFFFFFFu));
     return;
   }
@@ -305,8 +309,8 @@ __global__ void cfg_mix_kernel(const T* __restrict__ logits, float* __restrict__
 }
 
 __global__ void keyed_uniforms_kernel(const int64_t* __restrict__ ids, const int64_t* __restrict__ positions,
-                                      const int64_t* __restrict__ draws, double* __restrict__ u, int64_t B,
-                                      int64_t C, uint64_t seed, uint32_t purpose) {
+                                      const int64_t* __restrict__ draws, double* __restrict__ u, int64_t B, int64_t C,
+                                      uint64_t seed, uint32_t purpose) {
   wait_for_previous();
   start_next();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < B * C; i += int64_t(gridDim.x) * blockDim.x)
@@ -332,11 +336,12 @@ int by_dtype(Dtype dtype, F&& launch_as) {
 
 }  // namespace
 
-int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, void* sum_out, void* out,
-             int64_t rows, int64_t D, float eps, CUstream_st* stream) {
+int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, void* sum_out, void* out, int64_t rows,
+             int64_t D, float eps, CUstream_st* stream) {
   if (rows == 0) return 0;
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool vectors_fit = aligned(x) && aligned(weight) && aligned(out) && (!delta || (aligned(delta) && aligned(sum_out)));
+  const bool vectors_fit =
+      aligned(x) && aligned(weight) && aligned(out) && (!delta || (aligned(delta) && aligned(sum_out)));
   return by_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
     constexpr int P = Pack<T>::n;
@@ -367,9 +372,9 @@ int silu_mul(Dtype dtype, const void* gate_up, void* out, int64_t rows, int64_t 
   });
 }
 
-int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t* slots, void* k_cache,
-                  void* v_cache, void* q, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t S,
-                  bool half_split, CUstream_st* stream) {
+int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t* slots, void* k_cache, void* v_cache,
+                  void* q, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t S, bool half_split,
+                  CUstream_st* stream) {
   const int64_t n = B * T * (H + 2 * Hkv) * (Dh / 2);
   if (n == 0) return 0;
   return by_dtype(dtype, [&](auto zero) {
@@ -397,11 +402,11 @@ int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale,
   });
 }
 
-int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B,
-                   int64_t C, uint64_t seed, uint32_t purpose, CUstream_st* stream) {
+int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B, int64_t C,
+                   uint64_t seed, uint32_t purpose, CUstream_st* stream) {
   if (B * C == 0) return 0;
-  return launch_kernel(keyed_uniforms_kernel, blocks_for(B * C, 256), 256, stream, ids, positions, draws, u, B, C,
-                       seed, purpose);
+  return launch_kernel(keyed_uniforms_kernel, blocks_for(B * C, 256), 256, stream, ids, positions, draws, u, B, C, seed,
+                       purpose);
 }
 
 const char* error_string(int error) { return cudaGetErrorString(cudaError_t(error)); }

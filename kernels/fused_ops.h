@@ -4,7 +4,7 @@
 // (kernels/fused_ops.cu) held against that reference before its first use (kernels/kernel_check.h).
 //
 // They replace, in a transformer layer of a decode step, the 40-odd small ATen operators of the composite
-// formulas (models/layers.cpp, models/rope_*.cpp, models/gpt.cpp): an RMSNorm was 8 of them, the RoPE of q
+// formulas (models/gpt/layers.cpp, models/rope_*.cpp, models/gpt/gpt.cpp): an RMSNorm was 8 of them, the RoPE of q
 // and k 17 each plus the cache writes. A layer is then nine operators (docs/decoding_floor.md, "Fused
 // operators"). The composite formulas stay: they are what training differentiates (these operators have no
 // gradient) and the CUDA path's fallback.
@@ -17,7 +17,9 @@
 #include <optional>
 #include <tuple>
 
-namespace at { class Tensor; }
+namespace at {
+class Tensor;
+}
 
 namespace vispec::kernels {
 
@@ -27,8 +29,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
 // The residual add and the next RMSNorm in one pass: returns (x + delta, rms_norm(x + delta)), the sum
 // rounded to x's dtype first (what the unfused code computes). x, delta [..., D].
-std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& delta,
-                                                const at::Tensor& weight, double eps);
+std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& delta, const at::Tensor& weight,
+                                                double eps);
 
 // SwiGLU's middle: silu(gate) * up over one merged projection gate_up [..., 2F] = [w1 x | w3 x] -> [..., F].
 at::Tensor silu_mul(const at::Tensor& gate_up);
@@ -57,16 +59,16 @@ at::Tensor linear_silu_mul(const at::Tensor& x, const at::Tensor& weight);
 at::Tensor attend_cache(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache, int64_t keys,
                         const std::optional<at::Tensor>& mask, bool causal);
 
-// The sampling chain of decoding/sampler.h for one step, in one pass per row: logits [B, V] float32 (CFG
+// The sampling chain of decoding/floor/sampler.h for one step, in one pass per row: logits [B, V] float32 (CFG
 // already mixed) -> temperature -> top-k -> top-p -> softmax -> the inverse-CDF draw with the uniforms u [B]
 // float64 (float64 CDF) -> tokens [B] int64; temperature 0 takes the argmax. Any non-finite logit ORs true into
-// the 0-dim bool `nonfinite` (decoding/sampler.h's watch).
-at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double temperature, int64_t top_k,
-                       double top_p, const at::Tensor& nonfinite);
+// the 0-dim bool `nonfinite` (decoding/floor/sampler.h's watch).
+at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double temperature, int64_t top_k, double top_p,
+                       const at::Tensor& nonfinite);
 
 // Classifier-free guidance: logits [2B, ...] laid out [cond; uncond] (float32, bfloat16 or float16) -> float32
 // [B, ...], u + scale (c - u) with c and u in float32 and the scale rounded to float32, as the composite
-// formula (decoding/sampler.h's cfg_combine) computes it, bit for bit.
+// formula (decoding/floor/sampler.h's cfg_combine) computes it, bit for bit.
 at::Tensor cfg_mix(const at::Tensor& logits, double scale);
 
 // The keyed uniforms of core/rng.h for tensors of keys, on their device: sample_ids [B] int64, positions
@@ -76,7 +78,7 @@ at::Tensor cfg_mix(const at::Tensor& logits, double scale);
 at::Tensor keyed_uniforms(const at::Tensor& sample_ids, const at::Tensor& positions,
                           const std::optional<at::Tensor>& draws, int64_t seed, int64_t purpose);
 
-// The verification unit's tree walk (decoding/verify.h: verify_tree with the target's distributions p [B, T, V]
+// The verification unit's tree walk (decoding/floor/verify.h: verify_tree with the target's distributions p [B, T, V]
 // float32 or float64, verify_tree_greedy with its argmax `target` [B, T]; exactly one is given) for every row
 // at once: one CUDA block per row, kernels/tree_walk_body.h the one body of both backends. The tree: token,
 // depth [B, T], children [B, T, C] int64; node_q [B, S, V] (p's dtype) and q_slot [B, T]: EAGLE-1's drafter

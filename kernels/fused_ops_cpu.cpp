@@ -70,22 +70,20 @@ torch::Tensor rms_norm(const torch::Tensor& x_in, const torch::Tensor& weight_in
   check_norm(x_in, weight_in);
   const auto x = x_in.contiguous(), weight = weight_in.contiguous();
   auto out = torch::empty_like(x);
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "vispec::rms_norm", [&] {
-    rms_rows<scalar_t>(x, {}, weight, {}, out, float(eps));
-  });
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "vispec::rms_norm",
+                                  [&] { rms_rows<scalar_t>(x, {}, weight, {}, out, float(eps)); });
   return out;
 }
 
 std::tuple<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x_in, const torch::Tensor& delta_in,
                                                       const torch::Tensor& weight_in, double eps) {
   check_norm(x_in, weight_in);
-  VISPEC_ASSERT(delta_in.sizes() == x_in.sizes() && delta_in.scalar_type() == x_in.scalar_type(),
-                "add_rms_norm: x ", x_in.sizes(), ", delta ", delta_in.sizes());
+  VISPEC_ASSERT(delta_in.sizes() == x_in.sizes() && delta_in.scalar_type() == x_in.scalar_type(), "add_rms_norm: x ",
+                x_in.sizes(), ", delta ", delta_in.sizes());
   const auto x = x_in.contiguous(), delta = delta_in.contiguous(), weight = weight_in.contiguous();
   auto sum = torch::empty_like(x), out = torch::empty_like(x);
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "vispec::add_rms_norm", [&] {
-    rms_rows<scalar_t>(x, delta, weight, sum, out, float(eps));
-  });
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "vispec::add_rms_norm",
+                                  [&] { rms_rows<scalar_t>(x, delta, weight, sum, out, float(eps)); });
   return {sum, out};
 }
 
@@ -138,8 +136,8 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up_in) {
 
 void check_rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
                          const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head, int64_t n_kv_head) {
-  VISPEC_ASSERT(qkv.dim() == 3 && k_cache.dim() == 4 && n_head > 0 && n_kv_head > 0, "rope_write_kv: qkv ",
-                qkv.sizes(), ", cache ", k_cache.sizes());
+  VISPEC_ASSERT(qkv.dim() == 3 && k_cache.dim() == 4 && n_head > 0 && n_kv_head > 0, "rope_write_kv: qkv ", qkv.sizes(),
+                ", cache ", k_cache.sizes());
   const int64_t B = qkv.size(0), T = qkv.size(1), Dh = k_cache.size(3);
   VISPEC_ASSERT(qkv.size(2) == (n_head + 2 * n_kv_head) * Dh && Dh % 2 == 0, "rope_write_kv: qkv ", qkv.sizes(),
                 " for ", n_head, " + 2 x ", n_kv_head, " heads of ", Dh);
@@ -150,8 +148,8 @@ void check_rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, co
                 "rope_write_kv: cache dtype ", k_cache.scalar_type(), ", activations ", qkv.scalar_type());
   VISPEC_ASSERT(rope.scalar_type() == torch::kFloat32 && rope.numel() == B * T * Dh, "rope_write_kv: rope ",
                 rope.sizes(), " ", rope.scalar_type(), " for ", B, " x ", T, " x ", Dh);
-  VISPEC_ASSERT(slots.scalar_type() == torch::kInt64 && slots.numel() == B * T, "rope_write_kv: slots ",
-                slots.sizes(), " for ", B, " x ", T);
+  VISPEC_ASSERT(slots.scalar_type() == torch::kInt64 && slots.numel() == B * T, "rope_write_kv: slots ", slots.sizes(),
+                " for ", B, " x ", T);
 }
 
 torch::Tensor rope_write_kv(const torch::Tensor& qkv_in, const torch::Tensor& rope_in, const torch::Tensor& k_cache,
@@ -208,7 +206,7 @@ void check_sample_next(const torch::Tensor& logits, const torch::Tensor& u, cons
 
 namespace {
 
-// One row of sample_next. The composite chain's rules (decoding/sampler.cpp): top-k keeps the values at or
+// One row of sample_next. The composite chain's rules (decoding/floor/sampler.cpp): top-k keeps the values at or
 // above the k-th largest; top-p walks the ascending sort and drops every token whose cumulative mass from the
 // bottom is at most 1 - p, the most likely always kept; the draw is the first index whose float64 CDF exceeds
 // u times the total.
@@ -335,9 +333,9 @@ void check_keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& 
                           const std::optional<torch::Tensor>& draws) {
   VISPEC_ASSERT(positions.dim() == 2 && positions.scalar_type() == torch::kInt64, "keyed_uniforms: positions ",
                 positions.sizes(), " ", positions.scalar_type());
-  VISPEC_ASSERT(sample_ids.dim() == 1 && sample_ids.size(0) == positions.size(0) &&
-                    sample_ids.scalar_type() == torch::kInt64,
-                "keyed_uniforms: sample ids ", sample_ids.sizes(), " for positions ", positions.sizes());
+  VISPEC_ASSERT(
+      sample_ids.dim() == 1 && sample_ids.size(0) == positions.size(0) && sample_ids.scalar_type() == torch::kInt64,
+      "keyed_uniforms: sample ids ", sample_ids.sizes(), " for positions ", positions.sizes());
   VISPEC_ASSERT(!draws || (draws->sizes() == positions.sizes() && draws->scalar_type() == torch::kInt64),
                 "keyed_uniforms: draws ", draws ? draws->sizes() : positions.sizes(), " for positions ",
                 positions.sizes());

@@ -14,8 +14,8 @@ std::tuple<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, co
                                                       const torch::Tensor& weight, double eps);
 torch::Tensor silu_mul(const torch::Tensor& gate_up);
 torch::Tensor rope_write_kv(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
-                            const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head,
-                            int64_t n_kv_head, bool half_split);
+                            const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head, int64_t n_kv_head,
+                            bool half_split);
 torch::Tensor sample_next(const torch::Tensor& logits, const torch::Tensor& u, double temperature, int64_t top_k,
                           double top_p, const torch::Tensor& nonfinite);
 
@@ -46,8 +46,9 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
     const std::optional<torch::Tensor>& p, const std::optional<torch::Tensor>& target, const torch::Tensor& token,
     const torch::Tensor& depth, const torch::Tensor& children, const std::optional<torch::Tensor>& node_q,
     const std::optional<torch::Tensor>& q_slot, const std::optional<torch::Tensor>& neighbours,
-    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit, const std::optional<torch::Tensor>& u_accept,
-    const std::optional<torch::Tensor>& u_resample, const std::optional<torch::Tensor>& u_sample, int64_t levels,
-    int64_t rule, int64_t k, double delta, double lambda, bool optimal);
+    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit,
+    const std::optional<torch::Tensor>& u_accept, const std::optional<torch::Tensor>& u_resample,
+    const std::optional<torch::Tensor>& u_sample, int64_t levels, int64_t rule, int64_t k, double delta, double lambda,
+    bool optimal);
 
 }  // namespace vispec::kernels::cpu

@@ -42,7 +42,8 @@ torch::Tensor rms_norm_cuda(const torch::Tensor& x_in, const torch::Tensor& weig
   auto out = torch::empty_like(x);
   const int64_t D = x.size(-1);
   check_launch(rms_norm(dtype_of(x), x.data_ptr(), nullptr, w.data_ptr(), nullptr, out.data_ptr(),
-                        x.numel() / std::max<int64_t>(1, D), D, float(eps), stream_of(x)), "rms_norm");
+                        x.numel() / std::max<int64_t>(1, D), D, float(eps), stream_of(x)),
+               "rms_norm");
   return out;
 }
 
@@ -56,7 +57,8 @@ std::tuple<torch::Tensor, torch::Tensor> add_rms_norm_cuda(const torch::Tensor& 
   auto sum = torch::empty_like(x), out = torch::empty_like(x);
   const int64_t D = x.size(-1);
   check_launch(rms_norm(dtype_of(x), x.data_ptr(), delta.data_ptr(), w.data_ptr(), sum.data_ptr(), out.data_ptr(),
-                        x.numel() / std::max<int64_t>(1, D), D, float(eps), stream_of(x)), "add_rms_norm");
+                        x.numel() / std::max<int64_t>(1, D), D, float(eps), stream_of(x)),
+               "add_rms_norm");
   return {sum, out};
 }
 
@@ -68,8 +70,9 @@ torch::Tensor silu_mul_cuda(const torch::Tensor& gate_up_in) {
   auto sizes = gate_up.sizes().vec();
   sizes.back() = F;
   auto out = torch::empty(sizes, gate_up.options());
-  check_launch(silu_mul(dtype_of(gate_up), gate_up.data_ptr(), out.data_ptr(), out.numel() / std::max<int64_t>(1, F),
-                        F, stream_of(gate_up)), "silu_mul");
+  check_launch(silu_mul(dtype_of(gate_up), gate_up.data_ptr(), out.data_ptr(), out.numel() / std::max<int64_t>(1, F), F,
+                        stream_of(gate_up)),
+               "silu_mul");
   return out;
 }
 
@@ -83,7 +86,8 @@ torch::Tensor rope_write_kv_cuda(const torch::Tensor& qkv_in, const torch::Tenso
   auto q = torch::empty({B, n_head, T, Dh}, qkv.options());
   check_launch(rope_write_kv(dtype_of(qkv), qkv.data_ptr(), rope.data_ptr<float>(), slots.data_ptr<int64_t>(),
                              k_cache.data_ptr(), v_cache.data_ptr(), q.data_ptr(), B, T, n_head, n_kv_head, Dh, S,
-                             half_split, stream_of(qkv)), "rope_write_kv");
+                             half_split, stream_of(qkv)),
+               "rope_write_kv");
   return q;
 }
 
@@ -140,8 +144,7 @@ torch::Tensor linear_silu_mul_cuda(const torch::Tensor& x_in, const torch::Tenso
   if (!rows_kernel_applies(x_in, weight, M)) return silu_mul_cuda(linear_cuda(x_in, weight));
   const c10::cuda::CUDAGuard guard(x_in.device());
   const auto [x, y] = rows_operands(x_in, F);
-  check_launch(linear_silu_mul_rows(dtype_of(x), x.data_ptr(), weight.data_ptr(), y.data_ptr(), M, F, K,
-                                    stream_of(x)),
+  check_launch(linear_silu_mul_rows(dtype_of(x), x.data_ptr(), weight.data_ptr(), y.data_ptr(), M, F, K, stream_of(x)),
                "linear_silu_mul");
   return y;
 }
@@ -155,17 +158,31 @@ torch::Tensor attend_cache_cuda(const torch::Tensor& q_in, const torch::Tensor& 
   const auto beside_q = [&](const torch::Tensor& t) {
     return t.device() == q_in.device() && t.scalar_type() == q_in.scalar_type() && t.is_contiguous() && aligned16(t);
   };
-  const bool kernel_applies =
-      (mask || !causal) && attend_supports(Dh) && Hkv > 0 && H % Hkv == 0 && beside_q(k_cache) && beside_q(v_cache) &&
-      (!mask || (mask->scalar_type() == torch::kBool && mask->device() == q_in.device() && mask->dim() == 4 &&
-                 mask->size(1) == 1 && mask->size(2) == T && mask->size(3) == keys &&
-                 (mask->size(0) == 1 || mask->size(0) == B)));
+  const bool kernel_applies = (mask || !causal) && attend_supports(Dh) && Hkv > 0 && H % Hkv == 0 &&
+                              beside_q(k_cache) && beside_q(v_cache) &&
+                              (!mask || (mask->scalar_type() == torch::kBool && mask->device() == q_in.device() &&
+                                         mask->dim() == 4 && mask->size(1) == 1 && mask->size(2) == T &&
+                                         mask->size(3) == keys && (mask->size(0) == 1 || mask->size(0) == B)));
   if (!kernel_applies) return cpu::attend_cache(q_in, k_cache, v_cache, keys, mask, causal);
   const c10::cuda::CUDAGuard guard(q_in.device());
   const auto q = q_in.contiguous();
   auto out = torch::empty({B, T, H * Dh}, q.options());
-  AttendArgs args{q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), nullptr, out.data_ptr(),
-                  B, H, Hkv, T, k_cache.size(2), Dh, keys, 0, 0, 0, float(1.0 / std::sqrt(double(Dh)))};
+  AttendArgs args{q.data_ptr(),
+                  k_cache.data_ptr(),
+                  v_cache.data_ptr(),
+                  nullptr,
+                  out.data_ptr(),
+                  B,
+                  H,
+                  Hkv,
+                  T,
+                  k_cache.size(2),
+                  Dh,
+                  keys,
+                  0,
+                  0,
+                  0,
+                  float(1.0 / std::sqrt(double(Dh)))};
   if (mask) {
     args.mask = mask->data_ptr<bool>();
     args.mask_b = mask->size(0) == 1 ? 0 : mask->stride(0);
@@ -183,27 +200,27 @@ torch::Tensor cfg_mix_cuda(const torch::Tensor& logits_in, double scale) {
   auto sizes = logits.sizes().vec();
   sizes[0] /= 2;
   auto out = torch::empty(sizes, logits.options().dtype(torch::kFloat32));
-  check_launch(cfg_mix(dtype_of(logits), logits.data_ptr(), out.data_ptr<float>(), out.numel(), float(scale),
-                       stream_of(logits)),
-               "cfg_mix");
+  check_launch(
+      cfg_mix(dtype_of(logits), logits.data_ptr(), out.data_ptr<float>(), out.numel(), float(scale), stream_of(logits)),
+      "cfg_mix");
   return out;
 }
 
 torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids_in, const torch::Tensor& positions_in,
                                   const std::optional<torch::Tensor>& draws_in, int64_t seed, int64_t purpose) {
   cpu::check_keyed_uniforms(sample_ids_in, positions_in, draws_in);
-  VISPEC_ASSERT(sample_ids_in.device() == positions_in.device() &&
-                    (!draws_in || draws_in->device() == positions_in.device()),
-                "keyed_uniforms: sample ids, positions and draws on one device");
+  VISPEC_ASSERT(
+      sample_ids_in.device() == positions_in.device() && (!draws_in || draws_in->device() == positions_in.device()),
+      "keyed_uniforms: sample ids, positions and draws on one device");
   const c10::cuda::CUDAGuard guard(positions_in.device());
   const auto ids = sample_ids_in.contiguous(), positions = positions_in.contiguous();
   const auto draws = draws_in ? draws_in->contiguous() : torch::Tensor();
   auto u = torch::empty(positions.sizes(), positions.options().dtype(torch::kFloat64));
-  check_launch(keyed_uniforms(ids.data_ptr<int64_t>(), positions.data_ptr<int64_t>(),
-                              draws.defined() ? draws.data_ptr<int64_t>() : nullptr, u.data_ptr<double>(),
-                              positions.size(0), positions.size(1), uint64_t(seed), uint32_t(purpose),
-                              stream_of(positions)),
-               "keyed_uniforms");
+  check_launch(
+      keyed_uniforms(ids.data_ptr<int64_t>(), positions.data_ptr<int64_t>(),
+                     draws.defined() ? draws.data_ptr<int64_t>() : nullptr, u.data_ptr<double>(), positions.size(0),
+                     positions.size(1), uint64_t(seed), uint32_t(purpose), stream_of(positions)),
+      "keyed_uniforms");
   return u;
 }
 
@@ -211,9 +228,10 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
     const std::optional<torch::Tensor>& p, const std::optional<torch::Tensor>& target, const torch::Tensor& token,
     const torch::Tensor& depth, const torch::Tensor& children, const std::optional<torch::Tensor>& node_q,
     const std::optional<torch::Tensor>& q_slot, const std::optional<torch::Tensor>& neighbours,
-    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit, const std::optional<torch::Tensor>& u_accept,
-    const std::optional<torch::Tensor>& u_resample, const std::optional<torch::Tensor>& u_sample, int64_t levels,
-    int64_t rule, int64_t k, double delta, double lambda, bool optimal) {
+    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit,
+    const std::optional<torch::Tensor>& u_accept, const std::optional<torch::Tensor>& u_resample,
+    const std::optional<torch::Tensor>& u_sample, int64_t levels, int64_t rule, int64_t k, double delta, double lambda,
+    bool optimal) {
   const c10::cuda::CUDAGuard guard(token.device());
   const auto c = prepare_tree_walk(p, target, token, depth, children, node_q, q_slot, neighbours, weights, limit,
                                    u_accept, u_resample, u_sample, levels, rule, k, delta, lambda, optimal);

@@ -14,14 +14,14 @@ namespace vispec::kernels::cuda {
 enum class Dtype : int { f32 = 0, bf16 = 1, f16 = 2 };
 
 // rows x D: sum_out = x + delta where delta is given (else nullptr and sum_out unused), out = rms_norm.
-int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, void* sum_out, void* out,
-             int64_t rows, int64_t D, float eps, CUstream_st* stream);
+int rms_norm(Dtype dtype, const void* x, const void* delta, const void* weight, void* sum_out, void* out, int64_t rows,
+             int64_t D, float eps, CUstream_st* stream);
 // rows x 2F -> rows x F.
 int silu_mul(Dtype dtype, const void* gate_up, void* out, int64_t rows, int64_t F, CUstream_st* stream);
 // qkv [B, T, (H + 2 Hkv) Dh], rope [B, T, Dh/2, 2] float, slots [B, T], caches [B, Hkv, S, Dh], q [B, H, T, Dh].
-int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t* slots, void* k_cache,
-                  void* v_cache, void* q, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t S,
-                  bool half_split, CUstream_st* stream);
+int rope_write_kv(Dtype dtype, const void* qkv, const float* rope, const int64_t* slots, void* k_cache, void* v_cache,
+                  void* q, int64_t B, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t S, bool half_split,
+                  CUstream_st* stream);
 
 // logits [B, V] float, u [B] double -> tokens [B]; *nonfinite (a device bool) set where a logit is not finite.
 int sample_next(const float* logits, const double* u, int64_t* tokens, bool* nonfinite, int64_t B, int64_t V,
@@ -31,8 +31,8 @@ int sample_next(const float* logits, const double* u, int64_t* tokens, bool* non
 int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale, CUstream_st* stream);
 
 // ids [B], positions and draws (or nullptr: draw 0) [B, C] -> u [B, C], core/philox.h's keyed uniforms.
-int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B,
-                   int64_t C, uint64_t seed, uint32_t purpose, CUstream_st* stream);
+int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B, int64_t C,
+                   uint64_t seed, uint32_t purpose, CUstream_st* stream);
 
 // The tree walk of kernels/tree_walk_body.h, one block of walk::kLanes threads per row (kernels/tree_walk.cu).
 int tree_walk(const walk::Args<float>& args, int64_t B, CUstream_st* stream);

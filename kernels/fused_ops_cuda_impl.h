@@ -38,8 +38,9 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
     const std::optional<torch::Tensor>& p, const std::optional<torch::Tensor>& target, const torch::Tensor& token,
     const torch::Tensor& depth, const torch::Tensor& children, const std::optional<torch::Tensor>& node_q,
     const std::optional<torch::Tensor>& q_slot, const std::optional<torch::Tensor>& neighbours,
-    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit, const std::optional<torch::Tensor>& u_accept,
-    const std::optional<torch::Tensor>& u_resample, const std::optional<torch::Tensor>& u_sample, int64_t levels,
-    int64_t rule, int64_t k, double delta, double lambda, bool optimal);
+    const std::optional<torch::Tensor>& weights, const torch::Tensor& limit,
+    const std::optional<torch::Tensor>& u_accept, const std::optional<torch::Tensor>& u_resample,
+    const std::optional<torch::Tensor>& u_sample, int64_t levels, int64_t rule, int64_t k, double delta, double lambda,
+    bool optimal);
 
 }  // namespace vispec::kernels::cuda

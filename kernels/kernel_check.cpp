@@ -49,7 +49,8 @@ std::string check_tree_walk(const c10::Device& device) {
   const auto neighbours = (torch::arange(V, torch::kInt64).view({V, 1}) + torch::arange(1, 9, torch::kInt64)) % V;
   const auto weights = torch::tensor({0.7, 1.2, 0.9, 0.5, 1.1, 0.8}, torch::kFloat64).view({B, L});
   const auto limit = torch::tensor({int64_t(4), int64_t(4)}, torch::kInt64);
-  const auto u_accept = torch::stack({torch::full({L, C}, 0.001, torch::kFloat64), torch::full({L, C}, 0.999, torch::kFloat64)});
+  const auto u_accept =
+      torch::stack({torch::full({L, C}, 0.001, torch::kFloat64), torch::full({L, C}, 0.999, torch::kFloat64)});
   const auto u_resample = torch::tensor({0.3, 0.6, 0.1, 0.8, 0.45, 0.2, 0.9, 0.55}, torch::kFloat64).view({B, L + 1});
   const auto u_sample = 1.0 - u_resample;
   auto on = [&](const torch::Tensor& t, const c10::Device& d) { return std::optional<torch::Tensor>(t.to(d)); };
@@ -70,7 +71,10 @@ std::string check_tree_walk(const c10::Device& device) {
                         torch::equal(std::get<3>(gpu).cpu(), std::get<3>(cpu)) &&
                         torch::equal(std::get<4>(gpu).cpu(), std::get<4>(cpu));
       if (!same)
-        return "tree_walk (rule " + std::to_string(rule) + (greedy ? ", greedy" : with_q ? ", with q" : "") +
+        return "tree_walk (rule " + std::to_string(rule) +
+               (greedy   ? ", greedy"
+                : with_q ? ", with q"
+                         : "") +
                ") walked otherwise";
     }
   return "";
@@ -115,7 +119,8 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
     for (const bool half_split : {false, true}) {
       auto k = torch::zeros({B, Hkv, S, Dh}, dtype), v = torch::zeros_like(k);
       auto kg = k.to(device), vg = v.to(device);
-      both("rope_write_kv's q", rope_write_kv(qkv.to(device), rope.to(device), kg, vg, slots.to(device), H, Hkv, half_split),
+      both("rope_write_kv's q",
+           rope_write_kv(qkv.to(device), rope.to(device), kg, vg, slots.to(device), H, Hkv, half_split),
            rope_write_kv(qkv, rope, k, v, slots, H, Hkv, half_split));
       both("rope_write_kv's keys", kg, k);
       both("rope_write_kv's values", vg, v);
@@ -141,8 +146,8 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
       const auto kc = pattern({B, Hkv, slots, width}, 1.7, dtype), vc = pattern({B, Hkv, slots, width}, 2.9, dtype);
       const auto key = torch::arange(keys, torch::kInt64).view({1, 1, 1, keys});
       const auto query = torch::arange(T, torch::kInt64).view({1, 1, T, 1});
-      const auto row0 = key <= query + 60;                                       // a causal chain after 60 keys
-      const auto row1 = (key < 10) | ((key >= 64) & (key <= query + 64));        // keys 10..63 refused
+      const auto row0 = key <= query + 60;                                 // a causal chain after 60 keys
+      const auto row1 = (key < 10) | ((key >= 64) & (key <= query + 64));  // keys 10..63 refused
       const auto per_row = torch::cat({row0, row1}, 0);
       for (const auto& mask : {std::optional<torch::Tensor>(per_row), std::optional<torch::Tensor>(row0),
                                std::optional<torch::Tensor>()}) {
@@ -159,8 +164,8 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
       int64_t top_k;
       double top_p;
     };
-    for (const auto& c : {Chain{0.0, 0, 1.0}, Chain{1.0, 0, 1.0}, Chain{0.7, 40, 1.0}, Chain{1.0, 0, 0.8},
-                          Chain{1.3, 100, 0.9}}) {
+    for (const auto& c :
+         {Chain{0.0, 0, 1.0}, Chain{1.0, 0, 1.0}, Chain{0.7, 40, 1.0}, Chain{1.0, 0, 0.8}, Chain{1.3, 100, 0.9}}) {
       const auto flag = torch::zeros({}, torch::kBool);
       const auto gpu = sample_next(logits.to(device), u.to(device), c.temperature, c.top_k, c.top_p, flag.to(device));
       const auto ref = sample_next(logits, u, c.temperature, c.top_k, c.top_p, flag);
@@ -205,8 +210,10 @@ std::string kernel_set(const c10::Device& device, c10::ScalarType dtype) {
   if (found == agreed.end()) {
     const auto problem = check_cuda(device, dtype);
     if (!problem.empty())
-      spdlog::warn("the fused CUDA kernels are not used on {} ({}): {}; the composite operators run instead "
-                   "(slower; the last bits of the outputs differ)", device.str(), c10::toString(dtype), problem);
+      spdlog::warn(
+          "the fused CUDA kernels are not used on {} ({}): {}; the composite operators run instead "
+          "(slower; the last bits of the outputs differ)",
+          device.str(), c10::toString(dtype), problem);
     found = agreed.emplace(key, problem.empty()).first;
   }
   return found->second ? kFused : kComposite;

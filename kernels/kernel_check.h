@@ -11,7 +11,9 @@
 
 #include "core/scoped_flag.h"
 
-namespace at { class Tensor; }
+namespace at {
+class Tensor;
+}
 
 namespace vispec::kernels {
 

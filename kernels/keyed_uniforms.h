@@ -7,7 +7,9 @@
 
 #include "core/rng.h"
 
-namespace at { class Tensor; }
+namespace at {
+class Tensor;
+}
 
 namespace vispec {
 

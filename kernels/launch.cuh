@@ -37,8 +37,8 @@ __device__ __forceinline__ void start_next() {
 // compute capability 9.0 or later, and VISPEC_PDL is not 0. Asked once per device.
 bool overlapped_launches();
 
-// launch_kernel: kernel<<<grid, block, 0, stream>>>(args...), with PDL where overlapped_launches(). Returns the launch's
-// cudaError_t as an int.
+// launch_kernel: kernel<<<grid, block, 0, stream>>>(args...), with PDL where overlapped_launches(). Returns the
+// launch's cudaError_t as an int.
 template <typename... Params, typename... Args>
 int launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, CUstream_st* stream, Args... args) {
   cudaLaunchAttribute attribute[1];

@@ -127,8 +127,7 @@ int launch_rows(const void* x, const void* w, void* y, int64_t M, int64_t N, int
 }
 
 template <bool GATED>
-int by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,
-             CUstream_st* stream) {
+int by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
   if (M == 0 || N == 0) return 0;
   if (N > (int64_t(1) << 36)) return int(cudaErrorInvalidValue);
   switch (dtype) {

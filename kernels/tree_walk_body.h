@@ -1,4 +1,4 @@
-// The tree walk of the verification unit (decoding/verify.h's verify_tree and verify_tree_greedy) for one row,
+// The tree walk of the verification unit (decoding/floor/verify.h's verify_tree and verify_tree_greedy) for one row,
 // written once for the CPU reference (kernels/tree_walk_cpu.cpp) and the CUDA kernel (kernels/tree_walk.cu):
 // the same function body, so the same bits, on both.
 //
@@ -15,8 +15,8 @@
 // see. The arithmetic is float64 through core/host_device.h's hd:: operations (one rounding each, no fused
 // multiply-adds on either side).
 //
-// What the walk computes is documented at verify_tree in decoding/verify.h; the acceptance rules at
-// decoding/acceptance.h. Sums and cumulative sums are added in this file's order, not the composite
+// What the walk computes is documented at verify_tree in decoding/floor/verify.h; the acceptance rules at
+// decoding/floor/acceptance.h. Sums and cumulative sums are added in this file's order, not the composite
 // operators', so a token may differ from the composite walk's where a uniform falls within a rounding of a
 // boundary: kernel_set() names this arithmetic.
 #pragma once
@@ -29,26 +29,26 @@ namespace vispec::kernels::walk {
 
 constexpr int kLanes = 256;
 
-// decoding/acceptance_params.h's AcceptRule, in its order.
+// decoding/floor/acceptance_params.h's AcceptRule, in its order.
 enum Rule : int { kExact = 0, kLantern = 1, kLanternPlusPlus = 2, kCoolSd = 3 };
 
 // One walk's inputs, outputs and scratch: raw pointers to contiguous row-major memory (B rows).
 template <typename P>
 struct Args {
-  const P* p = nullptr;              // [B, T, V] the target's processed distributions (sampling walks)
-  const int64_t* target = nullptr;   // [B, T] the target's argmax at every node (greedy walks; p is null)
-  const int64_t* token = nullptr;    // [B, T] each node's token
-  const int64_t* depth = nullptr;    // [B, T] each node's depth
-  const int64_t* children = nullptr; // [B, T, C] each node's children in slot order, -1 unused
-  const P* node_q = nullptr;         // [B, S, V] the drafter's q at the expanded nodes (EAGLE-1), or null
-  const int64_t* q_slot = nullptr;   // [B, T] each node's row of node_q, -1 for leaves
+  const P* p = nullptr;                 // [B, T, V] the target's processed distributions (sampling walks)
+  const int64_t* target = nullptr;      // [B, T] the target's argmax at every node (greedy walks; p is null)
+  const int64_t* token = nullptr;       // [B, T] each node's token
+  const int64_t* depth = nullptr;       // [B, T] each node's depth
+  const int64_t* children = nullptr;    // [B, T, C] each node's children in slot order, -1 unused
+  const P* node_q = nullptr;            // [B, S, V] the drafter's q at the expanded nodes (EAGLE-1), or null
+  const int64_t* q_slot = nullptr;      // [B, T] each node's row of node_q, -1 for leaves
   const int64_t* neighbours = nullptr;  // [codes, nn_cols] nearest codes first (LANTERN rules)
   int64_t codes = 0;
-  const double* weights = nullptr;      // [B, w_cols] Cool-SD's w at depth 1 .. w_cols of each row's length
-  const int64_t* limit = nullptr;       // [B] drafts a row may still accept
-  const double* u_accept = nullptr;     // [B, L, C]
-  const double* u_resample = nullptr;   // [B, L + 1]
-  const double* u_sample = nullptr;     // [B, L + 1]
+  const double* weights = nullptr;     // [B, w_cols] Cool-SD's w at depth 1 .. w_cols of each row's length
+  const int64_t* limit = nullptr;      // [B] drafts a row may still accept
+  const double* u_accept = nullptr;    // [B, L, C]
+  const double* u_resample = nullptr;  // [B, L + 1]
+  const double* u_sample = nullptr;    // [B, L + 1]
   int64_t T = 0, C = 0, S = 0, V = 0, L = 0, nn_cols = 0, w_cols = 0;
   int rule = kExact;
   int64_t k = 0;  // LANTERN rules' neighbours considered (at most nn_cols)
@@ -127,7 +127,7 @@ VISPEC_HD CountBelow count_running_sums(Team& t, int64_t n, const F& value, doub
 }
 
 // Inverse-CDF sampling of dist(i), i < V (need not be normalised) with the uniform u: the first i whose
-// running sum exceeds u times the total (decoding/sampler.h's sample_from_probs, in this order).
+// running sum exceeds u times the total (decoding/floor/sampler.h's sample_from_probs, in this order).
 template <class Team, class F>
 VISPEC_HD int64_t team_sample(Team& t, int64_t V, const F& dist, double u) {
   const double total = team_sum(t, V, dist);
@@ -198,9 +198,7 @@ VISPEC_HD RowWalk start_row(Team& t, const Args<P>& a, int64_t b) {
 
 template <class Team, typename P>
 VISPEC_HD void finish_row(Team& t, const Args<P>& a, int64_t b, const RowWalk& w) {
-  t.one([&] {
-    a.accepted[b] = w.accepted, a.next[b] = w.next, a.sampled[b] = w.sampled, a.tried[b] = w.tried;
-  });
+  t.one([&] { a.accepted[b] = w.accepted, a.next[b] = w.next, a.sampled[b] = w.sampled, a.tried[b] = w.tried; });
 }
 
 // Cool-SD's w at a draft depth of row b (depth 1 first; the table repeats its last weight past the length).
@@ -323,9 +321,9 @@ VISPEC_HD void walk_sampling_row(Team& t, const Args<P>& a, int64_t b) {
         const double kept = team_sum(t, V, [&](int64_t i) { return alt[i]; });
         const double scale = kept > 1e-300 ? kept : 1e-300;
         if (kept > 0)
-          residual_into(t, pc, V, [&](int64_t i) { return hd::div(alt[i], scale); }, q_hat);
-        else
-          residual_into(t, pc, V, own, q_hat);
+          residual_into(
+              t, pc, V, [&](int64_t i) { return hd::div(alt[i], scale); }, q_hat);
+        else residual_into(t, pc, V, own, q_hat);
       } else {  // LANTERN++: the aggregated neighbours keep their target mass: q without them
         t.each([&](int lane) {
           const auto c = chunk_of(lane, V);
@@ -342,7 +340,8 @@ VISPEC_HD void walk_sampling_row(Team& t, const Args<P>& a, int64_t b) {
     int64_t token = 0;
     if (!found) {  // every child rejected (pc is the rejection distribution), or a leaf (pc is p): sample
       const double u = has_children ? a.u_resample[b * (a.L + 1) + l] : a.u_sample[b * (a.L + 1) + l];
-      token = team_sample(t, V, [&](int64_t i) { return pc[i]; }, u);
+      token = team_sample(
+          t, V, [&](int64_t i) { return pc[i]; }, u);
     }
     const int64_t entry = w.step(found, chosen, token);
     t.one([&] { path[l + 1] = entry; });
@@ -353,10 +352,8 @@ VISPEC_HD void walk_sampling_row(Team& t, const Args<P>& a, int64_t b) {
 // Row b's walk: greedy where the target's argmax is given, else sampling.
 template <class Team, typename P>
 VISPEC_HD void walk_row(Team& t, const Args<P>& a, int64_t b) {
-  if (a.target)
-    walk_greedy_row(t, a, b);
-  else
-    walk_sampling_row(t, a, b);
+  if (a.target) walk_greedy_row(t, a, b);
+  else walk_sampling_row(t, a, b);
 }
 
 }  // namespace vispec::kernels::walk

@@ -46,8 +46,7 @@ TreeWalkCall prepare_tree_walk(const std::optional<torch::Tensor>& p, const std:
                                double delta, double lambda, bool optimal) {
   VISPEC_ASSERT(bool(p) != bool(target), "tree_walk takes the target's distributions p or its argmax, not ",
                 p ? "both" : "neither");
-  VISPEC_ASSERT(token.dim() == 2 && children.dim() == 3 && levels >= 0 && rule >= walk::kExact &&
-                    rule <= walk::kCoolSd,
+  VISPEC_ASSERT(token.dim() == 2 && children.dim() == 3 && levels >= 0 && rule >= walk::kExact && rule <= walk::kCoolSd,
                 "tree_walk: token ", token.sizes(), ", children ", children.sizes(), ", levels ", levels, ", rule ",
                 rule);
   TreeWalkCall c;
@@ -128,10 +127,8 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
       for (int64_t b = b0; b < b1; ++b) walk::walk_row(*team, args, b);
     });
   };
-  if (c.dtype == torch::kFloat64)
-    walk_rows(double{});
-  else
-    walk_rows(float{});
+  if (c.dtype == torch::kFloat64) walk_rows(double{});
+  else walk_rows(float{});
   return c.outputs();
 }
 

@@ -15,9 +15,9 @@ namespace vispec::kernels {
 struct TreeWalkCall {
   int64_t B = 0;
   torch::ScalarType dtype = torch::kFloat32;  // p's and node_q's (float32 where there is no p)
-  torch::Tensor p, target, token, depth, children, node_q, q_slot, neighbours, weights, limit, u_accept,
-      u_resample, u_sample;                   // contiguous, or undefined
-  torch::Tensor pc, q_left, alt;              // scratch
+  torch::Tensor p, target, token, depth, children, node_q, q_slot, neighbours, weights, limit, u_accept, u_resample,
+      u_sample;                   // contiguous, or undefined
+  torch::Tensor pc, q_left, alt;  // scratch
   torch::Tensor path, accepted, next, sampled, tried;
   int64_t levels = 0, rule = 0, k = 0;
   double delta = 0, lambda = 1;

@@ -22,9 +22,7 @@ ClassifierImpl::ClassifierImpl(const ClassifierConfig& c) : config_(c) {
   head = register_module("head", nn::Linear(c.features, c.num_classes));
 }
 
-torch::Tensor ClassifierImpl::features(const torch::Tensor& x) {
-  return torch::relu(fc(trunk->forward(x).flatten(1)));
-}
+torch::Tensor ClassifierImpl::features(const torch::Tensor& x) { return torch::relu(fc(trunk->forward(x).flatten(1))); }
 
 torch::Tensor ClassifierImpl::forward(const torch::Tensor& x) { return head(dropout(features(x))); }
 

@@ -52,9 +52,9 @@ constexpr std::pair<const char*, double GptConfig::*> kGptRealFields[] = {
     {"rope_base", &GptConfig::rope_base},
     {"norm_eps", &GptConfig::norm_eps},
 };
-constexpr const char* kGptOtherKeys[] = {"weights", "preset", "rope",  "qkv",   "qk_norm",        "image_input",
-                                         "image_output", "eol_token", "names", "state_dict_key", "strip_prefix",
-                                         "rename"};
+constexpr const char* kGptOtherKeys[] = {"weights", "preset",         "rope",         "qkv",
+                                         "qk_norm", "image_input",    "image_output", "eol_token",
+                                         "names",   "state_dict_key", "strip_prefix", "rename"};
 
 // base: the defaults (a drafter starts from its target: same vocabulary, grid and conditioning).
 GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
@@ -75,7 +75,8 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   c.qk_norm = v.get<bool>("qk_norm", c.qk_norm);
   c.eol_token = v.get<int64_t>("eol_token", c.eol_token);
   // word(key, {(name, value), ...}): a key naming one of a few choices.
-  auto word = [&](const char* key, auto current, std::initializer_list<std::pair<const char*, decltype(current)>> choices) {
+  auto word = [&](const char* key, auto current,
+                  std::initializer_list<std::pair<const char*, decltype(current)>> choices) {
     if (!v.has(key)) return current;
     const auto got = v.need<std::string>(key);
     std::string names;
@@ -89,8 +90,8 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   c.fused_qkv = word("qkv", c.fused_qkv, {{"fused", true}, {"separate", false}});
   c.image_input = word("image_input", c.image_input,
                        {{"token_table", ImageInput::token_table}, {"aligner_mlp", ImageInput::aligner_mlp}});
-  c.image_output = word("image_output", c.image_output,
-                        {{"linear", ImageOutput::linear}, {"head_mlp", ImageOutput::head_mlp}});
+  c.image_output =
+      word("image_output", c.image_output, {{"linear", ImageOutput::linear}, {"head_mlp", ImageOutput::head_mlp}});
   const auto at = [&](const char* key) { return v.has(key) ? v.at(key) : v; };
   for (const auto& f : kGptWholeFields)
     if (c.*f.member < f.least)
@@ -104,16 +105,18 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   if (c.rope == RopeKind::grid_2d && c.head_dim() % 4 != 0)
     v.fail("head_dim (dim / n_head) must be a multiple of 4 for 2D RoPE");
   if (c.head_dim() % 2 != 0) v.fail("head_dim (dim / n_head) must be even for RoPE");
-  if (c.prompted() && c.caption_dim > 0) v.at("caption_dim").fail("a prompted model (text_vocab_size) takes no captions");
+  if (c.prompted() && c.caption_dim > 0)
+    v.at("caption_dim").fail("a prompted model (text_vocab_size) takes no captions");
   if (c.prompted() && c.image_token_offset + c.vocab_size > c.text_vocab_size)
     (v.has("image_token_offset") ? v.at("image_token_offset") : v.at("text_vocab_size"))
         .fail("image tokens " + std::to_string(c.image_token_offset) + " .. " +
               std::to_string(c.image_token_offset + c.vocab_size - 1) + " do not fit a text vocabulary of " +
               std::to_string(c.text_vocab_size));
   if (!c.prompted() && v.has("image_token_offset")) v.at("image_token_offset").fail("needs text_vocab_size");
-  if (v.has("eol_token") && (!c.prompted() || c.eol_token < 0 || c.eol_token >= c.text_vocab_size ||
-                             c.rope != RopeKind::sequence_1d))
-    v.at("eol_token").fail("an end-of-line token is a token of the text vocabulary (text_vocab_size) of a 1D-RoPE model");
+  if (v.has("eol_token") &&
+      (!c.prompted() || c.eol_token < 0 || c.eol_token >= c.text_vocab_size || c.rope != RopeKind::sequence_1d))
+    v.at("eol_token")
+        .fail("an end-of-line token is a token of the text vocabulary (text_vocab_size) of a 1D-RoPE model");
   if (c.image_input == ImageInput::aligner_mlp && c.image_embed_dim < 1)
     v.fail("image_input aligner_mlp needs image_embed_dim (the generation embedding's width)");
   if (c.image_output == ImageOutput::head_mlp && c.image_mlp_dim < 1)
@@ -123,8 +126,9 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
 
 VqConfig parse_vq(const YamlView& v) {
   v.reject_unknown_keys({"weights", "kind", "temporal_downsample", "codebook_size", "codebook_embed_dim",
-                         "codebook_l2_norm", "commit_beta", "in_channels", "z_channels", "ch", "ch_mult", "num_res_blocks", "norm_groups",
-                         "level_attention", "names", "state_dict_key", "strip_prefix", "rename"});
+                         "codebook_l2_norm", "commit_beta", "in_channels", "z_channels", "ch", "ch_mult",
+                         "num_res_blocks", "norm_groups", "level_attention", "names", "state_dict_key", "strip_prefix",
+                         "rename"});
   VqConfig c;
   const std::string kind = v.get<std::string>("kind", "taming");
   if (kind != "taming" && kind != "movq")
@@ -134,7 +138,8 @@ VqConfig parse_vq(const YamlView& v) {
   c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);
   c.codebook_embed_dim = v.get<int64_t>("codebook_embed_dim", c.codebook_embed_dim);
   c.codebook_l2_norm = v.get<bool>("codebook_l2_norm", c.kind == VqKind::movq ? false : c.codebook_l2_norm);
-  if (c.kind == VqKind::movq && c.codebook_l2_norm) v.at("codebook_l2_norm").fail("a movq VQ looks codes up as they are");
+  if (c.kind == VqKind::movq && c.codebook_l2_norm)
+    v.at("codebook_l2_norm").fail("a movq VQ looks codes up as they are");
   c.commit_beta = v.get<double>("commit_beta", c.commit_beta);
   c.in_channels = v.get<int64_t>("in_channels", c.in_channels);
   c.z_channels = v.get<int64_t>("z_channels", c.z_channels);
@@ -145,8 +150,11 @@ VqConfig parse_vq(const YamlView& v) {
   c.level_attention = v.get<bool>("level_attention", c.level_attention);
   if (c.ch_mult.empty()) v.fail("ch_mult must not be empty");
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"codebook_size", c.codebook_size},
-                                   {"codebook_embed_dim", c.codebook_embed_dim}, {"in_channels", c.in_channels},
-                                   {"z_channels", c.z_channels}, {"ch", c.ch}, {"norm_groups", c.norm_groups}})
+                                   {"codebook_embed_dim", c.codebook_embed_dim},
+                                   {"in_channels", c.in_channels},
+                                   {"z_channels", c.z_channels},
+                                   {"ch", c.ch},
+                                   {"norm_groups", c.norm_groups}})
     if (value < 1) (v.has(key) ? v.at(key) : v).fail(std::string(key) + " must be at least 1");
   if (c.num_res_blocks < 0) v.at("num_res_blocks").fail("must not be negative");
   for (int64_t m : c.ch_mult)
@@ -164,10 +172,10 @@ WeightKeys parse_weight_keys(const YamlView& v, bool vq, int64_t levels = 0) {
   if (v.has("names")) {
     const auto name = v.need<std::string>("names");
     if (vq ? !vq_weight_names_preset(name, levels, k) : !weight_names_preset(name, k))
-      v.at("names").fail(std::string("expected ") +
-                         (vq ? "llamagen, hf_janus, janus, chameleon, emu3 or hf_emu3"
-                             : "llamagen, hf_llama, hf_janus or janus") +
-                         ", got '" + name + "'");
+      v.at("names").fail(
+          std::string("expected ") +
+          (vq ? "llamagen, hf_janus, janus, chameleon, emu3 or hf_emu3" : "llamagen, hf_llama, hf_janus or janus") +
+          ", got '" + name + "'");
   }
   k.state_dict_key = v.get<std::string>("state_dict_key", "");
   k.strip_prefix = v.get<std::string>("strip_prefix", "");
@@ -229,7 +237,7 @@ class WeightPaths {
       if (value && *value) dir = std::string(value) + dir.substr(variable.size());
     }
     base_ = std::filesystem::path(dir).is_absolute() || dir.rfind(variable, 0) == 0 ? std::filesystem::path(dir)
-                                                                                      : base_ / dir;
+                                                                                    : base_ / dir;
   }
   std::string operator()(const YamlView& v, const std::string& key) const {
     const std::filesystem::path p(v.need<std::string>(key));
@@ -266,8 +274,9 @@ MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m, const Weig
   v.reject_unknown_keys({"gpt", "resamplers", "prompt"});
   MuloDrafterConfig c;
   const auto g = v.at("gpt");
-  reject_shared_keys(g, "MuLo-SD's drafter shares the target's vocabulary and conditioning; its grid is half the "
-                        "target's: leave it out");
+  reject_shared_keys(g,
+                     "MuLo-SD's drafter shares the target's vocabulary and conditioning; its grid is half the "
+                     "target's: leave it out");
   c.gpt = parse_gpt(g, m.gpt);
   c.gpt_keys = parse_weight_keys(g, /*vq=*/false);
   if (m.gpt.grid_size % 2 != 0) g.fail("MuLo-SD needs an even target grid (the drafter's is half of it)");
@@ -340,8 +349,8 @@ SamplingDefaults parse_sampling(const YamlView& v) {
 
 ModelConfig load_model_config(const std::string& path) {
   YamlView root(load_yaml_file(path), path);
-  root.reject_unknown_keys({"name", "dtype", "weights_root", "classes", "sampling", "gpt", "vq", "text_encoder", "prompt",
-                            "classifier", "drafters"});
+  root.reject_unknown_keys({"name", "dtype", "weights_root", "classes", "sampling", "gpt", "vq", "text_encoder",
+                            "prompt", "classifier", "drafters"});
   ModelConfig m;
   m.file = path;
   const WeightPaths weights(root, m);
@@ -401,7 +410,8 @@ ModelConfig load_model_config(const std::string& path) {
 void apply_weight_overrides(ModelConfig& m, const std::vector<WeightOverride>& overrides) {
   for (const auto& o : overrides) {
     const auto missing = [&](const char* section, const char* what) {
-      VISPEC_FAIL(o.where, ": ", m.file, " has no ", section, " section (", what, "), so there are no weights of it "
+      VISPEC_FAIL(o.where, ": ", m.file, " has no ", section, " section (", what,
+                  "), so there are no weights of it "
                   "to replace");
     };
     if (o.field == "gpt.weights") m.gpt_weights = o.path;
@@ -433,12 +443,13 @@ void check_weight_files_exist(const ModelConfig& m, const std::vector<std::strin
     const auto origin = m.weight_origins.find(path);
     const std::string where = origin == m.weight_origins.end() ? m.file : origin->second;
     VISPEC_CHECK(path.rfind("$VISPEC_MODELS", 0) != 0, where, ": ", path, ": VISPEC_MODELS is not set (",
-                 m.weights_root_where, " names it): export VISPEC_MODELS=DIR, the directory that holds the checkpoints");
+                 m.weights_root_where,
+                 " names it): export VISPEC_MODELS=DIR, the directory that holds the checkpoints");
     std::error_code ec;
     const bool found = std::filesystem::exists(path, ec);
     VISPEC_CHECK(!ec, where, ": ", path, ": ", ec.message());
     const bool in_config = where.rfind(m.file + ":", 0) == 0;
-    const std::string base = !in_config                      ? "the job file's directory"
+    const std::string base = !in_config                     ? "the job file's directory"
                              : m.weights_root_where.empty() ? "the model config's directory"
                                                             : m.weights_root_where;
     VISPEC_CHECK(found, where, ": ", path, ": no such file (a relative path is relative to ", base, ")");

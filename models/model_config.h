@@ -11,14 +11,14 @@
 //   classes: [t-shirt/top, trouser, ...]
 //   gpt: {weights: fmnist/gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, n_head: 4, ...}
 //        (and how the file's names map onto the model's: names, state_dict_key, strip_prefix, rename;
-//        models/weight_keys.h; the LLM families' options: rope, qkv, qk_norm, text_vocab_size,
+//        models/checkpoints/weight_keys.h; the LLM families' options: rope, qkv, qk_norm, text_vocab_size,
 //        image_token_offset, image_input, image_output, ...: docs/model_families.md)
 //   vq:  {weights: fmnist/vq.safetensors, codebook_size: 512, ch: 64, ch_mult: [1, 2], ...}
 //   text_encoder: {dir: flan-t5-xl, max_length: 120, dtype: bf16}   # text-conditional models: captions in
 //        (Hugging Face's T5 layout: config.json, spiece.model and model.safetensors[.index.json] or
 //        pytorch_model.bin[.index.json]; `weights:` names another file)
 //   prompt: {tokenizer: ..., template: "...{prompt}...", unconditional: ...}   # prompted models (Chameleon,
-//        Janus-Pro, Emu3): a caption per prompt line, wrapped and tokenised (models/prompt_config.h)
+//        Janus-Pro, Emu3): a caption per prompt line, wrapped and tokenised (models/text/prompt_config.h)
 //   classifier: {weights: fmnist/classifier.safetensors, width: 32, features: 128}   # optional: vispec eval
 //   drafters:                                   # optional: what speculative decoders draft with
 //     gpt: {weights: fmnist/draft_gpt.safetensors, dim: 64, n_layer: 2, n_head: 2}  # SD's small AR drafter
@@ -39,11 +39,11 @@
 
 #include "io/weight_override.h"
 #include "models/classifier_config.h"
-#include "models/gpt_config.h"
-#include "models/mulo_config.h"
-#include "models/prompt_config.h"
-#include "models/vq_config.h"
-#include "models/weight_keys.h"
+#include "models/gpt/gpt_config.h"
+#include "models/drafters/mulo_config.h"
+#include "models/text/prompt_config.h"
+#include "models/vq/vq_config.h"
+#include "models/checkpoints/weight_keys.h"
 
 namespace vispec {
 
@@ -68,16 +68,17 @@ struct ModelConfig {
   VqConfig vq;
   std::string vq_weights;
   // Which dict of a torch.save checkpoint holds the weights (empty: the checkpoint itself or its "model",
-  // "module" or "state_dict"; models/torch_checkpoint_index.h) and how the file's names map onto the model's.
+  // "module" or "state_dict"; models/checkpoints/torch_checkpoint_index.h) and how the file's names map onto the
+  // model's.
   WeightKeys gpt_keys, vq_keys;
   // The caption encoder of a text-conditional model (none: prompts give precomputed features). Its files are
-  // found and read when a job is planned (models/text_encoder.h), not here: a config loads without them.
+  // found and read when a job is planned (models/text/text_encoder.h), not here: a config loads without them.
   bool has_text_encoder = false;
-  std::string text_encoder_dir;        // Hugging Face's layout
-  std::string text_encoder_weights;    // empty: the usual file names in the directory
-  std::string text_encoder_dtype;      // fp32 | bf16 (T5 overflows in fp16)
-  int64_t text_encoder_max_length = 0; // tokens per caption, "</s>" included (<= gpt.cls_token_num)
-  PromptConfig prompt;  // prompted models: their tokenizer and template (read when a job is planned)
+  std::string text_encoder_dir;         // Hugging Face's layout
+  std::string text_encoder_weights;     // empty: the usual file names in the directory
+  std::string text_encoder_dtype;       // fp32 | bf16 (T5 overflows in fp16)
+  int64_t text_encoder_max_length = 0;  // tokens per caption, "</s>" included (<= gpt.cls_token_num)
+  PromptConfig prompt;                  // prompted models: their tokenizer and template (read when a job is planned)
   // The evaluation classifier (vispec eval, vispec bench); in_channels, image_size and classes follow the model.
   bool has_classifier = false;
   ClassifierConfig classifier;

@@ -55,10 +55,13 @@ std::optional<WorkUnit> Coordinator::handle(int source, const WorkerReport& r) {
     const auto& d = *r.done;
     if (fault_at("coordinator-throws", d.unit)) throw std::runtime_error("injected coordinator failure (VISPEC_FAULT)");
     try {
-      journal_.append({{"unit", d.unit}, {"rank", source}, {"images", d.images}, {"seconds", d.seconds},
-                       {"target_forwards", d.stats.target_forwards}, {"draft_forwards", d.stats.draft_forwards},
-                       {"drafted", d.stats.drafted}, {"accepted", d.stats.accepted}, {"tokens", d.stats.tokens},
-                       {"files", unit_files_to_json(d.files)}});
+      auto record = stats_counts_json(d.stats);
+      record.update({{"unit", d.unit},
+                     {"rank", source},
+                     {"images", d.images},
+                     {"seconds", d.seconds},
+                     {"files", unit_files_to_json(d.files)}});
+      journal_.append(record);
     } catch (const std::exception& e) {
       if (out_.error.empty()) {  // e.g. a full disk: the journal keeps every line written before
         out_.error = e.what();

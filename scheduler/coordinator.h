@@ -25,8 +25,8 @@ struct RankTally {
 };
 
 struct CoordinatorOutcome {
-  int exit_code = 0;            // core/exit_codes.h
-  std::string error;            // the first worker or journal error, one line
+  int exit_code = 0;  // core/exit_codes.h
+  std::string error;  // the first worker or journal error, one line
   bool interrupted = false;
   double wall_seconds = 0;
   std::vector<RankTally> ranks;

@@ -8,8 +8,8 @@
 #include "io/atomic_file.h"
 #include "io/digest_cache.h"
 #include "kernels/kernel_check.h"
-#include "models/load.h"
-#include "models/text_encoder.h"
+#include "models/checkpoints/load.h"
+#include "models/text/text_encoder.h"
 
 namespace vispec {
 
@@ -45,7 +45,8 @@ nlohmann::json job_identity(const JobPlan& plan) {
   // and a default that changes between versions is another one.
   nlohmann::json decoder = {{"name", plan.decoder.name}, {"params", plan.decoder.numbers}};
   if (!plan.decoder.words.empty()) decoder["words"] = plan.decoder.words;
-  for (const auto& [role, path] : decoder_weight_files(plan.decoder, plan.model)) weights[role] = weights_identity(path);
+  for (const auto& [role, path] : decoder_weight_files(plan.decoder, plan.model))
+    weights[role] = weights_identity(path);
   if (plan.model.has_text_encoder) {
     const auto t5 = text_encoder_files(plan.model);
     weights["text_encoder"] = {{"weights", weights_identity(t5.weights)},
@@ -53,27 +54,29 @@ nlohmann::json job_identity(const JobPlan& plan) {
                                {"config", file_identity(t5.config)}};
   }
   // A prompted model's tokenizer files make its prompts' ids: another tokenizer is another job.
-  for (const auto& [role, path] : {std::pair<const char*, const std::string&>{"tokenizer", plan.model.prompt.tokenizer_json},
-                                   {"emu3_tiktoken", plan.model.prompt.emu3_tiktoken},
-                                   {"emu3_vision_tokens", plan.model.prompt.emu3_vision_tokens}})
+  for (const auto& [role, path] :
+       {std::pair<const char*, const std::string&>{"tokenizer", plan.model.prompt.tokenizer_json},
+        {"emu3_tiktoken", plan.model.prompt.emu3_tiktoken},
+        {"emu3_vision_tokens", plan.model.prompt.emu3_vision_tokens}})
     if (!path.empty()) weights[role] = file_identity(path);
-  nlohmann::json identity = {{"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
-          {"weights", weights},
-          {"dtype", plan.model.dtype},
-          {"device_model", device_model(pick_device(job.device, 0))},
-          // The kernels decide the outputs' last bits (kernels/kernel_check.h); on a GPU asking runs their check.
-          {"kernels", kernels::kernel_set(pick_device(job.device, 0), model_dtype(plan.model.dtype))},
-          {"software", software_versions()},
-          {"prompts_fnv", hex(plan.plan.prompts_fnv)},
-          {"images_per_prompt", job.images_per_prompt},
-          {"seed", job.seed},
-          {"decoder", decoder},
-          {"unit_size", job.unit_size},
-          {"batch_size", job.batch_size},
-          {"distill", job.distill.enabled ? nlohmann::json{{"streams", job.distill.streams},
-                                                           {"dtype", dtype_name(job.distill.dtype)},
-                                                           {"compression", job.distill.compression}}
-                                          : nlohmann::json(nullptr)}};
+  nlohmann::json identity = {
+      {"model_config_fnv", fnv1a_hex(read_file(plan.model.file))},
+      {"weights", weights},
+      {"dtype", plan.model.dtype},
+      {"device_model", device_model(pick_device(job.device, 0))},
+      // The kernels decide the outputs' last bits (kernels/kernel_check.h); on a GPU asking runs their check.
+      {"kernels", kernels::kernel_set(pick_device(job.device, 0), model_dtype(plan.model.dtype))},
+      {"software", software_versions()},
+      {"prompts_fnv", hex(plan.plan.prompts_fnv)},
+      {"images_per_prompt", job.images_per_prompt},
+      {"seed", job.seed},
+      {"decoder", decoder},
+      {"unit_size", job.unit_size},
+      {"batch_size", job.batch_size},
+      {"distill", job.distill.enabled ? nlohmann::json{{"streams", job.distill.streams},
+                                                       {"dtype", dtype_name(job.distill.dtype)},
+                                                       {"compression", job.distill.compression}}
+                                      : nlohmann::json(nullptr)}};
   // Shards and files are different outputs in OUT: one run directory holds one kind. Files, the default, add
   // nothing, so that the runs made before shards existed keep their fingerprint.
   if (job.output != "files") identity["output"] = job.output;

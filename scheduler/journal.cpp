@@ -85,8 +85,8 @@ void Journal::load(const nlohmann::json* expected, bool cut_torn_tail) {
   }
   VISPEC_CHECK(good_end > 0, path_, ": empty or torn header; remove the file to start over");
   if (cut_torn_tail && good_end < text.size()) {  // so that appends start on a fresh line
-    VISPEC_CHECK(::truncate(path_.c_str(), off_t(good_end)) == 0, path_, ": cannot truncate a torn line: ",
-                 std::strerror(errno));
+    VISPEC_CHECK(::truncate(path_.c_str(), off_t(good_end)) == 0, path_,
+                 ": cannot truncate a torn line: ", std::strerror(errno));
   }
 }
 

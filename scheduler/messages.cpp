@@ -10,11 +10,11 @@ std::string encode_report(const WorkerReport& r) {
   if (r.loaded)
     j["loaded"] = {{"s", r.loaded->seconds}, {"read", r.loaded->read_bytes}, {"received", r.loaded->received_bytes}};
   if (r.done) {
-    const auto& s = r.done->stats;
-    j["done"] = {{"unit", r.done->unit},           {"images", r.done->images},
-                 {"seconds", r.done->seconds},     {"target_forwards", s.target_forwards},
-                 {"draft_forwards", s.draft_forwards}, {"drafted", s.drafted},
-                 {"accepted", s.accepted},         {"tokens", s.tokens}, {"files", unit_files_to_json(r.done->files)}};
+    j["done"] = stats_counts_json(r.done->stats);
+    j["done"].update({{"unit", r.done->unit},
+                      {"images", r.done->images},
+                      {"seconds", r.done->seconds},
+                      {"files", unit_files_to_json(r.done->files)}});
   }
   return j.dump();
 }
@@ -39,11 +39,7 @@ WorkerReport decode_report(const std::string& text) {
     u.unit = d.at("unit").get<int64_t>();
     u.images = d.at("images").get<int64_t>();
     u.seconds = d.at("seconds").get<double>();
-    u.stats.target_forwards = d.at("target_forwards").get<int64_t>();
-    u.stats.draft_forwards = d.at("draft_forwards").get<int64_t>();
-    u.stats.drafted = d.at("drafted").get<int64_t>();
-    u.stats.accepted = d.at("accepted").get<int64_t>();
-    u.stats.tokens = d.at("tokens").get<int64_t>();
+    u.stats = stats_counts_from_json(d);
     u.files = unit_files_from_json(d.at("files"), "report of rank " + std::to_string(r.rank));
     r.done = u;
   }
@@ -52,11 +48,11 @@ WorkerReport decode_report(const std::string& text) {
 
 std::string encode_assignment(const std::optional<WorkUnit>& unit) {
   if (!unit) return R"({"stop":true})";
-  return nlohmann::json{{"unit", unit->id},
-                        {"first", unit->first_id},
-                        {"end", unit->end_id},
-                        {"start", {unit->start.offset, unit->start.line, unit->start.prompt, unit->start.prompts,
-                                   unit->start.fnv}}}
+  return nlohmann::json{
+      {"unit", unit->id},
+      {"first", unit->first_id},
+      {"end", unit->end_id},
+      {"start", {unit->start.offset, unit->start.line, unit->start.prompt, unit->start.prompts, unit->start.fnv}}}
       .dump();
 }
 
@@ -64,7 +60,9 @@ std::optional<WorkUnit> decode_assignment(const std::string& text) {
   const auto j = nlohmann::json::parse(text);
   if (j.contains("stop")) return std::nullopt;
   const auto& s = j.at("start");
-  return WorkUnit{j.at("unit").get<int64_t>(), j.at("first").get<uint64_t>(), j.at("end").get<uint64_t>(),
+  return WorkUnit{j.at("unit").get<int64_t>(),
+                  j.at("first").get<uint64_t>(),
+                  j.at("end").get<uint64_t>(),
                   {s.at(0).get<uint64_t>(), s.at(1).get<int64_t>(), s.at(2).get<uint64_t>(), s.at(3).get<uint64_t>(),
                    s.at(4).get<uint64_t>()}};
 }

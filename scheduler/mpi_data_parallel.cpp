@@ -11,7 +11,8 @@ namespace vispec {
 
 void MpiDataParallel::sum(torch::Tensor& tensor) {
   if (!session_.uses_mpi() || session_.size() == 1) return;
-  VISPEC_ASSERT(tensor.scalar_type() == torch::kFloat32 && tensor.is_contiguous(), "sum of a non-contiguous or "
+  VISPEC_ASSERT(tensor.scalar_type() == torch::kFloat32 && tensor.is_contiguous(),
+                "sum of a non-contiguous or "
                 "non-float32 tensor");
   auto host = tensor.device().is_cpu() ? tensor : tensor.to(torch::kCPU);
   float* data = host.data_ptr<float>();

@@ -1,8 +1,8 @@
-// Weights read once per node (models/node_weights.h) over MPI: the node's first rank reads the files and
+// Weights read once per node (models/checkpoints/node_weights.h) over MPI: the node's first rank reads the files and
 // broadcasts each tensor within the node. Tensors on a GPU travel through host memory.
 #pragma once
 
-#include "models/node_weights.h"
+#include "models/checkpoints/node_weights.h"
 #include "scheduler/mpi_session.h"
 
 namespace vispec {

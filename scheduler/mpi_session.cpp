@@ -94,8 +94,9 @@ void MpiSession::node_broadcast(void* data, size_t bytes) const {
   constexpr size_t kChunk = size_t(1) << 30;  // MPI counts are ints
   auto* p = static_cast<char*>(data);
   for (size_t done = 0; done < bytes; done += kChunk)
-    check_mpi(MPI_Bcast(p + done, int(std::min(kChunk, bytes - done)), MPI_BYTE, 0, *static_cast<MPI_Comm*>(node_comm_)),
-              "node broadcast");
+    check_mpi(
+        MPI_Bcast(p + done, int(std::min(kChunk, bytes - done)), MPI_BYTE, 0, *static_cast<MPI_Comm*>(node_comm_)),
+        "node broadcast");
 }
 
 void MpiSession::abort(int code) const {

@@ -13,7 +13,7 @@ namespace vispec {
 
 class MpiSession {
  public:
-  MpiSession();  // MPI_Init_thread when launched by mpirun/srun
+  MpiSession();   // MPI_Init_thread when launched by mpirun/srun
   ~MpiSession();  // MPI_Finalize
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/distill_index.h"
+#include "io/distill_schema.h"
 #include "io/file_digest.h"
 #include "io/metrics.h"
 #include "io/run_layout.h"
@@ -30,7 +31,8 @@ std::vector<std::string> check_assembled_outputs(const std::string& out,
           summary.at("units_done").get<int64_t>() != int64_t(done.size()))
         problems.push_back(summary_path(out) + ": " + std::to_string(summary.at("images").get<int64_t>()) +
                            " images in " + std::to_string(summary.at("units_done").get<int64_t>()) +
-                           " units; the journal holds " + std::to_string(images) + " in " + std::to_string(done.size()));
+                           " units; the journal holds " + std::to_string(images) + " in " +
+                           std::to_string(done.size()));
     } catch (const nlohmann::json::exception& e) {
       problems.push_back(summary_path(out) + ": not a summary (" + e.what() + ")");
       summary = nullptr;

@@ -20,7 +20,7 @@ struct BrokenUnit {
 struct OutputCheck {
   std::vector<BrokenUnit> broken;  // ascending unit
   int64_t units_checked = 0, files_checked = 0;
-  int64_t units_unlisted = 0;      // records without a file list (journaled by an older vispec): not checked
+  int64_t units_unlisted = 0;           // records without a file list (journaled by an older vispec): not checked
   std::vector<std::string> unreadable;  // files whose read failed (one line each): neither whole nor broken
 };
 

@@ -38,14 +38,16 @@ OutputLock::OutputLock(const std::string& out_dir) {
       VISPEC_FAIL(out_dir, ": in use by another vispec run (", holder,
                   "); wait for it or stop it, or choose another --out");
     }
-    spdlog::warn("{}: cannot lock ({}): this file system does not support flock, so nothing stops a second run "
-                 "into this directory", path, std::strerror(err));
+    spdlog::warn(
+        "{}: cannot lock ({}): this file system does not support flock, so nothing stops a second run "
+        "into this directory",
+        path, std::strerror(err));
     return;
   }
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
-  const std::string me = std::string("host ") + host + ", pid " + std::to_string(::getpid()) + ", started " +
-                         utc_timestamp() + "\n";
+  const std::string me =
+      std::string("host ") + host + ", pid " + std::to_string(::getpid()) + ", started " + utc_timestamp() + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != ssize_t(me.size()))
     spdlog::warn("{}: could not record this run as the holder: {}", path, std::strerror(errno));
 }

@@ -105,7 +105,8 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
     std::string lines;
     constexpr size_t kLogged = 5;  // the rest are in errors.jsonl: a file of a million bad lines is one error
     for (const auto& e : plan.plan.errors) {
-      lines += nlohmann::json{{"file", e.file}, {"line", e.line}, {"field", "prompt"}, {"error", e.message}}.dump() + "\n";
+      lines +=
+          nlohmann::json{{"file", e.file}, {"line", e.line}, {"field", "prompt"}, {"error", e.message}}.dump() + "\n";
       if (&e - plan.plan.errors.data() < ptrdiff_t(kLogged)) spdlog::warn("skipped: {}", e.message);
     }
     if (plan.plan.errors.size() > kLogged)
@@ -137,7 +138,8 @@ nlohmann::json previous_summary(const std::string& out) {
     if (summary.at("runs").is_array()) return summary;
   } catch (const nlohmann::json::exception&) {
   }
-  spdlog::warn("{}: not a summary with a list of runs; the runs before this one are not carried over", summary_path(out));
+  spdlog::warn("{}: not a summary with a list of runs; the runs before this one are not carried over",
+               summary_path(out));
   return nullptr;
 }
 
@@ -146,16 +148,13 @@ nlohmann::json previous_summary(const std::string& out) {
 void finish_output(const JobPlan& plan, const Journal& journal, const CoordinatorOutcome& c, int ranks) {
   const auto& out = plan.job.out_dir;
   const auto previous = previous_summary(out);
-  const auto metrics = assemble_metrics(out, journal, previous.is_null() ? nlohmann::json() : previous.value("metrics", nlohmann::json()));
+  const auto metrics = assemble_metrics(
+      out, journal, previous.is_null() ? nlohmann::json() : previous.value("metrics", nlohmann::json()));
   SampleStats total;
   int64_t images = 0;
   for (const auto& [unit, record] : journal.done()) {
     images += record.at("images").get<int64_t>();
-    total.target_forwards += record.at("target_forwards").get<int64_t>();
-    total.draft_forwards += record.at("draft_forwards").get<int64_t>();
-    total.drafted += record.at("drafted").get<int64_t>();
-    total.accepted += record.at("accepted").get<int64_t>();
-    total.tokens += record.at("tokens").get<int64_t>();
+    total += stats_counts_from_json(record);
   }
   if (plan.job.distill.enabled) build_distill_index(out, distill_units(journal.done()));
   int64_t images_run = 0, units_run = 0;
@@ -166,9 +165,13 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
     images_run += t.images;
     units_run += t.units;
     wait += t.wait_seconds;
-    per_rank.push_back({{"rank", r}, {"units", t.units}, {"images", t.images}, {"busy_s", t.busy_seconds},
+    per_rank.push_back({{"rank", r},
+                        {"units", t.units},
+                        {"images", t.images},
+                        {"busy_s", t.busy_seconds},
                         {"images_per_busy_s", t.busy_seconds > 0 ? double(t.images) / t.busy_seconds : 0.0},
-                        {"wait_s", t.wait_seconds}, {"load_s", t.load.seconds},
+                        {"wait_s", t.wait_seconds},
+                        {"load_s", t.load.seconds},
                         {"weights_read_mb", double(t.load.read_bytes) / 1e6},
                         {"weights_received_mb", double(t.load.received_bytes) / 1e6}});
   }
@@ -177,8 +180,12 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
   // do adds a run of 0 images and loses nothing. images_per_s is over the runs that made images.
   auto runs = previous.is_null() ? nlohmann::json::array() : previous["runs"];
   const double run_rate = c.wall_seconds > 0 ? double(images_run) / c.wall_seconds : 0.0;
-  runs.push_back({{"finished_utc", utc_timestamp()}, {"ranks", ranks}, {"device", pick_device(plan.job.device, 0).str()},
-                  {"images", images_run}, {"wall_s", c.wall_seconds}, {"images_per_s", run_rate},
+  runs.push_back({{"finished_utc", utc_timestamp()},
+                  {"ranks", ranks},
+                  {"device", pick_device(plan.job.device, 0).str()},
+                  {"images", images_run},
+                  {"wall_s", c.wall_seconds},
+                  {"images_per_s", run_rate},
                   {"interrupted", c.interrupted}});
   double made = 0, busy = 0;
   for (const auto& r : runs)
@@ -186,35 +193,34 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
       made += double(r.value("images", int64_t(0)));
       busy += r.value("wall_s", 0.0);
     }
-  nlohmann::json summary = {
-      {"job", plan.job.file},
-      {"model", plan.model.name},
-      {"model_config", fs::absolute(plan.model.file).lexically_normal().string()},
-      {"decoder", plan.job.decoder.name},
-      {"seed", plan.job.seed},
-      {"device", pick_device(plan.job.device, 0).str()},
-      {"device_model", device_model(pick_device(plan.job.device, 0))},
-      {"dtype", plan.model.dtype},
-      {"ranks", ranks},
-      {"schedule", plan.job.schedule},
-      {"read_weights", plan.job.read_weights},
-      {"units_total", c.units_total},
-      {"units_done", int64_t(journal.done().size())},
-      {"complete", int64_t(journal.done().size()) == c.units_total},
-      {"interrupted", c.interrupted},
-      {"prompt_errors", plan.plan.errors.size()},
-      {"images", images},
-      {"images_this_run", images_run},
-      {"wall_s", c.wall_seconds},
-      {"images_per_s", busy > 0 ? made / busy : 0.0},
-      {"scheduling_overhead_ms_per_unit", units_run > 0 ? 1e3 * wait / double(units_run) : 0.0},
-      {"target_forwards_per_image", double(total.target_forwards) / n},
-      {"draft_forwards_per_image", double(total.draft_forwards) / n},
-      {"mean_accepted_length", total.mean_accepted_length()},
-      {"acceptance_rate", total.acceptance_rate()},
-      {"per_rank", per_rank},
-      {"runs", runs},
-      {"metrics", metrics}};
+  nlohmann::json summary = {{"job", plan.job.file},
+                            {"model", plan.model.name},
+                            {"model_config", fs::absolute(plan.model.file).lexically_normal().string()},
+                            {"decoder", plan.job.decoder.name},
+                            {"seed", plan.job.seed},
+                            {"device", pick_device(plan.job.device, 0).str()},
+                            {"device_model", device_model(pick_device(plan.job.device, 0))},
+                            {"dtype", plan.model.dtype},
+                            {"ranks", ranks},
+                            {"schedule", plan.job.schedule},
+                            {"read_weights", plan.job.read_weights},
+                            {"units_total", c.units_total},
+                            {"units_done", int64_t(journal.done().size())},
+                            {"complete", int64_t(journal.done().size()) == c.units_total},
+                            {"interrupted", c.interrupted},
+                            {"prompt_errors", plan.plan.errors.size()},
+                            {"images", images},
+                            {"images_this_run", images_run},
+                            {"wall_s", c.wall_seconds},
+                            {"images_per_s", busy > 0 ? made / busy : 0.0},
+                            {"scheduling_overhead_ms_per_unit", units_run > 0 ? 1e3 * wait / double(units_run) : 0.0},
+                            {"target_forwards_per_image", double(total.target_forwards) / n},
+                            {"draft_forwards_per_image", double(total.draft_forwards) / n},
+                            {"mean_accepted_length", total.mean_accepted_length()},
+                            {"acceptance_rate", total.acceptance_rate()},
+                            {"per_rank", per_rank},
+                            {"runs", runs},
+                            {"metrics", metrics}};
   write_file_atomic(summary_path(out), summary.dump(2) + "\n");
   spdlog::info("{}: {} of {} units, {} images ({} this run in {:.2f} s, {:.2f} images/s) -> {}",
                summary["complete"].get<bool>() ? "done" : "stopped", journal.done().size(), c.units_total, images,

@@ -11,10 +11,10 @@ namespace vispec {
 
 struct RunOptions {
   std::string job_file;
-  std::string out_dir;                  // overrides the job's `out` when non-empty
-  std::vector<std::string> overrides;   // --set key=value
-  bool start_over = false;              // --new: discard the journal and the outputs in OUT
-  bool resume = false;                  // vispec resume: job_file must be a run's output directory
+  std::string out_dir;                 // overrides the job's `out` when non-empty
+  std::vector<std::string> overrides;  // --set key=value
+  bool start_over = false;             // --new: discard the journal and the outputs in OUT
+  bool resume = false;                 // vispec resume: job_file must be a run's output directory
 };
 
 int run_job(const RunOptions& options);

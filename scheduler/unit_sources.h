@@ -26,9 +26,9 @@ class MpiUnitSource : public UnitSource {
 class LocalChannel : public UnitSource {
  public:
   std::optional<WorkUnit> next(const WorkerReport& report) override;  // worker: post, wait for the answer
-  void progress(int64_t images) override;                              // worker: a batch written
-  std::optional<WorkerReport> take();                                  // coordinator: a waiting report, if any
-  void answer(const std::optional<WorkUnit>& unit);                    // coordinator: reply to the taken one
+  void progress(int64_t images) override;                             // worker: a batch written
+  std::optional<WorkerReport> take();                                 // coordinator: a waiting report, if any
+  void answer(const std::optional<WorkUnit>& unit);                   // coordinator: reply to the taken one
   int64_t in_flight() const { return in_flight_; }  // coordinator: images of the unit in hand written so far
 
  private:

@@ -24,6 +24,7 @@ packages=(
   python3-h5py python3-numpy  # tests read our outputs back with another tool (Debian's /usr/bin/python3)
   gnuplot-nox               # vispec bench draws its speed/quality plot with gnuplot
   clang libclang-rt-14-dev  # the fuzz targets (fuzz/): libFuzzer and the sanitizers
+  clang-format              # tests/format_check.sh: the house style (.clang-format)
 )
 
 missing=()

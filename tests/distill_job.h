@@ -14,9 +14,9 @@ namespace vispec::test {
 
 // A fresh directory named after the running test; removed by the caller.
 inline std::filesystem::path test_directory(const std::string& prefix) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   (prefix + std::to_string(::getpid()) + "_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      (prefix + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -31,7 +31,8 @@ inline std::string run_distill_job(const std::filesystem::path& dir, const std::
                                   << "prompts: prompts.txt\ndecoder: {name: ar, cfg_scale: 2.0}\n"
                                   << "images_per_prompt: " << per_prompt << "\nunit_size: " << unit_size
                                   << "\nbatch_size: 3\nthreads: 1\n"
-                                  << "distill: {streams: " << streams << ", dtype: " << dtype << "}\nout: " << out << "\n";
+                                  << "distill: {streams: " << streams << ", dtype: " << dtype << "}\nout: " << out
+                                  << "\n";
   const auto r = run_vispec("run " + (dir / "job.yaml").string());
   EXPECT_EQ(r.exit_code, 0) << r.text;
   return out;

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <string>
 
-#include "decoding/decoder.h"
-#include "decoding/sampler.h"
-#include "models/gpt.h"
+#include "decoding/floor/decoder.h"
+#include "decoding/floor/sampler.h"
+#include "models/gpt/gpt.h"
 
 namespace vispec::test {
 
@@ -48,7 +48,8 @@ inline torch::Tensor exact_next(Gpt& gpt, int64_t cls, const torch::Tensor& pref
   torch::NoGradGuard no_grad;
   const int64_t M = prefix.size(0);
   const auto device = gpt->device();
-  auto ids = torch::cat({torch::full({M}, cls, torch::kInt64), torch::full({M}, gpt->config().num_classes, torch::kInt64)});
+  auto ids =
+      torch::cat({torch::full({M}, cls, torch::kInt64), torch::full({M}, gpt->config().num_classes, torch::kInt64)});
   auto out = gpt->forward_sequence(gpt->embed_classes(ids.to(device)), torch::cat({prefix, prefix}).to(device));
   return target_probs(cfg_combine(out.logits.select(1, -1), params.cfg_scale), params).to(torch::kCPU, torch::kFloat64);
 }
@@ -110,10 +111,10 @@ inline ExactFirstTokens exact_first_tokens(Gpt& gpt, int64_t cls, const Sampling
   ExactFirstTokens e;
   const auto p0 = exact_next(gpt, cls, torch::zeros({1, 0}, torch::kInt64), params)[0];  // [V]
   const auto x0 = torch::arange(V, torch::kInt64).view({V, 1});
-  const auto p1 = exact_next(gpt, cls, x0, params);                                    // [V, V]
+  const auto p1 = exact_next(gpt, cls, x0, params);  // [V, V]
   e.joint01 = p0.unsqueeze(1) * p1;
   const auto pairs = torch::stack({x0.repeat({1, V}).reshape(-1), torch::arange(V, torch::kInt64).repeat(V)}, 1);
-  const auto p2 = exact_next(gpt, cls, pairs, params);                                 // [V*V, V]
+  const auto p2 = exact_next(gpt, cls, pairs, params);  // [V*V, V]
   e.x2 = (e.joint01.reshape({-1, 1}) * p2).sum(0);
   return e;
 }

@@ -11,8 +11,8 @@ namespace vispec::test {
 
 inline const std::string kLlamaGenFixtures = std::string(VISPEC_SOURCE_DIR) + "/../shared/fixtures/llamagen/";
 
-#define VISPEC_SKIP_WITHOUT_LLAMAGEN_FIXTURES()                         \
-  if (!std::filesystem::exists(::vispec::test::kLlamaGenFixtures))      \
+#define VISPEC_SKIP_WITHOUT_LLAMAGEN_FIXTURES()                    \
+  if (!std::filesystem::exists(::vispec::test::kLlamaGenFixtures)) \
   GTEST_SKIP() << "no " << ::vispec::test::kLlamaGenFixtures << " (the shared fixtures are not on this machine)"
 
 // A model config (YAML text) of the fixture GPT of `kind` ("c2i" or "t2i") with the fixture VQ, as the
@@ -24,7 +24,8 @@ inline std::string llamagen_fixture_config(const std::string& kind, const std::s
          "_gpt.safetensors, vocab_size: 256, dim: 64, n_layer: 2, n_head: 4, multiple_of: 32, grid_size: 8, " +
          conditioning + "}\n" + "vq: {weights: " + kLlamaGenFixtures +
          "vq.safetensors, codebook_size: 256, codebook_embed_dim: 8, ch: 32, ch_mult: [1, 1, 2, 2, 4], "
-         "z_channels: 32, num_res_blocks: 2, norm_groups: 32}\n" + extra;
+         "z_channels: 32, num_res_blocks: 2, norm_groups: 32}\n" +
+         extra;
 }
 
 }  // namespace vispec::test

@@ -31,7 +31,8 @@ inline PythonReference python_reference(const std::string& script, const std::st
   const std::string path = std::string(VISPEC_SOURCE_DIR) + "/tests/" + script + ".py";
   std::ostringstream text;
   text << std::ifstream(path).rdbuf();
-  for (const auto& other : imports) text << std::ifstream(std::string(VISPEC_SOURCE_DIR) + "/tests/" + other + ".py").rdbuf();
+  for (const auto& other : imports)
+    text << std::ifstream(std::string(VISPEC_SOURCE_DIR) + "/tests/" + other + ".py").rdbuf();
   r.dir = fs::temp_directory_path() / ("vispec_" + script + "_" + std::to_string(std::hash<std::string>{}(text.str())));
   r.made = fs::exists(r.dir / "done");
   if (r.made) return r;  // (made by another test process: no Python to start, not even for the probe below)

@@ -14,9 +14,8 @@ class TempDirTest : public ::testing::Test {
  protected:
   explicit TempDirTest(std::string prefix) : prefix_(std::move(prefix)) {}
   void SetUp() override {
-    dir = std::filesystem::temp_directory_path() /
-          ("vispec_" + prefix_ + "_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir = std::filesystem::temp_directory_path() / ("vispec_" + prefix_ + "_" + std::to_string(::getpid()) + "_" +
+                                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
   }

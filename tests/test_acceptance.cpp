@@ -1,4 +1,4 @@
-// The acceptance rules (decoding/acceptance.h) against their stated bounds and hand-computed values, and the
+// The acceptance rules (decoding/floor/acceptance.h) against their stated bounds and hand-computed values, and the
 // codebook neighbour table against brute force. Pure functions: no model is involved.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <numeric>
 #include <random>
 
-#include "decoding/acceptance.h"
-#include "decoding/codebook_neighbours.h"
+#include "decoding/floor/acceptance.h"
+#include "decoding/floor/codebook_neighbours.h"
 #include "io/npy.h"
 
 namespace vispec {
@@ -168,7 +168,8 @@ TEST(Acceptance, GreedyOneHotDistributionsAcceptExactlyTheArgmax) {
   const auto p = torch::tensor({0.0, 1.0, 0.0}, torch::kFloat64);
   EXPECT_EQ(acceptance_probability(p, torch::tensor({0.0, 1.0, 0.0}, torch::kFloat64), 1, 1, 1, a, nullptr), 1.0);
   EXPECT_EQ(acceptance_probability(p, torch::tensor({1.0, 0.0, 0.0}, torch::kFloat64), 0, 1, 1, a, nullptr), 0.0);
-  EXPECT_TRUE(torch::equal(rejection_distribution(p, torch::tensor({1.0, 0.0, 0.0}, torch::kFloat64), 0, 1, 1, a, nullptr), p));
+  EXPECT_TRUE(
+      torch::equal(rejection_distribution(p, torch::tensor({1.0, 0.0, 0.0}, torch::kFloat64), 0, 1, 1, a, nullptr), p));
 }
 
 TEST(CodebookNeighbours, TableEqualsBruteForceAndIsCached) {
@@ -193,8 +194,7 @@ TEST(CodebookNeighbours, TableEqualsBruteForceAndIsCached) {
   }
   EXPECT_EQ(files, 1);
   const auto again = CodebookNeighbours::cached(codebook, 10, dir.string());  // read back from the file
-  for (int64_t c = 0; c < 40; ++c)
-    EXPECT_TRUE(std::equal(again.row(c), again.row(c) + 10, t.row(c)));
+  for (int64_t c = 0; c < 40; ++c) EXPECT_TRUE(std::equal(again.row(c), again.row(c) + 10, t.row(c)));
   // A cached file that is not this codebook's table (another codebook's, or damaged) is built again.
   EXPECT_EQ(t.disagrees_with(codebook), "");
   EXPECT_NE(t.disagrees_with(torch::randn({40, 8}, gen)), "");
@@ -203,8 +203,7 @@ TEST(CodebookNeighbours, TableEqualsBruteForceAndIsCached) {
   std::vector<int32_t> other_table(other.row(0), other.row(0) + 400);
   write_npy_int32(cached_file, other_table, {40, 10});
   const auto rebuilt = CodebookNeighbours::cached(codebook, 10, dir.string());
-  for (int64_t c = 0; c < 40; ++c)
-    EXPECT_TRUE(std::equal(rebuilt.row(c), rebuilt.row(c) + 10, t.row(c))) << c;
+  for (int64_t c = 0; c < 40; ++c) EXPECT_TRUE(std::equal(rebuilt.row(c), rebuilt.row(c) + 10, t.row(c))) << c;
   EXPECT_NE(read_npy_int32(cached_file, nullptr), other_table) << "the bad file was not replaced";
   std::filesystem::remove_all(dir);
 }

@@ -50,8 +50,9 @@ TEST(ArDecoder, GreedyFollowsTheArgmaxOfAFullForward) {
   ArDecoder ar(gpt, p);
   auto res = ar.decode(request({1, 2}, {0, 1}));
   torch::NoGradGuard no_grad;
-  auto logits = gpt->forward_sequence(gpt->embed_classes(torch::tensor({1, 2}, torch::kInt64)),
-                                      res.tokens.narrow(1, 0, 15)).logits;
+  auto logits =
+      gpt->forward_sequence(gpt->embed_classes(torch::tensor({1, 2}, torch::kInt64)), res.tokens.narrow(1, 0, 15))
+          .logits;
   EXPECT_TRUE(torch::equal(logits.argmax(-1), res.tokens));
 }
 

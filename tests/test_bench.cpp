@@ -44,8 +44,7 @@ class Bench : public ::testing::Test {
 
 TEST_F(Bench, RefusesAnUnknownDecoder) {
   const auto err = expect_refused(bench("  - decoder: {name: ar}\n  - decoder: {name: warp_drive}\n"));
-  EXPECT_NE(err.find("bench.yaml:9: decoders[1].decoder.name: unknown decoder 'warp_drive'"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find("bench.yaml:9: decoders[1].decoder.name: unknown decoder 'warp_drive'"), std::string::npos) << err;
 }
 
 TEST_F(Bench, RefusesAnEmptyPromptSet) {
@@ -62,8 +61,9 @@ TEST_F(Bench, RefusesDuplicateLabelsAndAnUnknownBaseline) {
 }
 
 TEST_F(Bench, SmallBenchWritesConsistentResults) {
-  const auto r = test::run_vispec(bench("  - decoder: {name: ar, cfg_scale: 2.0}\n"
-                                        "  - label: greedy\n    decoder: {name: ar, cfg_scale: 2.0, temperature: 0}\n"));
+  const auto r =
+      test::run_vispec(bench("  - decoder: {name: ar, cfg_scale: 2.0}\n"
+                             "  - label: greedy\n    decoder: {name: ar, cfg_scale: 2.0, temperature: 0}\n"));
   ASSERT_EQ(r.exit_code, 0) << r.text;
   const auto json = nlohmann::json::parse(read_file((dir / "results/t.json").string()));
   ASSERT_EQ(json["decoders"].size(), 2u);
@@ -99,7 +99,9 @@ TEST_F(Bench, BenchPlotRedrawsARecordedBench) {
   nlohmann::json r = {{"name", "p"}, {"images_per_decoder", 10}, {"device", "cpu"}, {"baseline", "ar"}};
   for (int i = 0; i < 14; ++i)
     r["decoders"].push_back({{"label", i == 0 ? std::string("ar") : "v" + std::to_string(i)},
-                             {"decoder", i == 0 ? "ar" : i < 8 ? "sd" : "eagle2"},
+                             {"decoder", i == 0  ? "ar"
+                                         : i < 8 ? "sd"
+                                                 : "eagle2"},
                              {"speedup", 0.1 * (i + 1)},
                              {"fid", 10.0 + i},
                              {"class_agreement", 0.9 - 0.01 * i},

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "error_of.h"
-#include "models/bpe_tokenizer.h"
+#include "models/text/bpe_tokenizer.h"
 #include "python_reference.h"
 #include "core/check.h"
 
@@ -100,7 +100,8 @@ TEST_F(BpeTokenizerParity, BadFilesNameFileAndField) {
   p = write("meta.json", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
       "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Metaspace"}]}})");
   EXPECT_NE(load_error(p).find(p + ": pre_tokenizer.pretokenizers[0].type: pre-tokeniser 'Metaspace'"),
-            std::string::npos) << load_error(p);
+            std::string::npos)
+      << load_error(p);
   p = write("regex.json", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
       "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"}})");
   EXPECT_NE(load_error(p).find(p + ": pre_tokenizer.pattern: the regular expression '(unclosed'"), std::string::npos)
@@ -125,8 +126,12 @@ TEST_F(BpeTokenizerParity, BadFilesNameFileAndField) {
 // \s and \S mean White_Space in every engine vispec mirrors; PCRE2's own \s would also take U+180E.
 TEST(TextRegex, WhiteSpaceIsUnicodes) {
   const TextRegex space(R"(\s+)", false, "test"), other(R"([^\s\p{L}]+)", false, "test");
-  EXPECT_EQ(space.find_all("a\x0b\xc2\x85\xe3\x80\x80" "b").size(), 1u);          // VT, NEL, ideographic space
-  EXPECT_TRUE(space.find_all("\xe1\xa0\x8e").empty());                            // U+180E is not White_Space
+  EXPECT_EQ(space
+                .find_all("a\x0b\xc2\x85\xe3\x80\x80"
+                          "b")
+                .size(),
+            1u);                                        // VT, NEL, ideographic space
+  EXPECT_TRUE(space.find_all("\xe1\xa0\x8e").empty());  // U+180E is not White_Space
   EXPECT_EQ(other.find_all("ab 12 cd").size(), 1u);
   EXPECT_THROW(TextRegex(R"([\S])", false, "test"), Error);
   const TextRegex line_end(R"(\s+$)", true, "test");  // multiline: $ at every line's end, as Oniguruma's

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
-#include "decoding/cfg_model.h"
-#include "decoding/decode_rows.h"
-#include "decoding/verify.h"
+#include "decoding/floor/cfg_model.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/verify.h"
 #include "exact_distribution.h"
 #include "tiny_models.h"
 
@@ -56,7 +56,8 @@ TEST(DecodeRows, PositionsAdvanceAndTheFirstTokenIsArs) {
   EXPECT_TRUE(torch::equal(rows.positions(0, 2), i64({3, 4, 2, 3, 15, 15}).view({3, 2})));
   EXPECT_EQ(rows.active(), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(rows.active(3), (std::vector<int64_t>{1}));
-  EXPECT_TRUE(torch::equal(rows.tokens_at(-1).view({3}), rows.tokens.gather(1, i64({2, 1, 15}).view({3, 1})).view({3})));
+  EXPECT_TRUE(
+      torch::equal(rows.tokens_at(-1).view({3}), rows.tokens.gather(1, i64({2, 1, 15}).view({3, 1})).view({3})));
   EXPECT_TRUE(rows.next_iteration());
   EXPECT_TRUE(rows.next_iteration());
   EXPECT_EQ(rows.iteration.item<int64_t>(), 1);  // counted from 0

@@ -1,6 +1,6 @@
 // What a decode iteration asks of LibTorch, counted with the profiler's hook (core/op_counter.h): ATen
 // operator calls and host reads per iteration at batch 1, 8 and 32. A decoder built on the batched floor
-// (decoding/verify, decoding/decode_rows) issues the same operators whatever the batch, so its count per
+// (decoding/floor/verify, decoding/floor/decode_rows) issues the same operators whatever the batch, so its count per
 // iteration does not grow with the batch, and it waits for the host a small, fixed number of times per
 // iteration. The counts are printed and held for each decoder.
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "decoding/ssd.h"
-#include "decoding/verify.h"
+#include "decoding/floor/verify.h"
 #include "decoding/zipar.h"
 #include "kernels/kernel_check.h"
 #include "exact_distribution.h"
@@ -84,8 +84,9 @@ TEST(DecodeOpCounts, RebuiltDecodersIssueTheSameOpsAtEveryBatchSize) {
     // Tree building (one read of the chosen trees), the walk (one read of the paths), the path commit and the
     // drafter's catch-up: every row at once.
     expect_flat_counts(eagle2, "eagle2" + t, 4.5);
-    Eagle1Decoder eagle1("eagle1", target, eagle, p, static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
-                         AcceptanceParams{}, nullptr);
+    Eagle1Decoder eagle1("eagle1", target, eagle, p,
+                         static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}), AcceptanceParams{},
+                         nullptr);
     expect_flat_counts(eagle1, "eagle1" + t, 4.5);
     ZipArDecoder zipar(target, p, 2);  // its tokens stay on the device: one read, at the end
     expect_flat_counts(zipar, "zipar" + t, 0.1);
@@ -128,8 +129,8 @@ TEST(DecodeOpCounts, ArStepCastsAreTheFloat32IslandsOnly) {
       const int64_t four = count(4);
       casts[dtype] = double(count(12) - four) / 8.0;
     }
-    std::cout << (fused ? "fused" : "composite") << ": casts per AR step: fp32 " << casts[torch::kFloat32]
-              << ", bf16 " << casts[torch::kBFloat16] << " (" << config.n_layer << " layers)\n";
+    std::cout << (fused ? "fused" : "composite") << ": casts per AR step: fp32 " << casts[torch::kFloat32] << ", bf16 "
+              << casts[torch::kBFloat16] << " (" << config.n_layer << " layers)\n";
     EXPECT_LE(casts[torch::kFloat32], 1.0);
     if (fused) {
       EXPECT_LE(casts[torch::kBFloat16], casts[torch::kFloat32] + 1.0);
@@ -158,8 +159,8 @@ TEST(DecodeOpCounts, Eagle2IterationOpsDoNotGrowWithTheTree) {
       Eagle2Decoder eagle2("eagle2", target, eagle, p, TreeShape{3, 4, nodes}, AcceptanceParams{}, nullptr);
       const DeviceShapedWalks as_on_a_gpu;  // no early exits read from the host, as a GPU walks
       counts[nodes] = count_per_iteration(eagle2, 4);
-      std::cout << "eagle2 T=" << temperature << ", " << nodes << " nodes: " << counts[nodes].ops
-                << " ATen ops, " << counts[nodes].reads << " host reads per iteration\n";
+      std::cout << "eagle2 T=" << temperature << ", " << nodes << " nodes: " << counts[nodes].ops << " ATen ops, "
+                << counts[nodes].reads << " host reads per iteration\n";
     }
     for (const auto& [nodes, c] : counts) {
       EXPECT_LE(c.ops, 1.01 * counts[8].ops) << nodes << " nodes, T = " << temperature;

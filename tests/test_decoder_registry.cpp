@@ -5,7 +5,8 @@
 #include <algorithm>
 
 #include "core/check.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decoder_registry.h"
+#include "decoding/floor/drafter_registry.h"
 #include "models/model_config.h"
 
 namespace vispec {
@@ -34,7 +35,7 @@ std::string error_of(const DecoderSpec& spec) {
 }  // namespace
 
 TEST(DecoderRegistry, EveryDecoderFileRegisteredItself) {
-  const std::vector<std::string> expected = {"adt_tree", "ar",       "coolsd", "eagle1", "eagle2", "lantern",
+  const std::vector<std::string> expected = {"adt_tree",  "ar",      "coolsd", "eagle1", "eagle2", "lantern",
                                              "lanternpp", "mulo_sd", "sd",     "sjd",    "ssd",    "zipar"};
   EXPECT_EQ(known_decoders(), expected);
   const auto listing = describe_decoders();
@@ -82,7 +83,7 @@ TEST(DecoderRegistry, DefaultsFillTheIdentityAndTheMethodSettings) {
   EXPECT_EQ(parse_decoder(spec_of("lantern")).neighbours, 1000);  // LANTERN's k: its neighbour table
   EXPECT_EQ(parse_decoder(spec_of("eagle2")).neighbours, 0);
   EXPECT_FALSE(parse_decoder(spec_of("zipar")).takes_rule);
-  EXPECT_EQ(parse_decoder(spec_of("ssd")).drafters, std::vector<Drafter>{Drafter::kSsdHeads});
+  EXPECT_EQ(parse_decoder(spec_of("ssd")).drafters, std::vector<std::string>{"ssd_heads"});
 }
 
 TEST(DecoderRegistry, BadFieldsAreOneLineNamingTheField) {
@@ -92,7 +93,10 @@ TEST(DecoderRegistry, BadFieldsAreOneLineNamingTheField) {
   give(spec, "window", 0, 5);
   auto err = error_of(spec);
   EXPECT_EQ(err.rfind("job.yaml:4: decoder.delta: unknown parameter for decoder 'zipar' (known: cfg_scale, "
-                      "temperature, top_k, top_p, window)", 0), 0u) << err;
+                      "temperature, top_k, top_p, window)",
+                      0),
+            0u)
+      << err;
   spec.params.erase("delta");
   err = error_of(spec);
   EXPECT_EQ(err.rfind("job.yaml:5: decoder.window: must be a whole number in [1, 1024]", 0), 0u) << err;
@@ -119,12 +123,30 @@ TEST(DecoderRegistry, ModelChecksNameTheMissingDrafter) {
     FAIL() << "accepted ssd without heads";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("job.yaml:3: decoder.name: decoder 'ssd' drafts with SSD heads, but"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(decoder_weight_files(parse_decoder(spec_of("ssd")), model).count("ssd_heads"), 0u);
   auto spec = spec_of("lantern");
   give(spec, "k", double(model.vq.codebook_size), 4);
   EXPECT_THROW(check_decoder_model(parse_decoder(spec), model), Error);
+}
+
+TEST(DrafterRegistry, EveryDrafterFileRegisteredItselfAndEachNamesItsFiles) {
+  EXPECT_EQ(known_drafters(), (std::vector<std::string>{"eagle_head", "gpt", "mulo", "ssd_heads"}));
+  const auto model = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
+  for (const auto& name : known_drafters()) {
+    const auto& d = drafter_entry(name);
+    EXPECT_TRUE(d.configured(model)) << name;  // the embedded model has every kind
+    for (const auto& [role, path] : d.weight_files(model)) EXPECT_FALSE(path.empty()) << name << " " << role;
+    d.check_weights(model);  // its files fit the model
+  }
+  EXPECT_EQ(drafter_entry("mulo").weight_files(model).size(), 2u);  // the half-resolution GPT and its resamplers
+  // Each drafter a decoder reads is a registered one, and its files are part of the decoder's identity.
+  for (const auto& name : known_decoders())
+    for (const auto& d : parse_decoder(spec_of(name)).drafters)
+      for (const auto& [role, path] : drafter_entry(d).weight_files(model))
+        EXPECT_EQ(decoder_weight_files(parse_decoder(spec_of(name)), model).at(role), path) << name;
 }
 
 }  // namespace vispec

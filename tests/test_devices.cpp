@@ -10,7 +10,7 @@
 
 #include "core/device.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decoder_registry.h"
 #include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
@@ -18,7 +18,7 @@
 #include "kernels/fused_ops.h"
 #include "kernels/kernel_check.h"
 #include "kernels/keyed_uniforms.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
 #include "scheduler/nccl_data_parallel.h"
 #include "tiny_models.h"
@@ -110,8 +110,8 @@ TEST(Devices, HalfPrecisionLogitsStayCloseToFloat32) {
     const double diff = (out.logits - reference).abs().max().item<double>();
     const double spread = reference.std().item<double>();
     const double agree = (out.logits.argmax(-1) == reference.argmax(-1)).to(torch::kFloat64).mean().item<double>();
-    std::cout << dtype << ": max |logit - fp32| " << diff << " (logit std " << spread << "), argmax agreement "
-              << agree << "\n";
+    std::cout << dtype << ": max |logit - fp32| " << diff << " (logit std " << spread << "), argmax agreement " << agree
+              << "\n";
     EXPECT_LT(diff, 0.5 * spread) << dtype;
     EXPECT_GT(agree, 0.9) << dtype;
   }
@@ -186,11 +186,12 @@ TEST(Devices, AttendCacheOnCudaEqualsTheCpuReference) {
       for (const int64_t T : {int64_t(1), int64_t(5), int64_t(40)}) {
         const auto query = torch::arange(T, torch::kInt64).view({1, 1, T, 1});
         auto mask = key < lengths - T + query + 1;  // each row's keys, then its block causally
-        if (T == 40) mask = (key < lengths - T) | ((key >= lengths - T) & (key < lengths) &
-                                                   (torch::rand({B, 1, T, keys}) < 0.3)) |
-                            (key == lengths - T + query);  // a tree: the prefix, some nodes, itself
+        if (T == 40)
+          mask = (key < lengths - T) | ((key >= lengths - T) & (key < lengths) & (torch::rand({B, 1, T, keys}) < 0.3)) |
+                 (key == lengths - T + query);  // a tree: the prefix, some nodes, itself
         const auto q = torch::randn({B, shape.H, T, shape.Dh}).to(dtype);
-        const auto gpu = kernels::attend_cache(q.to(cuda()), kc.to(cuda()), vc.to(cuda()), keys, mask.to(cuda()), false);
+        const auto gpu =
+            kernels::attend_cache(q.to(cuda()), kc.to(cuda()), vc.to(cuda()), keys, mask.to(cuda()), false);
         const auto ref = kernels::attend_cache(q, kc, vc, keys, mask, false);
         const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 2e-2;
         const double worst = (gpu.cpu().to(torch::kFloat32) - ref.to(torch::kFloat32)).abs().max().item<double>();
@@ -212,7 +213,8 @@ TEST(Devices, LinearRowsOnCudaEqualTheCpuReference) {
   struct Shape {
     int64_t N, K;
   };
-  for (const auto& shape : {Shape{3840, 1280}, Shape{6912, 1280}, Shape{1280, 1280}, Shape{1280, 3456}, Shape{16384, 1280}})
+  for (const auto& shape :
+       {Shape{3840, 1280}, Shape{6912, 1280}, Shape{1280, 1280}, Shape{1280, 3456}, Shape{16384, 1280}})
     for (const auto dtype : {torch::kFloat32, torch::kBFloat16})
       for (const int64_t rows : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5), int64_t(16)}) {
         const auto w = (torch::randn({shape.N, shape.K}) / std::sqrt(double(shape.K))).to(dtype);
@@ -250,7 +252,8 @@ TEST(Devices, LinearSiluMulOnCudaEqualsLinearThenSiluMul) {
         const auto ref = kernels::linear_silu_mul(x.cpu(), w.cpu()).to(torch::kFloat32);
         const double tolerance = dtype == torch::kFloat32 ? 1e-4 : 3e-2;
         EXPECT_TRUE(torch::allclose(fused.cpu().to(torch::kFloat32), ref, tolerance, tolerance))
-            << dtype << " " << rows << ": max difference " << (fused.cpu().to(torch::kFloat32) - ref).abs().max().item<double>();
+            << dtype << " " << rows << ": max difference "
+            << (fused.cpu().to(torch::kFloat32) - ref).abs().max().item<double>();
       }
 }
 
@@ -259,15 +262,16 @@ TEST(Devices, LinearSiluMulOnCudaEqualsLinearThenSiluMul) {
 TEST(Devices, KeyedUniformsOnCudaEqualTheHostGenerator) {
   if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
   torch::manual_seed(5);
-  const auto ids = torch::tensor({int64_t(0), int64_t(3), (int64_t(1) << 40) + 9, (int64_t(1) << 62) + 1}, torch::kInt64);
+  const auto ids =
+      torch::tensor({int64_t(0), int64_t(3), (int64_t(1) << 40) + 9, (int64_t(1) << 62) + 1}, torch::kInt64);
   const auto positions = torch::randint(0, int64_t(1) << 31, {4, 50}, torch::kInt64);
   const auto draws = torch::randint(0, 1 << 24, {4, 50}, torch::kInt64);
   for (const uint64_t seed : {uint64_t(0), (uint64_t(1) << 63) + 77}) {
     const auto host = uniforms_at(seed, ids, positions, Purpose::kAccept, draws);
-    EXPECT_TRUE(torch::equal(uniforms_at(seed, ids.to(cuda()), positions.to(cuda()), Purpose::kAccept,
-                                         draws.to(cuda())).cpu(), host));
-    EXPECT_TRUE(torch::equal(philox_uniforms(seed, ids.to(cuda()), positions.to(cuda()), Purpose::kAccept,
-                                             draws.to(cuda())).cpu(), host));
+    EXPECT_TRUE(torch::equal(
+        uniforms_at(seed, ids.to(cuda()), positions.to(cuda()), Purpose::kAccept, draws.to(cuda())).cpu(), host));
+    EXPECT_TRUE(torch::equal(
+        philox_uniforms(seed, ids.to(cuda()), positions.to(cuda()), Purpose::kAccept, draws.to(cuda())).cpu(), host));
   }
 }
 

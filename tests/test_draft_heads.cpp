@@ -15,8 +15,8 @@
 #include "io/atomic_file.h"
 #include "io/distill_reader.h"
 #include "io/h5.h"
-#include "models/eagle_drafter.h"
-#include "models/ssd_heads.h"
+#include "models/drafters/eagle_drafter.h"
+#include "models/drafters/ssd_heads.h"
 #include "train/distill_batches.h"
 
 namespace vispec {
@@ -40,8 +40,10 @@ class DraftHeads : public ::testing::Test {
   test::CliOutcome train(const std::string& kind, const std::string& data, const std::string& out,
                          const std::string& extra = "", int steps = 30) {
     return test::run_vispec("train " + kind + " --config " + kTargetConfig + " --data " + data + " --out " + out +
-                            " --steps " + std::to_string(steps) + " --batch-size 4 --lr 3e-3 --warmup 3 --log-every 10 --checkpoint-every 30"
-                            " --threads 1 " + extra);
+                            " --steps " + std::to_string(steps) +
+                            " --batch-size 4 --lr 3e-3 --warmup 3 --log-every 10 --checkpoint-every 30"
+                            " --threads 1 " +
+                            extra);
   }
   fs::path dir;
 };
@@ -86,7 +88,8 @@ TEST_F(DraftHeads, BatchesAreAFunctionOfSeedAndStepAndCoverEachTrainingRowOncePe
   std::set<std::string> training_rows, heldout_rows;
   const auto all = reader->read(0, 12);
   for (int64_t r = 0; r < 12; ++r) {
-    auto row = torch::from_blob(const_cast<int32_t*>(all.tokens.data()) + r * 256, {256}, torch::kInt32).to(torch::kInt64);
+    auto row =
+        torch::from_blob(const_cast<int32_t*>(all.tokens.data()) + r * 256, {256}, torch::kInt32).to(torch::kInt64);
     (r < 8 ? training_rows : heldout_rows).insert(token_key(row));
   }
   EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()), training_rows);
@@ -100,7 +103,8 @@ TEST_F(DraftHeads, BatchesAreAFunctionOfSeedAndStepAndCoverEachTrainingRowOncePe
   // Another seed shuffles differently; epoch 2 differs from epoch 1.
   DistillBatches other(reader, split.train, 2, 4, 0.0, 8);
   bool differs = false;
-  for (int64_t step = 0; step < 4; ++step) differs = differs || !other.batch(step).tokens.equal(batches[size_t(step)].tokens);
+  for (int64_t step = 0; step < 4; ++step)
+    differs = differs || !other.batch(step).tokens.equal(batches[size_t(step)].tokens);
   EXPECT_TRUE(differs);
   // null_fraction 1: the same rows, the uncond stream's states.
   DistillBatches null_rows(reader, split.train, 2, 4, 1.0, 7);
@@ -233,7 +237,9 @@ TEST_F(DraftHeads, MismatchesBetweenDataHeadAndTargetGiveOneLine) {
     s << in.rdbuf();
     text = s.str();
   }
-  auto replace = [&](const std::string& from, const std::string& to) { text.replace(text.find(from), from.size(), to); };
+  auto replace = [&](const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+  };
   replace("dim: 128", "dim: 64");
   replace("weights: fmnist/gpt", std::string("weights: ") + VISPEC_SOURCE_DIR + "/configs/fmnist/gpt");
   replace("weights: fmnist/vq", std::string("weights: ") + VISPEC_SOURCE_DIR + "/configs/fmnist/vq");
@@ -252,7 +258,8 @@ TEST_F(DraftHeads, MismatchesBetweenDataHeadAndTargetGiveOneLine) {
   r = train("ssd-heads", out, (dir / "ssd").string(), "--init " + eagle + "/model.safetensors");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
-  EXPECT_NE(r.text.find("model.safetensors: a vispec 'eagle_head' file, not an ssd_heads file"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("model.safetensors: a vispec 'eagle_head' file, not an ssd_heads file"), std::string::npos)
+      << r.text;
 
   // SSD heads with other head counts than the run asks for.
   const auto ssd = (dir / "ssd2").string();

@@ -1,4 +1,4 @@
-// EAGLE-1's static trees and draws without replacement (decoding/static_tree, decoding/eagle1.cpp), and the
+// EAGLE-1's static trees and draws without replacement (decoding/floor/static_tree, decoding/eagle1.cpp), and the
 // decoders on them (eagle1, lanternpp, coolsd): greedy tokens identical to AR's on the tiny model and on the
 // embedded model with its shipped head; at temperature 1 with the exact rule the first tokens' distribution
 // matches the exact target (vocabulary 8) by chi-square, and Cool-SD's relaxation visibly does not.
@@ -8,9 +8,9 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decoder_registry.h"
 #include "decoding/eagle1.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
 #include "exact_distribution.h"
 #include "tiny_models.h"
@@ -21,9 +21,9 @@ TEST(StaticTree, NamedTreesHaveTheirPublishedShapeAndBadPathsAreRefused) {
   const auto t = named_static_tree("naive_extend_57");
   EXPECT_EQ(t.size(), 58);  // 57 drafts and the root
   EXPECT_EQ(t.max_depth(), 5);
-  EXPECT_EQ(t.draws[0], 5);   // [0] .. [4]
-  EXPECT_EQ(t.draws[1], 4);   // [0,0] .. [0,3]
-  EXPECT_EQ(t.draws[5], 1);   // [4,0]
+  EXPECT_EQ(t.draws[0], 5);  // [0] .. [4]
+  EXPECT_EQ(t.draws[1], 4);  // [0,0] .. [0,3]
+  EXPECT_EQ(t.draws[5], 1);  // [4,0]
   for (int64_t i = 1; i < t.size(); ++i) EXPECT_LT(t.parent[size_t(i)], i);
   EXPECT_EQ(named_static_tree("mc_sim_7b_63").size(), 26);
   const auto chain = named_static_tree("chain_4");
@@ -93,8 +93,8 @@ TEST(Eagle1Decoder, GreedyOnTheEmbeddedModelWithItsShippedHeadEqualsAr) {
   const auto p = test::guided_sampling(0);
   const auto r = test::requests(0, 3);
   const auto reference = ArDecoder(target, p).decode(r);
-  Eagle1Decoder e("eagle1", target, load_eagle_drafter(model.eagle_head, model), p, named_static_tree("naive_extend_57"),
-                  AcceptanceParams{}, nullptr);
+  Eagle1Decoder e("eagle1", target, load_eagle_drafter(model.eagle_head, model), p,
+                  named_static_tree("naive_extend_57"), AcceptanceParams{}, nullptr);
   const auto out = e.decode(r);
   EXPECT_TRUE(torch::equal(out.tokens, reference.tokens));
   SampleStats total;

@@ -1,5 +1,5 @@
-// EAGLE-2 (decoding/eagle2.cpp), its tree builder and ADT-Tree's shape policy: greedy tokens identical to AR's on the tiny model and on
-// the embedded model with its shipped head; at temperature 1 the first tokens' distribution over 4000
+// EAGLE-2 (decoding/eagle2.cpp), its tree builder and ADT-Tree's shape policy: greedy tokens identical to AR's on the
+// tiny model and on the embedded model with its shipped head; at temperature 1 the first tokens' distribution over 4000
 // samples matches the exact target distribution (vocabulary 8) by chi-square, with the exact rule; the
 // builder's trees have the promised shape.
 #include <gtest/gtest.h>
@@ -8,15 +8,14 @@
 
 #include "decoding/adt_tree.h"
 #include "decoding/ar.h"
-#include "decoding/draft_tree.h"
+#include "decoding/floor/draft_tree.h"
 #include "decoding/eagle2.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
 #include "exact_distribution.h"
 #include "tiny_models.h"
 
 namespace vispec {
-
 
 TEST(DraftTree, DynamicBuilderKeepsTheBestPathsAndParentsBeforeChildren) {
   const int64_t V = 16;
@@ -31,7 +30,8 @@ TEST(DraftTree, DynamicBuilderKeepsTheBestPathsAndParentsBeforeChildren) {
     for (int64_t m = 3; m < tok.size(1); ++m) EXPECT_GE(parent_slot[0][m].item<int64_t>(), 0);
     // Log-probs that depend on the node's token, so paths differ.
     const auto newest = tok.narrow(1, tok.size(1) - 3, 3);
-    return torch::log_softmax(torch::sin(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
+    return torch::log_softmax(
+        torch::sin(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
   };
   const auto trees = build_dynamic_trees(root_lp, {5, 6}, TreeShape{2, 3, 10}, expand);
   EXPECT_EQ(calls, 2);
@@ -59,7 +59,8 @@ TEST(Eagle2Decoder, GreedyTokensEqualArGreedy) {
   const auto r = test::requests(0, 5);
   const auto reference = ArDecoder(target, p).decode(r).tokens;
   for (auto shape : {TreeShape{4, 10, 59}, TreeShape{1, 2, 3}, TreeShape{0, 4, 5}}) {
-    Eagle2Decoder e("eagle2", target, test::tiny_eagle_drafter(target->config(), 2), p, shape, AcceptanceParams{}, nullptr);
+    Eagle2Decoder e("eagle2", target, test::tiny_eagle_drafter(target->config(), 2), p, shape, AcceptanceParams{},
+                    nullptr);
     const auto out = e.decode(r);
     EXPECT_TRUE(torch::equal(out.tokens, reference)) << "depth " << shape.depth;
     for (const auto& s : out.stats) EXPECT_LE(s.target_forwards, 1 + 16);
@@ -89,7 +90,8 @@ TEST(Eagle2Decoder, SamplesTheExactTargetDistributionAtTemperatureOne) {
   const auto p = test::guided_sampling(1.0);
   auto target = test::tiny_gpt(3, V);
   auto config = target->config();
-  Eagle2Decoder e("eagle2", target, test::tiny_eagle_drafter(config, 4), p, TreeShape{2, 3, 8}, AcceptanceParams{}, nullptr);
+  Eagle2Decoder e("eagle2", target, test::tiny_eagle_drafter(config, 4), p, TreeShape{2, 3, 8}, AcceptanceParams{},
+                  nullptr);
   EXPECT_TRUE(test::first_token_fit(e, target, p, V, "EAGLE-2").passes());
   // The trees were used, not bypassed: most tokens came from accepted drafts.
   SampleStats total;
@@ -104,7 +106,8 @@ TEST(DraftTree, RowsWithDifferentShapesKeepToTheirOwnDepthAndWidth) {
   TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor&, const torch::Tensor&, int64_t level) {
     const int64_t K = tok.size(1) / (level + 1);
     const auto newest = tok.narrow(1, tok.size(1) - K, K);
-    return torch::log_softmax(torch::cos(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
+    return torch::log_softmax(
+        torch::cos(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
   };
   const std::vector<TreeShape> shapes = {TreeShape{3, 4, 30}, TreeShape{1, 2, 30}};
   const auto trees = build_dynamic_trees(root_lp, {1, 2}, shapes, expand);
@@ -134,16 +137,17 @@ TEST(DraftTree, GrownTablesOnTheDeviceEqualTheHostsTrees) {
   TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor&, const torch::Tensor&, int64_t level) {
     const int64_t K = tok.size(1) / (level + 1);
     const auto newest = tok.narrow(1, tok.size(1) - K, K);
-    auto lp = torch::log_softmax(torch::sin(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
+    auto lp = torch::log_softmax(
+        torch::sin(newest.to(torch::kFloat64).unsqueeze(-1) * torch::arange(V, torch::kFloat64)) * 3, -1);
     // Row 2's drafter leaves only token 0 (as top-k / top-p filtering does).
     lp.select(0, 2).narrow(-1, 1, V - 1).fill_(-std::numeric_limits<double>::infinity());
     return lp;
   };
   root_lp.select(0, 2).narrow(-1, 2, V - 2).fill_(-std::numeric_limits<double>::infinity());
   const std::vector<int64_t> roots = {4, 7, 9}, root_index = {3, 18, 0};
-  for (const auto& shapes : std::vector<std::vector<TreeShape>>{
-           {TreeShape{2, 3, 10}, TreeShape{2, 3, 10}, TreeShape{2, 3, 10}},
-           {TreeShape{3, 4, 30}, TreeShape{1, 2, 30}, TreeShape{2, 4, 30}}}) {
+  for (const auto& shapes :
+       std::vector<std::vector<TreeShape>>{{TreeShape{2, 3, 10}, TreeShape{2, 3, 10}, TreeShape{2, 3, 10}},
+                                           {TreeShape{3, 4, 30}, TreeShape{1, 2, 30}, TreeShape{2, 4, 30}}}) {
     const auto candidates = grow_dynamic_trees(root_lp, shapes, expand);
     const auto trees = read_trees(candidates, roots);
     const int64_t T = shapes[0].total_tokens;
@@ -192,16 +196,17 @@ TEST(AdtTreeDecoder, GreedyTokensEqualArGreedyAndDepthsMove) {
   adt.step_k = 2;
   adt.max_k = 12;
   adt.max_depth = 5;
-  Eagle2Decoder d("adt_tree", target, test::tiny_eagle_drafter(target->config(), 2), p, TreeShape{3, 6, 20}, AcceptanceParams{},
-                  nullptr, adt);
+  Eagle2Decoder d("adt_tree", target, test::tiny_eagle_drafter(target->config(), 2), p, TreeShape{3, 6, 20},
+                  AcceptanceParams{}, nullptr, adt);
   const auto out = d.decode(r);
   EXPECT_TRUE(torch::equal(out.tokens, reference));
   for (const auto& s : out.stats) {
     EXPECT_GE(s.mean_tree_depth(), 1.0);
     EXPECT_LE(s.mean_tree_depth(), 5.0);
   }
-  const auto fixed = Eagle2Decoder("eagle2", target, test::tiny_eagle_drafter(target->config(), 2), p, TreeShape{3, 6, 20},
-                                   AcceptanceParams{}, nullptr).decode(r);
+  const auto fixed = Eagle2Decoder("eagle2", target, test::tiny_eagle_drafter(target->config(), 2), p,
+                                   TreeShape{3, 6, 20}, AcceptanceParams{}, nullptr)
+                         .decode(r);
   EXPECT_DOUBLE_EQ(fixed.stats[0].mean_tree_depth(), 3.0);
   EXPECT_NE(out.stats[0].mean_tree_depth(), 3.0);  // the policy moved the depth
 }

@@ -1,9 +1,9 @@
-// Draft heads in the layout of the EAGLE and LANTERN repositories (models/eagle_repo_names.h), written at test
-// time by torch (torch.save's pytorch_model.bin, as LANTERN releases its drafters) and by safetensors under
-// DDP's "module." prefix (as LANTERN's trainer saves them through accelerate), from the embedded model's own
-// head renamed into their names, with the target's token table as the drafter's own embed_tokens. Such a file
-// loads as the same drafter, and EAGLE-2 samples the same tokens with it as with vispec's file; what does not
-// fit is one line naming the file.
+// Draft heads in the layout of the EAGLE and LANTERN repositories (models/checkpoints/eagle_repo_names.h), written at
+// test time by torch (torch.save's pytorch_model.bin, as LANTERN releases its drafters) and by safetensors under DDP's
+// "module." prefix (as LANTERN's trainer saves them through accelerate), from the embedded model's own head renamed
+// into their names, with the target's token table as the drafter's own embed_tokens. Such a file loads as the same
+// drafter, and EAGLE-2 samples the same tokens with it as with vispec's file; what does not fit is one line naming the
+// file.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,8 +12,8 @@
 #include "core/check.h"
 #include "decoding/ar.h"
 #include "decoding/eagle2.h"
-#include "models/eagle_drafter.h"
-#include "models/load.h"
+#include "models/drafters/eagle_drafter.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
 #include "error_of.h"
 #include "temp_dir_test.h"
@@ -53,8 +53,8 @@ torch.save(dict(sd, **{"layers.1.mlp.gate_proj.weight": sd["layers.0.mlp.gate_pr
 torch.save(dict(sd, **{"fc.weight": sd["fc.weight"][:, :10]}), "narrow_fc.bin")
 torch.save({"w": sd["fc.bias"]}, "other.bin")
 )PY";
-    const std::string cmd = "cd " + dir.string() + " && " + VISPEC_TORCH_PYTHON + " make.py " + model.eagle_head + " " +
-                            model.gpt_weights;
+    const std::string cmd =
+        "cd " + dir.string() + " && " + VISPEC_TORCH_PYTHON + " make.py " + model.eagle_head + " " + model.gpt_weights;
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   std::string path(const std::string& name) const { return (dir / name).string(); }
@@ -104,7 +104,7 @@ TEST_F(EagleRepoHeads, WhatDoesNotFitIsOneLineNamingTheFile) {
   EXPECT_NE(e.find(model.gpt_weights + ": a vispec 'gpt' file, not an eagle_head file"), std::string::npos) << e;
   e = error_of([&] { load_eagle_drafter(path("other.bin"), model); });
   EXPECT_NE(e.find(path("other.bin") + ": neither a vispec eagle_head file (its metadata names no kind) nor an EAGLE "
-                   "or LANTERN drafter"),
+                                       "or LANTERN drafter"),
             std::string::npos)
       << e;
 }

@@ -7,12 +7,12 @@
 #include <map>
 
 #include "core/check.h"
-#include "decoding/decoder_config.h"
+#include "decoding/floor/decoder_config.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 #include "models/model_config.h"
-#include "models/vq.h"
+#include "models/vq/vq.h"
 
 namespace vispec {
 
@@ -23,9 +23,9 @@ TEST(FamilyConfigs, EveryReleasedModelParsesAndBuilds) {
   } releases[] = {
       {"lumina_mgpt_7B_768.yaml", 48, 2352, 8192, 4},  // 48 rows of 48 tokens and their end-of-line tokens
       {"anole_7B.yaml", 32, 1024, 8192, 4},
-      {"janus_pro_1B.yaml", 24, 576, 16384, -1},       // -1: image tokens through the generation embedding
+      {"janus_pro_1B.yaml", 24, 576, 16384, -1},  // -1: image tokens through the generation embedding
       {"janus_pro_7B.yaml", 24, 576, 16384, -1},
-      {"emu3_gen.yaml", 90, 8190, 32768, 151854},     // MoVQ: 8x downsampling
+      {"emu3_gen.yaml", 90, 8190, 32768, 151854},  // MoVQ: 8x downsampling
   };
   for (const auto& r : releases) {
     const auto m = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/families/" + r.file);
@@ -102,7 +102,8 @@ TEST(FamilyConfigs, DraftersMapNamesAndMuloTakesAPromptOnlyOnPromptedModels) {
   const auto mulo = load_model_config(with("mulo_gpt.safetensors}", "mulo_gpt.safetensors, names: hf_llama}"));
   EXPECT_FALSE(mulo.mulo.gpt_keys.renames.empty());
   EXPECT_FALSE(mulo.mulo.own_prompt);
-  const auto prompt = with("mulo_gpt.safetensors}", "mulo_gpt.safetensors}\n    prompt: {template: \"{prompt}\", unconditional: x}");
+  const auto prompt =
+      with("mulo_gpt.safetensors}", "mulo_gpt.safetensors}\n    prompt: {template: \"{prompt}\", unconditional: x}");
   try {
     load_model_config(prompt);
     ADD_FAILURE() << "a class-conditional model's MuLo-SD drafter took a prompt";

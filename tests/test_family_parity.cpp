@@ -20,11 +20,11 @@
 #include "io/atomic_file.h"
 #include "io/npy_tensor.h"
 #include "io/run_layout.h"
-#include "models/gpt.h"
-#include "models/load.h"
+#include "models/gpt/gpt.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
-#include "models/prompt_template.h"
-#include "models/vq.h"
+#include "models/text/prompt_template.h"
+#include "models/vq/vq.h"
 #include "python_reference.h"
 #include "workers/job_plan.h"
 
@@ -35,12 +35,15 @@ namespace fs = std::filesystem;
 namespace {
 // Each family's options, as its tiny model's config.json gives them (tests/tiny_families.py).
 const char* const kFamilyOptions[][2] = {
-    {"chameleon", "names: hf_llama, rope: 1d, qkv: separate, qk_norm: true, n_kv_head: 2, norm_eps: 1.0e-5, "
-                  "text_vocab_size: 600, image_token_offset: 4"},
-    {"janus", "names: hf_janus, rope: 1d, qkv: separate, norm_eps: 1.0e-6, text_vocab_size: 600, "
-              "image_input: aligner_mlp, image_embed_dim: 8, image_output: head_mlp, image_mlp_dim: 64"},
-    {"emu3", "names: hf_llama, rope: 1d, rope_base: 1.0e6, qkv: separate, n_kv_head: 2, norm_eps: 1.0e-5, "
-             "text_vocab_size: 600, image_token_offset: 4, eol_token: 597"},
+    {"chameleon",
+     "names: hf_llama, rope: 1d, qkv: separate, qk_norm: true, n_kv_head: 2, norm_eps: 1.0e-5, "
+     "text_vocab_size: 600, image_token_offset: 4"},
+    {"janus",
+     "names: hf_janus, rope: 1d, qkv: separate, norm_eps: 1.0e-6, text_vocab_size: 600, "
+     "image_input: aligner_mlp, image_embed_dim: 8, image_output: head_mlp, image_mlp_dim: 64"},
+    {"emu3",
+     "names: hf_llama, rope: 1d, rope_base: 1.0e6, qkv: separate, n_kv_head: 2, norm_eps: 1.0e-5, "
+     "text_vocab_size: 600, image_token_offset: 4, eol_token: 597"},
 };
 
 class FamilyParity : public ::testing::Test {
@@ -64,20 +67,24 @@ class FamilyParity : public ::testing::Test {
   // The model config of family `fam` (cls_token_num 12 prefix positions, a 4 x 4 grid); `options` replaces
   // the family's own. The VQ is the embedded model's (the families' VQs are tested on their own).
   // vq: the section's own text instead; prefix: cls_token_num; extra: more top-level sections.
-  static std::string config(const std::string& fam, std::string options = "", std::string vq = "",
-                            int64_t prefix = 12, const std::string& extra = "") {
+  static std::string config(const std::string& fam, std::string options = "", std::string vq = "", int64_t prefix = 12,
+                            const std::string& extra = "") {
     for (const auto& [name, own] : kFamilyOptions)
       if (fam == name && options.empty()) options = own;
     const auto path = own / (fam + ".yaml");  // this process's: the shared directory holds references only
     const std::string src = VISPEC_SOURCE_DIR;
-    std::ofstream(path) << "name: tiny-" << fam << "\ngpt: {weights: " << (dir / fam / "model.safetensors.index.json").string()
+    std::ofstream(path) << "name: tiny-" << fam
+                        << "\ngpt: {weights: " << (dir / fam / "model.safetensors.index.json").string()
                         << ", vocab_size: 512, dim: 64, n_layer: 2, n_head: 4, ffn_hidden_size: 96, grid_size: 4, "
                         << "cls_token_num: " << prefix << ", " << options << "}\nvq: {"
-                        << (vq.empty() ? "weights: " + src + "/configs/fmnist/vq.safetensors, codebook_size: 512, "
-                                         "codebook_embed_dim: 8, in_channels: 1, z_channels: 32, ch: 32, ch_mult: [1, 2], "
-                                         "num_res_blocks: 1, norm_groups: 8"
-                                       : vq)
-                        << "}\n" << extra;
+                        << (vq.empty()
+                                ? "weights: " + src +
+                                      "/configs/fmnist/vq.safetensors, codebook_size: 512, "
+                                      "codebook_embed_dim: 8, in_channels: 1, z_channels: 32, ch: 32, ch_mult: [1, 2], "
+                                      "num_res_blocks: 1, norm_groups: 8"
+                                : vq)
+                        << "}\n"
+                        << extra;
     return path.string();
   }
   // Family `fam`'s VQ as the vq section `section` describes it, loaded.
@@ -135,7 +142,8 @@ TEST_F(FamilyParity, TeacherForcedHiddenStatesAndImageLogitsEqualTransformers) {
     const auto out = gpt->forward_sequence(prefix.embeddings, codes, prefix.visible);
     double worst_hidden = 0, worst_logits = 0;
     for (int64_t r = 0; r < 2; ++r) {
-      worst_hidden = std::max(worst_hidden, (gpt->norm(out.hidden[r]) - predicting(fam, "hidden", r)).abs().max().item<double>());
+      worst_hidden =
+          std::max(worst_hidden, (gpt->norm(out.hidden[r]) - predicting(fam, "hidden", r)).abs().max().item<double>());
       worst_logits = std::max(worst_logits, (out.logits[r] - predicting(fam, "logits", r)).abs().max().item<double>());
     }
     std::cout << fam << ": largest |difference| hidden " << worst_hidden << ", logits " << worst_logits << "\n";
@@ -143,13 +151,15 @@ TEST_F(FamilyParity, TeacherForcedHiddenStatesAndImageLogitsEqualTransformers) {
     EXPECT_LT(worst_logits, 1e-4) << fam;
   }
   // The end-of-line tokens matter: Emu3's model without them computes something else after the first row.
-  const auto m = load_model_config(config("emu3", "names: hf_llama, rope: 1d, rope_base: 1.0e6, qkv: separate, "
-                                                  "n_kv_head: 2, text_vocab_size: 600, image_token_offset: 4"));
+  const auto m = load_model_config(config("emu3",
+                                          "names: hf_llama, rope: 1d, rope_base: 1.0e6, qkv: separate, "
+                                          "n_kv_head: 2, text_vocab_size: 600, image_token_offset: 4"));
   Gpt plain(m.gpt, torch::TensorOptions(), false);
   load_weights(*plain, m.gpt_weights, {}, m.gpt_keys);
   const auto prefix = plain->prefix(prompts("emu3"));
   const auto logits = plain->forward_sequence(prefix.embeddings, ref("emu3", "codes"), prefix.visible).logits;
-  EXPECT_LT((logits[0].narrow(0, 0, 4) - predicting("emu3", "logits", 0).narrow(0, 0, 4)).abs().max().item<double>(), 1e-4);
+  EXPECT_LT((logits[0].narrow(0, 0, 4) - predicting("emu3", "logits", 0).narrow(0, 0, 4)).abs().max().item<double>(),
+            1e-4);
   EXPECT_GT((logits[0] - predicting("emu3", "logits", 0)).abs().max().item<double>(), 1e-2);
 }
 
@@ -172,8 +182,9 @@ TEST_F(FamilyParity, CachedStepsAndBlocksEqualTransformers) {
     cache.keep_all();
     std::vector<torch::Tensor> steps = {first};
     for (int64_t t = 0; t < N; ++t) {
-      steps.push_back(gpt->decode_block(cache, codes.narrow(1, t, 1), positions.narrow(1, t, 1),
-                                        torch::ones({1, 1}, torch::kBool)).logits.select(1, 0));
+      steps.push_back(
+          gpt->decode_block(cache, codes.narrow(1, t, 1), positions.narrow(1, t, 1), torch::ones({1, 1}, torch::kBool))
+              .logits.select(1, 0));
       cache.keep_all();
     }
     const double step_error = (torch::stack(steps, 1) - expected_batch).abs().max().item<double>();
@@ -206,7 +217,8 @@ TEST_F(FamilyParity, TreesAcrossRowEndsKeepTheirEndOfLineEntries) {
   gpt->decode_block(cache, codes.narrow(1, 0, 2), torch::tensor({{0, 1}, {0, 1}}), causal_mask(2));
   cache.keep_all();
   // Nodes: 0 = token 2; 1 = token 3 and 2 = a wrong sibling, both children of 0; 3 = token 4, child of 1.
-  auto tokens = torch::stack({codes.select(1, 2), codes.select(1, 3), (codes.select(1, 3) + 1) % 512, codes.select(1, 4)}, 1);
+  auto tokens =
+      torch::stack({codes.select(1, 2), codes.select(1, 3), (codes.select(1, 3) + 1) % 512, codes.select(1, 4)}, 1);
   const auto positions = torch::tensor({2, 3, 3, 4}).unsqueeze(0).expand({2, 4});
   const auto tree = torch::tensor({{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 0, 1, 0}, {1, 1, 0, 1}}, torch::kBool);
   const auto out = gpt->decode_block(cache, tokens, positions, tree).logits;
@@ -216,7 +228,8 @@ TEST_F(FamilyParity, TreesAcrossRowEndsKeepTheirEndOfLineEntries) {
   cache.keep_rows({{0, 1, 3}, {0, 1, 3}});
   EXPECT_EQ(cache.length(0), 12 + 2 + 4);  // prefix, two tokens, three tokens and one end-of-line entry
   const auto next = gpt->decode_block(cache, codes.narrow(1, 5, 1), torch::full({2, 1}, 5, torch::kInt64),
-                                      torch::ones({1, 1}, torch::kBool)).logits;
+                                      torch::ones({1, 1}, torch::kBool))
+                        .logits;
   EXPECT_LT((next.select(1, 0) - expected.select(1, 6)).abs().max().item<double>(), 1e-4);
 }
 
@@ -226,12 +239,12 @@ TEST_F(FamilyParity, TreesAcrossRowEndsKeepTheirEndOfLineEntries) {
 // parallel against a loop of its own schedule.
 TEST_F(FamilyParity, GreedyTokensUnderGuidanceEqualTheFamiliesGenerationLoops) {
   torch::NoGradGuard no_grad;
-  for (const auto& [fam, scale] :
-       {std::pair<std::string, double>{"chameleon", 3.0}, {"janus", 5.0}, {"emu3", 3.0}}) {
+  for (const auto& [fam, scale] : {std::pair<std::string, double>{"chameleon", 3.0}, {"janus", 5.0}, {"emu3", 3.0}}) {
     auto gpt = load(fam);
     std::vector<std::vector<int64_t>> cond, null;
     for (int r = 0; r < 2; ++r)
-      for (auto [name, into] : {std::pair<const char*, std::vector<std::vector<int64_t>>*>{"cond_", &cond}, {"null_", &null}}) {
+      for (auto [name, into] :
+           {std::pair<const char*, std::vector<std::vector<int64_t>>*>{"cond_", &cond}, {"null_", &null}}) {
         const auto ids = ref(fam, name + std::to_string(r));
         into->emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
       }
@@ -284,8 +297,9 @@ TEST_F(FamilyParity, CaptionsInPromptFilesGenerateThroughTheFamilyTemplate) {
     std::ofstream(own / "captions.txt") << captions[0] << "\n" << captions[1] << "\n";
     const auto out = own / ("out_" + fam);
     std::ofstream(own / "job.yaml") << "model: " << model << "\nprompts: " << (own / "captions.txt").string()
-                                    << "\nout: " << out.string() << "\ndecoder: {name: ar, temperature: 0, cfg_scale: "
-                                    << scale << "}\nimages_per_prompt: 1\nbatch_size: 2\ndevice: cpu\n";
+                                    << "\nout: " << out.string()
+                                    << "\ndecoder: {name: ar, temperature: 0, cfg_scale: " << scale
+                                    << "}\nimages_per_prompt: 1\nbatch_size: 2\ndevice: cpu\n";
     const auto run = test::run_vispec("run " + (own / "job.yaml").string());
     ASSERT_EQ(run.exit_code, 0) << run.text;
     const auto expected = ref(fam, "caption_greedy");
@@ -299,10 +313,10 @@ TEST_F(FamilyParity, CaptionsInPromptFilesGenerateThroughTheFamilyTemplate) {
 // `names: hf_janus`, it decodes codes to transformers' pixels.
 TEST_F(FamilyParity, JanusVqInsideTheCheckpointDecodesToTransformersPixels) {
   torch::NoGradGuard no_grad;
-  auto vq = load_vq(
-      "janus", "weights: " + (dir / "janus/model.safetensors.index.json").string() +
-                       ", names: hf_janus, codebook_size: 512, codebook_embed_dim: 8, in_channels: 3, z_channels: 32, "
-                       "ch: 32, ch_mult: [1, 1], num_res_blocks: 1, norm_groups: 32");
+  auto vq = load_vq("janus",
+                    "weights: " + (dir / "janus/model.safetensors.index.json").string() +
+                        ", names: hf_janus, codebook_size: 512, codebook_embed_dim: 8, in_channels: 3, z_channels: 32, "
+                        "ch: 32, ch_mult: [1, 1], num_res_blocks: 1, norm_groups: 32");
   EXPECT_LT(pixel_error(vq, "janus", "vq_codes", "vq_pixels"), 1e-4);
 }
 
@@ -311,11 +325,11 @@ TEST_F(FamilyParity, JanusVqInsideTheCheckpointDecodesToTransformersPixels) {
 // encode to the codes transformers' Chameleon VQ gives, and codes decode to the pixels of taming's decoder.
 TEST_F(FamilyParity, ChameleonVqganEncodesAndDecodesAsTheReference) {
   torch::NoGradGuard no_grad;
-  auto vq = load_vq(
-      "chameleon", "weights: " + (dir / "chameleon_vq/vqgan.ckpt").string() +
-                           ", names: chameleon, codebook_size: 512, codebook_embed_dim: 8, codebook_l2_norm: false, "
-                           "level_attention: false, in_channels: 3, z_channels: 32, ch: 32, ch_mult: [1, 1], "
-                           "num_res_blocks: 1, norm_groups: 32");
+  auto vq = load_vq("chameleon",
+                    "weights: " + (dir / "chameleon_vq/vqgan.ckpt").string() +
+                        ", names: chameleon, codebook_size: 512, codebook_embed_dim: 8, codebook_l2_norm: false, "
+                        "level_attention: false, in_channels: 3, z_channels: 32, ch: 32, ch_mult: [1, 1], "
+                        "num_res_blocks: 1, norm_groups: 32");
   EXPECT_TRUE(torch::equal(vq->encode(ref("chameleon", "vqgan_images")), ref("chameleon", "vqgan_image_codes")));
   EXPECT_LT(pixel_error(vq, "chameleon", "vqgan_codes", "vqgan_pixels"), 1e-4);
 }
@@ -326,8 +340,9 @@ TEST_F(FamilyParity, ChameleonVqganEncodesAndDecodesAsTheReference) {
 // scale float32's own rounding is about 1e-4 (transformers' float32 against its float64: 9e-5).
 TEST_F(FamilyParity, Emu3MovqDecodesAsTransformers) {
   torch::NoGradGuard no_grad;
-  const std::string shape = ", kind: movq, codebook_size: 512, codebook_embed_dim: 4, in_channels: 3, z_channels: 4, "
-                            "ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 32, temporal_downsample: 4";
+  const std::string shape =
+      ", kind: movq, codebook_size: 512, codebook_embed_dim: 4, in_channels: 3, z_channels: 4, "
+      "ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 32, temporal_downsample: 4";
   auto vq = load_vq("emu3", "weights: " + (dir / "emu3_vq/model.safetensors").string() + ", names: emu3" + shape);
   vq->to(torch::kFloat64);
   EXPECT_LT(pixel_error(vq, "emu3", "movq_codes", "movq_pixels"), 1e-9);
@@ -351,51 +366,62 @@ TEST_F(FamilyParity, MismatchedConfigsAreOneLineErrors) {
   // Janus's checkpoint read as Chameleon's: the names of another family.
   auto err = load_as("janus", kFamilyOptions[0][1]);
   EXPECT_NE(err.find("janus/model.safetensors.index.json: tensor 'aligner.fc1.bias' does not belong to the model"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   // Chameleon's without its qk-norm, Emu3's without grouped-query attention.
-  err = load_as("chameleon", "names: hf_llama, rope: 1d, qkv: separate, n_kv_head: 2, text_vocab_size: 600, "
-                             "image_token_offset: 4");
+  err = load_as("chameleon",
+                "names: hf_llama, rope: 1d, qkv: separate, n_kv_head: 2, text_vocab_size: 600, "
+                "image_token_offset: 4");
   EXPECT_NE(err.find("tensor 'layers.0.attention.k_norm.bias' does not belong to the model"), std::string::npos) << err;
   err = load_as("emu3", "names: hf_llama, rope: 1d, qkv: separate, text_vocab_size: 600, image_token_offset: 4");
   EXPECT_NE(err.find("tensor 'layers.0.attention.wk.weight' has shape [32, 64], model expects [64, 64]"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   // Image tokens past the end of the text vocabulary.
-  err = load_as("chameleon", "names: hf_llama, rope: 1d, qkv: separate, qk_norm: true, n_kv_head: 2, "
-                             "text_vocab_size: 600, image_token_offset: 100");
+  err = load_as("chameleon",
+                "names: hf_llama, rope: 1d, qkv: separate, qk_norm: true, n_kv_head: 2, "
+                "text_vocab_size: 600, image_token_offset: 100");
   EXPECT_NE(err.find("chameleon.yaml"), std::string::npos) << err;
   EXPECT_NE(err.find("image_token_offset"), std::string::npos) << err;
   EXPECT_NE(err.find("do not fit a text vocabulary of 600"), std::string::npos) << err;
   // A prompt longer than the model's prefix.
   err = test::error_of([] { prompt_conditions({std::vector<int64_t>(13, 7)}, {{1, 2}}, 12); });
   EXPECT_NE(err.find("a prompt of 13 tokens does not fit the model's 12 prefix positions (gpt.cls_token_num)"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   // A job's prompt file for a prompted model without a template, in one line, before anything is written.
   std::ofstream(own / "prompts.txt") << "a red bus\n";
   err = test::error_of([] { plan_samples(load_model_config(config("emu3")), (own / "prompts.txt").string(), 1, 8); });
   EXPECT_NE(err.find("emu3.yaml: prompt: a prompted model (gpt.text_vocab_size) needs a prompt section"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   // Prompt templates: a caption too long for the prefix is a recorded line error; a tokenizer with ids past the
   // text vocabulary, one whose image tokens are not where the config puts them, a template without {prompt}:
   // one line each, naming the file and field.
   const std::string tokenizer = (dir / "chameleon_tokenizer/tokenizer.json").string();
   auto with_prompt = [&](const std::string& tokenizer_file, const std::string& tmpl) {
-    return load_model_config(config("chameleon", "", "", 40, "prompt: {tokenizer: " + tokenizer_file + ", template: \"" +
-                                    tmpl + "\", unconditional: \"<racm3:break>\"}\n"));
+    return load_model_config(config(
+        "chameleon", "", "", 40,
+        "prompt: {tokenizer: " + tokenizer_file + ", template: \"" + tmpl + "\", unconditional: \"<racm3:break>\"}\n"));
   };
   std::ofstream(own / "long.txt") << "a\n" << std::string(300, 'x') << " " << std::string(300, 'y') << "\n";
   const auto plan = plan_samples(with_prompt(tokenizer, "<s>{prompt}<racm3:break>"), (own / "long.txt").string(), 1, 8);
   ASSERT_EQ(plan.errors.size(), 1u);
   EXPECT_EQ(plan.samples, 1);
   EXPECT_NE(plan.errors[0].message.find("long.txt:2: prompt: "), std::string::npos) << plan.errors[0].message;
-  EXPECT_NE(plan.errors[0].message.find("tokens in the template, more than the model's prefix holds (gpt.cls_token_num 40)"),
-            std::string::npos) << plan.errors[0].message;
+  EXPECT_NE(
+      plan.errors[0].message.find("tokens in the template, more than the model's prefix holds (gpt.cls_token_num 40)"),
+      std::string::npos)
+      << plan.errors[0].message;
   std::ofstream(own / "big.json") << R"({"model": {"type": "BPE", "vocab": {"a": 700}, "merges": []},
       "pre_tokenizer": {"type": "ByteLevel"}})";
   err = test::error_of([&] { prompt_template_for(with_prompt((own / "big.json").string(), "{prompt}")); });
   EXPECT_NE(err.find("big.json: ids up to 700 but "), std::string::npos) << err;
-  EXPECT_NE(err.find("chameleon.yaml: gpt.text_vocab_size is 600 (the tokenizer of another model?)"), std::string::npos) << err;
-  std::ofstream(own / "images.json") << R"({"model": {"type": "BPE", "vocab": {"IMGIMGAZ": 4, "IMGIMGBZ": 6}, "merges": []},
+  EXPECT_NE(err.find("chameleon.yaml: gpt.text_vocab_size is 600 (the tokenizer of another model?)"), std::string::npos)
+      << err;
+  std::ofstream(own / "images.json")
+      << R"({"model": {"type": "BPE", "vocab": {"IMGIMGAZ": 4, "IMGIMGBZ": 6}, "merges": []},
       "pre_tokenizer": {"type": "ByteLevel"}, "added_tokens": [{"id": 7, "content": "<racm3:break>"}]})";
   err = test::error_of([&] { prompt_template_for(with_prompt((own / "images.json").string(), "{prompt}")); });
   EXPECT_NE(err.find("images.json: model.vocab: IMGIMGBZ (image code 1) has id 6, but "), std::string::npos) << err;

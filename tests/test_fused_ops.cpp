@@ -18,15 +18,15 @@
 
 #include "core/op_counter.h"
 #include "decoding/ar.h"
-#include "decoding/sampler.h"
+#include "decoding/floor/sampler.h"
 #include "exact_distribution.h"
 #include "kernels/exp_f32.h"
 #include "kernels/fused_ops.h"
 #include "kernels/kernel_check.h"
 #include "kernels/vector_loops.h"
-#include "models/gpt.h"
-#include "models/rope_1d.h"
-#include "models/rope_2d.h"
+#include "models/gpt/gpt.h"
+#include "models/gpt/rope_1d.h"
+#include "models/gpt/rope_2d.h"
 #include "tiny_models.h"
 #include "workers/loaded_models.h"
 
@@ -50,8 +50,8 @@ class OpNames {
   OpNames() {
     names() = {};
     depth() = 0;
-    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&OpNames::enter, &OpNames::leave)
-                                             .scopes({at::RecordScope::FUNCTION}));
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&OpNames::enter, &OpNames::leave).scopes({at::RecordScope::FUNCTION}));
   }
   ~OpNames() { at::removeCallback(handle_); }
   std::vector<std::string> get() const { return names(); }
@@ -193,7 +193,7 @@ TEST(FusedOps, RopeAndCacheWriteEqualTheCompositeRopeAndCopies) {
   EXPECT_EQ(k.abs().sum().item<float>(), 0.f);
 }
 
-// The fused sampler draws the composite chain's tokens (decoding/sampler.h: target_probs, then the float64
+// The fused sampler draws the composite chain's tokens (decoding/floor/sampler.h: target_probs, then the float64
 // inverse CDF) for every setting of the chain, and notes non-finite logits in the same flag.
 TEST(FusedOps, SamplerDrawsTheCompositeChainsTokens) {
   torch::NoGradGuard no_grad;
@@ -201,8 +201,11 @@ TEST(FusedOps, SamplerDrawsTheCompositeChainsTokens) {
   const int64_t B = 3000, V = 50;
   const auto logits = torch::randn({B, V}) * 2.5;
   const auto u = torch::rand({B}, torch::kFloat64);
-  for (const auto& [temperature, top_k, top_p] : {std::tuple<double, int64_t, double>{0.0, 0, 1.0}, {1.0, 0, 1.0},
-                                                  {0.6, 10, 1.0}, {1.0, 0, 0.7}, {1.4, 20, 0.9}}) {
+  for (const auto& [temperature, top_k, top_p] : {std::tuple<double, int64_t, double>{0.0, 0, 1.0},
+                                                  {1.0, 0, 1.0},
+                                                  {0.6, 10, 1.0},
+                                                  {1.0, 0, 0.7},
+                                                  {1.4, 20, 0.9}}) {
     SamplingParams p;
     p.temperature = temperature, p.top_k = top_k, p.top_p = top_p;
     torch::Tensor composite;
@@ -238,8 +241,9 @@ TEST(FusedOps, CachedDecodeEqualsTheCompositeForEveryLayout) {
     RopeKind rope;
     int64_t kv_heads;
   };
-  for (const auto& layout : {Layout{"llamagen", true, RopeKind::grid_2d, 0}, Layout{"separate qkv", false, RopeKind::grid_2d, 0},
-                             Layout{"1d rope, gqa", false, RopeKind::sequence_1d, 2}}) {
+  for (const auto& layout :
+       {Layout{"llamagen", true, RopeKind::grid_2d, 0}, Layout{"separate qkv", false, RopeKind::grid_2d, 0},
+        Layout{"1d rope, gqa", false, RopeKind::sequence_1d, 2}}) {
     auto c = test::tiny_gpt_config();
     c.fused_qkv = layout.fused_qkv;
     c.rope = layout.rope;
@@ -257,7 +261,8 @@ TEST(FusedOps, CachedDecodeEqualsTheCompositeForEveryLayout) {
       cache.keep_all();
       for (int64_t p = 0; p < 3; ++p) {
         logits.push_back(gpt->decode_block(cache, torch::full({2, 1}, 5 + p, torch::kInt64),
-                                           torch::full({2, 1}, p, torch::kInt64), {}).logits);
+                                           torch::full({2, 1}, p, torch::kInt64), {})
+                             .logits);
         cache.keep_all();
       }
       const auto positions = torch::arange(3, 6, torch::kInt64).expand({2, 3});
@@ -315,8 +320,7 @@ TEST(FusedOps, AnArStepIsAtMostEightOperatorsPerLayer) {
   const auto [two, two_names] = step_ops(2);
   const auto [four, four_names] = step_ops(4);
   const double per_layer = double(four - two) / 2;
-  std::cout << "AR step: " << two << " operators with 2 layers, " << four << " with 4: " << per_layer
-            << " per layer\n";
+  std::cout << "AR step: " << two << " operators with 2 layers, " << four << " with 4: " << per_layer << " per layer\n";
   std::string listing;
   for (const auto& n : two_names) listing += n + " ";
   std::cout << "2 layers: " << listing << "\n";

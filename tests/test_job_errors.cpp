@@ -10,11 +10,11 @@
 #include <tuple>
 
 #include "cli.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "io/prompts.h"
-#include "models/safetensors.h"
+#include "models/checkpoints/safetensors.h"
 
 namespace vispec {
 
@@ -87,10 +87,12 @@ TEST_F(JobErrors, UnknownDecoderParameterAndBadValue) {
 TEST_F(JobErrors, AFieldOfAnotherAcceptanceRuleIsRefused) {
   auto err = expect_rejected(job("decoder:\n  name: sd\n  lambda: 5\n"));
   EXPECT_NE(err.find("job.yaml:6: decoder.lambda: not read by accept: exact (only lanternpp uses it)"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   err = expect_rejected(job("decoder:\n  name: eagle2\n  accept: lantern\n  budget: 2\n"));
   EXPECT_NE(err.find("job.yaml:7: decoder.budget: not read by accept: lantern (only coolsd uses it)"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   err = expect_rejected(job("decoder:\n  name: sd\n  accept: coolsd\n  delta: 0.2\n"));
   EXPECT_NE(err.find("decoder.delta: not read by accept: coolsd (only lantern uses it)"), std::string::npos) << err;
   const DecoderSpec defaults{"sd", "x", {{"lambda", 3.0}, {"k", 1000}}, {}, {}};
@@ -185,7 +187,8 @@ TEST_F(JobErrors, ADrafterFileThatDoesNotFitIsRefusedBeforeAnythingIsWritten) {
     config.replace(at + 1, 0, src);
   for (const auto& [decoder, drafter, other] :
        {std::tuple<std::string, std::string, std::string>{"eagle2", "eagle_head", "ssd_heads"},
-        {"ssd", "ssd_heads", "eagle_head"}, {"sd", "draft_gpt", "gpt"}}) {
+        {"ssd", "ssd_heads", "eagle_head"},
+        {"sd", "draft_gpt", "gpt"}}) {
     std::string c = config;
     const auto file = src + "fmnist/" + drafter + ".safetensors";
     c.replace(c.find(file), file.size(), src + "fmnist/" + other + ".safetensors");
@@ -233,10 +236,12 @@ TEST_F(JobErrors, EveryCountIsBounded) {
   write("prompts.txt", "trouser\nbag\nshirt\n");
   auto err = expect_rejected(job("decoder: {name: ar}\nimages_per_prompt: 50000000000\nunit_size: 1000000\n"));
   EXPECT_NE(err.find("prompts.txt:3: 3 prompts x images_per_prompt 50000000000 pass the 100000000000 sample ids"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   err = expect_rejected(job("decoder: {name: ar}\nimages_per_prompt: 6000000\nunit_size: 1\n"));
   EXPECT_NE(err.find("prompts.txt:2: 12000000 sample ids in units of unit_size 1 pass the 10000000 units"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   // Every command's --threads.
   for (const char* command :
        {"bench --threads 100000", "verify /nonexistent --threads 100000", "train gpt --threads -1"}) {
@@ -253,18 +258,18 @@ TEST_F(JobErrors, EveryCountIsBounded) {
   struct BadSize {
     std::string from, to, says;
   };
-  const std::vector<BadSize> bad_sizes = {{"dim: 128", "dim: 1000000000", "dim must be at most 65536"},
-                                          {"grid_size: 16", "grid_size: 1000000", "grid_size must be at most 512"},
-                                          {"dim: 128", "dim: 0", "dim must be at least 1"},
-                                          {"dim: 128", "dim: 128\n  n_kv_head: -2", "n_kv_head must not be negative"},
-                                          {"dim: 128", "dim: 128\n  image_mlp_dim: 99999999",
-                                           "image_mlp_dim must be at most 1048576, got 99999999"}};
+  const std::vector<BadSize> bad_sizes = {
+      {"dim: 128", "dim: 1000000000", "dim must be at most 65536"},
+      {"grid_size: 16", "grid_size: 1000000", "grid_size must be at most 512"},
+      {"dim: 128", "dim: 0", "dim must be at least 1"},
+      {"dim: 128", "dim: 128\n  n_kv_head: -2", "n_kv_head must not be negative"},
+      {"dim: 128", "dim: 128\n  image_mlp_dim: 99999999", "image_mlp_dim must be at most 1048576, got 99999999"}};
   for (const auto& b : bad_sizes) {
     auto bad = model;
     bad.replace(bad.find(b.from), b.from.size(), b.to);
     write("model.yaml", bad);
-    err = expect_rejected("model: " + (dir / "model.yaml").string() + "\nprompts: prompts.txt\nout: " +
-                          (dir / "out").string() + "\ndecoder: {name: ar}\n");
+    err = expect_rejected("model: " + (dir / "model.yaml").string() +
+                          "\nprompts: prompts.txt\nout: " + (dir / "out").string() + "\ndecoder: {name: ar}\n");
     EXPECT_NE(err.find("model.yaml:"), std::string::npos) << err;
     EXPECT_NE(err.find(b.says), std::string::npos) << b.to << ": " << err;
   }
@@ -382,8 +387,8 @@ TEST_F(JobErrors, EncodingsAndMalformedOverrides) {
   EXPECT_NE(err.find("job.yaml: a job file must be a YAML map"), std::string::npos) << err;
   err = expect_rejected("- model\n- prompts\n");
   EXPECT_NE(err.find("job.yaml: a job file must be a YAML map"), std::string::npos) << err;
-  for (const char* bad : {"", "=1", "seed", "decoder.name.x=1", "seed={a: [1", "decoder={[a]: 1}", "a..b=1",
-                          "seed=1e999"}) {
+  for (const char* bad :
+       {"", "=1", "seed", "decoder.name.x=1", "seed={a: [1", "decoder={[a]: 1}", "a..b=1", "seed=1e999"}) {
     err = expect_override_rejected(bad);
     EXPECT_NE(err.find("--set"), std::string::npos) << bad << ": " << err;
   }
@@ -409,7 +414,7 @@ TEST(Prompts, InvalidUtf8IsFoundAtItsFirstByte) {
   EXPECT_EQ(invalid_utf8_at("a\xC0\xAF"), 1u);          // overlong '/'
   EXPECT_EQ(invalid_utf8_at("\xED\xA0\x80"), 0u);       // a surrogate
   EXPECT_EQ(invalid_utf8_at("x\xF4\x90\x80\x80"), 1u);  // above U+10FFFF
-  EXPECT_EQ(invalid_utf8_at("ok \xE2\x82"), 3u);         // cut short
+  EXPECT_EQ(invalid_utf8_at("ok \xE2\x82"), 3u);        // cut short
   EXPECT_EQ(invalid_utf8_at("\xE2\x28\xA1"), 0u);       // a bad continuation byte
 }
 
@@ -419,8 +424,8 @@ namespace vispec {
 // A bad command line is bad input: one line with the prefix and exit 2, whatever CLI11 calls the error; help
 // still exits 0.
 TEST(CommandLine, ErrorsAreOneLineAndExitTwo) {
-  for (const std::string args : {"", "run", "frobnicate", "train vq --config x.yaml --out /tmp/x --eval-images 0",
-                                 "step-cost --batches many"}) {
+  for (const std::string args :
+       {"", "run", "frobnicate", "train vq --config x.yaml --out /tmp/x --eval-images 0", "step-cost --batches many"}) {
     const auto r = test::run_vispec(args);
     EXPECT_EQ(r.exit_code, 2) << "vispec " << args << ": " << r.text;
     EXPECT_EQ(r.text.rfind("vispec: error: ", 0), 0u) << "vispec " << args << ": " << r.text;

@@ -1,7 +1,7 @@
 // The KV cache and cached forwards against recomputation from scratch (fp32, max |diff| <= 1e-5).
 #include <gtest/gtest.h>
 
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 #include "tiny_models.h"
 
 namespace vispec {
@@ -86,7 +86,9 @@ TEST(KvCache, TreeMaskEqualsSeparateBranchesAndKeepCompactsThePath) {
   auto mask = torch::tensor({1, 0, 0, 0,  //
                              1, 1, 0, 0,  //
                              1, 0, 1, 0,  //
-                             1, 0, 1, 1}, torch::kBool).view({4, 4});
+                             1, 0, 1, 1},
+                            torch::kBool)
+                  .view({4, 4});
   auto cache = f.gpt->make_cache(2);
   f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
   cache.keep_all();
@@ -131,7 +133,9 @@ TEST(KvCache, ExtendedBlockEqualsOneBlock) {
   auto mask = torch::tensor({1, 0, 0, 0,  //
                              1, 1, 0, 0,  //
                              1, 0, 1, 0,  //
-                             1, 0, 1, 1}, torch::kBool).view({4, 4});
+                             1, 0, 1, 1},
+                            torch::kBool)
+                  .view({4, 4});
   for (bool ragged : {false, true}) {
     std::vector<KvCache> caches;
     for (int i = 0; i < 2; ++i) {
@@ -146,7 +150,8 @@ TEST(KvCache, ExtendedBlockEqualsOneBlock) {
     const int64_t s1 = ragged ? 3 : 5;
     auto pos = torch::tensor(std::vector<int64_t>{5, 6, 6, 7, s1, s1 + 1, s1 + 1, s1 + 2}).view({2, 4});
     auto one = f.gpt->decode_block(caches[0], tree, pos, mask);
-    auto a = f.gpt->decode_block(caches[1], tree.narrow(1, 0, 1), pos.narrow(1, 0, 1), mask.narrow(0, 0, 1).narrow(1, 0, 1));
+    auto a =
+        f.gpt->decode_block(caches[1], tree.narrow(1, 0, 1), pos.narrow(1, 0, 1), mask.narrow(0, 0, 1).narrow(1, 0, 1));
     caches[1].extend_pending();
     auto b = f.gpt->decode_block(caches[1], tree.narrow(1, 1, 3), pos.narrow(1, 1, 3), mask.narrow(0, 1, 3));
     EXPECT_EQ(caches[1].pending(), 4);
@@ -168,11 +173,11 @@ TEST(Gpt, ParameterNamesFollowLlamaGen) {
   auto gpt = test::tiny_gpt();
   std::set<std::string> names;
   for (const auto& p : gpt->named_parameters()) names.insert(p.key());
-  for (const char* n : {"tok_embeddings.weight", "cls_embedding.embedding_table.weight",
-                        "layers.0.attention.wqkv.weight", "layers.1.attention.wo.weight",
-                        "layers.0.feed_forward.w1.weight", "layers.0.feed_forward.w2.weight",
-                        "layers.0.feed_forward.w3.weight", "layers.0.attention_norm.weight",
-                        "layers.0.ffn_norm.weight", "norm.weight", "output.weight"})
+  for (const char* n :
+       {"tok_embeddings.weight", "cls_embedding.embedding_table.weight", "layers.0.attention.wqkv.weight",
+        "layers.1.attention.wo.weight", "layers.0.feed_forward.w1.weight", "layers.0.feed_forward.w2.weight",
+        "layers.0.feed_forward.w3.weight", "layers.0.attention_norm.weight", "layers.0.ffn_norm.weight", "norm.weight",
+        "output.weight"})
     EXPECT_TRUE(names.count(n)) << n;
   EXPECT_EQ(gpt->cls_embedding->embedding_table->weight.size(0), 4);  // 3 classes + the null class
 }

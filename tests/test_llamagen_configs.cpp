@@ -11,9 +11,9 @@
 #include <fstream>
 
 #include "core/check.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 #include "models/model_config.h"
-#include "models/vq.h"
+#include "models/vq/vq.h"
 
 namespace vispec {
 
@@ -37,8 +37,8 @@ Count count_gpt(const std::string& config) {
 
 // |count - stated| within half a unit of the stated figure's last digit (111M: 110.5M..111.5M; 1.4B: 1.35B..1.45B).
 void expect_stated(int64_t count, double stated, double unit, const std::string& what) {
-  EXPECT_LE(std::abs(double(count) - stated), unit / 2) << what << ": " << count << " parameters, LlamaGen states "
-                                                         << stated;
+  EXPECT_LE(std::abs(double(count) - stated), unit / 2)
+      << what << ": " << count << " parameters, LlamaGen states " << stated;
 }
 }  // namespace
 
@@ -46,8 +46,8 @@ TEST(LlamaGenConfigs, EveryReleasedGptHasLlamaGensParameterCount) {
   const struct {
     const char* file;
     double stated, unit;
-  } releases[] = {{"c2i_B_256.yaml", 111e6, 1e6},   {"c2i_B_384.yaml", 111e6, 1e6},   {"c2i_L_256.yaml", 343e6, 1e6},
-                  {"c2i_L_384.yaml", 343e6, 1e6},   {"c2i_XL_384.yaml", 775e6, 1e6}, {"c2i_XXL_384.yaml", 1.4e9, 1e8},
+  } releases[] = {{"c2i_B_256.yaml", 111e6, 1e6}, {"c2i_B_384.yaml", 111e6, 1e6},  {"c2i_L_256.yaml", 343e6, 1e6},
+                  {"c2i_L_384.yaml", 343e6, 1e6}, {"c2i_XL_384.yaml", 775e6, 1e6}, {"c2i_XXL_384.yaml", 1.4e9, 1e8},
                   {"c2i_3B_384.yaml", 3.1e9, 1e8}};
   for (const auto& r : releases) expect_stated(count_gpt(r.file).total, r.stated, r.unit, r.file);
 }

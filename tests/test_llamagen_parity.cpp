@@ -45,8 +45,9 @@ class LlamaGenParity : public test::TempDirTest {
   LlamaGenParity() : TempDirTest("parity") {}
   // A job of the text-to-image fixture over dir/PROMPTS into dir/out; returns its path.
   std::string t2i_job(const std::string& prompts, const std::string& decoder) {
-    std::ofstream(dir / "job.yaml") << "model: " << fixture_config(dir, "t2i") << "\nprompts: " << (dir / prompts).string()
-                                    << "\ndecoder: " << decoder << "\nout: " << (dir / "out").string() << "\n";
+    std::ofstream(dir / "job.yaml") << "model: " << fixture_config(dir, "t2i")
+                                    << "\nprompts: " << (dir / prompts).string() << "\ndecoder: " << decoder
+                                    << "\nout: " << (dir / "out").string() << "\n";
     return (dir / "job.yaml").string();
   }
   LoadedModels load(const std::string& kind) {
@@ -64,7 +65,8 @@ TEST_F(LlamaGenParity, FashionTrainersRefuseALlamaGenModelInOneLine) {
     const auto out = dir / ("out-" + trainer);
     const auto r = test::run_vispec("train " + trainer + " --config " + config + " --steps 1 --out " + out.string());
     EXPECT_EQ(r.exit_code, 2) << r.text;
-    EXPECT_NE(r.text.find("c2i.yaml: train " + trainer + " trains on Fashion-MNIST (1-channel 28x28 images) only, "
+    EXPECT_NE(r.text.find("c2i.yaml: train " + trainer +
+                          " trains on Fashion-MNIST (1-channel 28x28 images) only, "
                           "and this model's images are 3-channel"),
               std::string::npos)
         << r.text;
@@ -91,8 +93,8 @@ TEST_F(LlamaGenParity, ClassToImageLogitsAndGreedyTokens) {
   DecodeRequest req;
   req.conditions.class_ids = classes;
   req.sample_ids = {0, 1};
-  for (const auto& [scale, expected] : {std::pair<double, const char*>{4.0, "c2i_greedy_cfg4.npy"},
-                                        {1.0, "c2i_greedy_nocfg.npy"}}) {
+  for (const auto& [scale, expected] :
+       {std::pair<double, const char*>{4.0, "c2i_greedy_cfg4.npy"}, {1.0, "c2i_greedy_nocfg.npy"}}) {
     ArDecoder ar(m.gpt, greedy(scale));
     const auto got = ar.decode(req).tokens;
     EXPECT_TRUE(torch::equal(got, fixture(expected).to(torch::kInt64))) << expected;
@@ -153,7 +155,8 @@ TEST_F(LlamaGenParity, TextToImageJobFromCaptionFeatureFiles) {
     const auto f = raw[b].narrow(0, 0, valid[b].item<int64_t>()).contiguous();
     const std::string name = "caption" + std::to_string(b) + ".npy";
     fs::create_directories(dir / "features");
-    write_npy((dir / "features" / name).string(), "<f4", f.data_ptr(), size_t(f.numel()) * 4, {1, f.size(0), f.size(1)});
+    write_npy((dir / "features" / name).string(), "<f4", f.data_ptr(), size_t(f.numel()) * 4,
+              {1, f.size(0), f.size(1)});
     prompts << "npy:features/" << name << "\n";
   }
   prompts.close();
@@ -188,11 +191,11 @@ TEST_F(LlamaGenParity, BadCaptionFeaturesAreRecordedPromptErrors) {
   EXPECT_TRUE(fs::exists(out + "/tokens/00000000.npy")) << "the good caption is generated";
   const std::string errors = read_file(out + "/errors.jsonl");
   EXPECT_EQ(test::count_lines(errors), 6) << errors;
-  for (const char* expected :
-       {"captions.txt:2: prompt: a caption needs a text encoder", "captions.txt:3: prompt: ",
-        "missing.npy: cannot open", "captions.txt:4: prompt: ", "wide.npy: caption features of shape [3, 16]; expected [L, 32]",
-        "long.npy: caption of 121 tokens; the model takes 1 to 120", "ints.npy: caption features of dtype '<i4'",
-        "bad.npy: not a .npy file"})
+  for (const char* expected : {"captions.txt:2: prompt: a caption needs a text encoder",
+                               "captions.txt:3: prompt: ", "missing.npy: cannot open", "captions.txt:4: prompt: ",
+                               "wide.npy: caption features of shape [3, 16]; expected [L, 32]",
+                               "long.npy: caption of 121 tokens; the model takes 1 to 120",
+                               "ints.npy: caption features of dtype '<i4'", "bad.npy: not a .npy file"})
     EXPECT_NE(errors.find(expected), std::string::npos) << expected << "\n" << errors;
 }
 
@@ -202,7 +205,8 @@ TEST_F(LlamaGenParity, VqDecodesAndEncodesAsLlamaGen) {
   auto m = load("c2i");
   const auto pixels = m.vq->decode_codes(fixture("vq_codes.npy").to(torch::kInt64), 4, 4);
   EXPECT_LT((pixels - fixture("vq_decoded.npy")).abs().max().item<double>(), 1e-4);
-  EXPECT_TRUE(torch::equal(m.vq->encode(fixture("vq_encode_input.npy")), fixture("vq_encode_codes.npy").to(torch::kInt64)));
+  EXPECT_TRUE(
+      torch::equal(m.vq->encode(fixture("vq_encode_input.npy")), fixture("vq_encode_codes.npy").to(torch::kInt64)));
 }
 
 }  // namespace vispec

@@ -7,9 +7,9 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decoder_registry.h"
 #include "decoding/mulo_sd.h"
-#include "models/mulo_resamplers.h"
+#include "models/drafters/mulo_resamplers.h"
 #include "exact_distribution.h"
 #include "tiny_models.h"
 

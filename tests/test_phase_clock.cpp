@@ -1,4 +1,4 @@
-// The phase clock (decoding/phase_clock.h): laps are the intervals between marks, a charge splits its lap
+// The phase clock (decoding/floor/phase_clock.h): laps are the intervals between marks, a charge splits its lap
 // equally over its rows when the clock settles, a phase that never ran still names its entry; on a GPU the
 // laps are CUDA events and measure the device's work (skipped visibly without one).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/device.h"
-#include "decoding/iteration_stats.h"
+#include "decoding/floor/iteration_stats.h"
 
 namespace vispec {
 
@@ -41,7 +41,9 @@ TEST(PhaseClock, LapsAreChargedSplitAcrossRowsWhenTheClockSettles) {
 }
 
 TEST(PhaseClock, OnCudaLapsAreDeviceTimeBetweenEvents) {
-  if (!cuda_usable()) GTEST_SKIP() << "no CUDA device here: the CUDA case is skipped (scripts/gpu_check.sh runs the suite on a GPU machine)";
+  if (!cuda_usable())
+    GTEST_SKIP()
+        << "no CUDA device here: the CUDA case is skipped (scripts/gpu_check.sh runs the suite on a GPU machine)";
   const torch::Device device(torch::kCUDA, 0);
   const auto a = torch::randn({2048, 2048}, torch::TensorOptions().device(device));
   PhaseClock clock(device);

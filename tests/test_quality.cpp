@@ -90,7 +90,8 @@ TEST(Quality, EvalOfPngsEqualsTheJudgeInMemory) {
   std::string config = read_file(kConfig);
   config = config.substr(0, config.find("\nclassifier:")) + "\n";
   const auto bare = (dir / "bare.yaml").string();
-  write_file_atomic(bare, std::regex_replace(config, std::regex("fmnist/"), std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist/"));
+  write_file_atomic(
+      bare, std::regex_replace(config, std::regex("fmnist/"), std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist/"));
   const auto judgeless = test::run_vispec("eval " + dir.string() + " --config " + bare);
   EXPECT_EQ(judgeless.exit_code, 2);
   EXPECT_EQ(test::count_lines(judgeless.text), 1) << judgeless.text;

@@ -1,7 +1,7 @@
 // 2D RoPE against a hand-computed case (docs/algorithms.md "The model").
 #include <gtest/gtest.h>
 
-#include "models/rope_2d.h"
+#include "models/gpt/rope_2d.h"
 
 namespace vispec {
 

@@ -23,9 +23,12 @@ class RunDirectory : public test::TempDirTest {
     out = dir / "out";
     write(dir / "prompts.txt", "trouser\nbag\n");
     write(dir / "one.txt", "trouser\n");
-    write(dir / "job.yaml", "model: " + std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml\nprompts: prompts.txt\n"
-                            "out: " + out.string() + "\ndecoder: {name: ar, temperature: 0}\nimages_per_prompt: 1\n"
-                            "unit_size: 1\nthreads: 1\n");
+    write(dir / "job.yaml", "model: " + std::string(VISPEC_SOURCE_DIR) +
+                                "/configs/fmnist.yaml\nprompts: prompts.txt\n"
+                                "out: " +
+                                out.string() +
+                                "\ndecoder: {name: ar, temperature: 0}\nimages_per_prompt: 1\n"
+                                "unit_size: 1\nthreads: 1\n");
   }
   static void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
   test::CliOutcome run(const std::string& args) {
@@ -52,9 +55,13 @@ TEST_F(RunDirectory, RerunsAndNewRemoveOnlyWhatARunWrote) {
   ASSERT_EQ(run("").exit_code, 0);
   ASSERT_TRUE(fs::exists(out / "images" / "00000001.png"));
   // Files of the user's own in the run's directories, some named like a run's leftovers but not of its names.
-  const fs::path mine[] = {out / "README.txt", out / "notes.tmp.1", out / "images" / "mine.jpg",
-                           out / "images" / "holiday.png.tmp.draft", out / "images" / "0001.png",
-                           out / "metrics" / "unit-notes.txt", out / "metrics" / "unit-000001.jsonl.bak"};
+  const fs::path mine[] = {out / "README.txt",
+                           out / "notes.tmp.1",
+                           out / "images" / "mine.jpg",
+                           out / "images" / "holiday.png.tmp.draft",
+                           out / "images" / "0001.png",
+                           out / "metrics" / "unit-notes.txt",
+                           out / "metrics" / "unit-000001.jsonl.bak"};
   for (const auto& p : mine) write(p, "mine");
   write(out / "images" / "00000001.png.tmp.4242", "a killed run's temporary");
   auto r = run("");

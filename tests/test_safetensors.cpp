@@ -7,9 +7,9 @@
 #include "core/check.h"
 #include "error_of.h"
 #include "io/atomic_file.h"
-#include "models/load.h"
-#include "models/safetensors.h"
-#include "models/torch_checkpoint.h"
+#include "models/checkpoints/load.h"
+#include "models/checkpoints/safetensors.h"
+#include "models/checkpoints/torch_checkpoint.h"
 #include "tiny_models.h"
 
 namespace vispec {

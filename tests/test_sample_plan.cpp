@@ -141,8 +141,10 @@ TEST_F(SamplePlanTest, AUnitWhosePromptsChangedAfterPlanningIsAnError) {
 // taken again, and the resumed run makes the images an uninterrupted one made.
 TEST_F(SamplePlanTest, RunsReadTheirOwnCopyOfThePlannedPrompts) {
   write("prompts.txt", "bag\ntrouser\ncoat\nsandal\n");
-  write("job.yaml", "model: " + std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml\nprompts: prompts.txt\n"
-                    "decoder: {name: ar, temperature: 0}\nunit_size: 1\nout: " + (dir / "out").string() + "\n");
+  write("job.yaml", "model: " + std::string(VISPEC_SOURCE_DIR) +
+                        "/configs/fmnist.yaml\nprompts: prompts.txt\n"
+                        "decoder: {name: ar, temperature: 0}\nunit_size: 1\nout: " +
+                        (dir / "out").string() + "\n");
   const std::string job = (dir / "job.yaml").string();
   auto r = test::run_vispec("run " + job + " --set threads=1");
   ASSERT_EQ(r.exit_code, 0) << r.text;
@@ -164,8 +166,10 @@ TEST_F(SamplePlanTest, RunsReadTheirOwnCopyOfThePlannedPrompts) {
 // A named pipe as the prompt file would block the run at its open, forever: it is refused in one line.
 TEST_F(SamplePlanTest, ANamedPipeIsNotAPromptFile) {
   ASSERT_EQ(::mkfifo((dir / "pipe.txt").c_str(), 0600), 0);
-  write("job.yaml", "model: " + std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml\nprompts: pipe.txt\n"
-                    "decoder: {name: ar}\nout: " + (dir / "out").string() + "\n");
+  write("job.yaml", "model: " + std::string(VISPEC_SOURCE_DIR) +
+                        "/configs/fmnist.yaml\nprompts: pipe.txt\n"
+                        "decoder: {name: ar}\nout: " +
+                        (dir / "out").string() + "\n");
   const auto r = test::run_vispec("run " + (dir / "job.yaml").string());
   EXPECT_EQ(r.exit_code, 2) << r.text;
   EXPECT_EQ(test::count_lines(r.text), 1) << r.text;

@@ -3,7 +3,7 @@
 
 #include "core/rng.h"
 #include "kernels/keyed_uniforms.h"
-#include "decoding/sampler.h"
+#include "decoding/floor/sampler.h"
 
 namespace vispec {
 
@@ -33,7 +33,7 @@ TEST(Sampler, TopKKeepsTheKLargestAndTies) {
 
 TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
   auto l = torch::log(torch::tensor({0.3f, 0.05f, 0.5f, 0.15f})).view({1, 4});
-  EXPECT_EQ(kept(apply_top_p(l, 0.7)), (std::vector<bool>{true, false, true, false}));   // 0.5 + 0.3 >= 0.7
+  EXPECT_EQ(kept(apply_top_p(l, 0.7)), (std::vector<bool>{true, false, true, false}));    // 0.5 + 0.3 >= 0.7
   EXPECT_EQ(kept(apply_top_p(l, 0.45)), (std::vector<bool>{false, false, true, false}));  // 0.5 alone
   EXPECT_EQ(kept(apply_top_p(l, 0.81)), (std::vector<bool>{true, false, true, true}));
   EXPECT_EQ(kept(apply_top_p(l, 0.01)), (std::vector<bool>{false, false, true, false}));  // at least one
@@ -111,9 +111,9 @@ TEST(Rng, TensorGeneratorEqualsTheHostOne) {
       const auto tensor = philox_uniforms(seed, id_tensor, positions, purpose, draws);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t c = 0; c < C; ++c)
-          ASSERT_EQ(host[b][c].item<double>(), uniform(RngKey{seed, uint64_t(ids[size_t(b)])},
-                                                       uint32_t(positions[b][c].item<int64_t>()), purpose,
-                                                       uint32_t(draws[b][c].item<int64_t>())));
+          ASSERT_EQ(host[b][c].item<double>(),
+                    uniform(RngKey{seed, uint64_t(ids[size_t(b)])}, uint32_t(positions[b][c].item<int64_t>()), purpose,
+                            uint32_t(draws[b][c].item<int64_t>())));
       EXPECT_TRUE(torch::equal(host, tensor)) << "seed " << seed << " purpose " << uint32_t(purpose);
       // Without draws: draw 0.
       EXPECT_TRUE(torch::equal(philox_uniforms(seed, id_tensor, positions, purpose, torch::Tensor()),

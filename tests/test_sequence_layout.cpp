@@ -1,9 +1,9 @@
-// The end-of-line layout of a decode block (models/sequence_layout.h), entry by entry: which fed tokens get an
+// The end-of-line layout of a decode block (models/gpt/sequence_layout.h), entry by entry: which fed tokens get an
 // end-of-line entry, whose output each token returns, what every entry may attend to, and the padding of rows
 // that add fewer entries.
 #include <gtest/gtest.h>
 
-#include "models/sequence_layout.h"
+#include "models/gpt/sequence_layout.h"
 
 namespace vispec {
 
@@ -32,9 +32,9 @@ TEST(SequenceLayout, EndOfLineEntriesSeeTheirTokenAndAreSeenByItsDescendants) {
   const auto tree = torch::tensor({{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 0, 1, 0}, {1, 1, 0, 1}}, torch::kBool);
   // Entries: 0 = node 0, 1 = node 1, 2 = its end of line, 3 = node 2, 4 = its end of line, 5 = node 3.
   const auto expected = torch::tensor({{1, 0, 0, 0, 0, 0},
-                                       {1, 1, 0, 0, 0, 0},   // node 1 does not see its own end of line
-                                       {1, 1, 1, 0, 0, 0},   // which sees node 1 and what node 1 sees
-                                       {1, 0, 0, 1, 0, 0},   // the sibling sees neither
+                                       {1, 1, 0, 0, 0, 0},  // node 1 does not see its own end of line
+                                       {1, 1, 1, 0, 0, 0},  // which sees node 1 and what node 1 sees
+                                       {1, 0, 0, 1, 0, 0},  // the sibling sees neither
                                        {1, 0, 0, 1, 1, 0},
                                        {1, 1, 1, 0, 0, 1}},  // node 3 follows node 1's end of line
                                       torch::kBool);

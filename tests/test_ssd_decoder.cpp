@@ -6,10 +6,10 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/codebook_neighbours.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/codebook_neighbours.h"
+#include "decoding/floor/decoder_registry.h"
 #include "decoding/ssd.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
 #include "exact_distribution.h"
 
@@ -88,8 +88,8 @@ TEST(SsdDecoder, ARelaxedRuleKeepsMoreDrafts) {
   lantern.delta = 0.4;
   VqModel vq(e.model.vq);
   load_weights(*vq, e.model.vq_weights);
-  const auto neighbours = std::make_shared<const CodebookNeighbours>(
-      CodebookNeighbours::build(vq->quantize->embedding->weight, lantern.k));
+  const auto neighbours =
+      std::make_shared<const CodebookNeighbours>(CodebookNeighbours::build(vq->quantize->embedding->weight, lantern.k));
   SampleStats exact_total, lantern_total;
   for (const auto& s : SsdDecoder(e.target, e.heads, sampling, SsdParams{}).decode(r).stats) exact_total += s;
   for (const auto& s : SsdDecoder(e.target, e.heads, sampling, SsdParams{}, lantern, neighbours).decode(r).stats)
@@ -110,7 +110,8 @@ TEST(SsdDecoder, JobFileErrorsNameTheField) {
     parse_decoder(spec);
     FAIL() << "accepted r = -1";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("job.yaml:4: decoder.r: must be a whole number in [0, 1024]", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("job.yaml:4: decoder.r: must be a whole number in [0, 1024]", 0), 0u)
+        << e.what();
   }
   spec.params.clear();
   spec.params["kv"] = 3;  // the shipped heads have 2 vertical heads

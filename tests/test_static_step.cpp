@@ -26,9 +26,9 @@
 #include "decoding/sjd.h"
 #include "decoding/ssd.h"
 #include "exact_distribution.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
-#include "models/step_graph.h"
+#include "models/gpt/step_graph.h"
 #include "tiny_models.h"
 
 namespace vispec {
@@ -247,7 +247,7 @@ TEST(StaticStep, ConsecutiveStepsIssueTheSameOperatorsWithinABucket) {
 }
 
 // The speculative decoders' cached forwards (drafter steps, verify chains, windows, trees, rows) run as static
-// steps over pooled caches (decoding/static_forwards.h): a forward's operators depend only on its key (block
+// steps over pooled caches (decoding/floor/static_forwards.h): a forward's operators depend only on its key (block
 // shape and length bucket), never on a host value, and none reads the host. So over a whole decode, with many
 // forwards, only a handful of distinct forward traces occur.
 TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
@@ -267,10 +267,10 @@ TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
   decoders.emplace_back("ssd", std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1}));
   decoders.emplace_back("eagle2", std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{3, 4, 16},
                                                                   AcceptanceParams{}, nullptr));
-  decoders.emplace_back("eagle1", std::make_unique<Eagle1Decoder>(
-                                      "eagle1", target, eagle, p,
-                                      static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
-                                      AcceptanceParams{}, nullptr));
+  decoders.emplace_back(
+      "eagle1", std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p,
+                                                static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
+                                                AcceptanceParams{}, nullptr));
   decoders.emplace_back("mulo_sd", std::make_unique<MuloSdDecoder>(tiny_mulo.decoder(p, mp)));
   for (auto& [name, decoder] : decoders) {
     const auto r = test::requests(0, 3);
@@ -324,14 +324,14 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
     const auto eagle = test::tiny_eagle_drafter(target->config(), 2);
     decoders.emplace_back("eagle2", std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{2, 3, 8},
                                                                     AcceptanceParams{}, nullptr));
-    decoders.emplace_back("eagle1", std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p,
-                                                                    named_static_tree("naive_extend_57"),
-                                                                    AcceptanceParams{}, nullptr));
+    decoders.emplace_back(
+        "eagle1", std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p, named_static_tree("naive_extend_57"),
+                                                  AcceptanceParams{}, nullptr));
     AcceptanceParams cool;  // Cool-SD: its weight table is uploaded once, not per iteration
     cool.rule = AcceptRule::kCoolSd;
-    decoders.emplace_back("eagle1-coolsd", std::make_unique<Eagle1Decoder>("coolsd", target, eagle, p,
-                                                                           named_static_tree("naive_extend_57"),
-                                                                           cool, nullptr));
+    decoders.emplace_back("eagle1-coolsd",
+                          std::make_unique<Eagle1Decoder>("coolsd", target, eagle, p,
+                                                          named_static_tree("naive_extend_57"), cool, nullptr));
     decoders.emplace_back("sd-coolsd", std::make_unique<SdDecoder>(target, drafter, p, 4, cool, nullptr));
     for (auto& [name, decoder] : decoders) {
       const auto r = test::requests(0, 3);
@@ -370,7 +370,7 @@ TEST(StaticStep, AStepThatMovesItsStateIsRefused) {
   StepGraphs graphs(torch::kCPU, {&a, &b}, {&a});
   graphs.run({1, 1, 64}, [&] { a.add_(1); });
   EXPECT_EQ(a[0].item<float>(), 1.0f);
-  EXPECT_FALSE(graphs.replaying());  // a CPU never replays
+  EXPECT_FALSE(graphs.replaying());            // a CPU never replays
   graphs.run({1, 1, 64}, [&] { b = b + 1; });  // rebinds b: a graph would keep writing the old storage
   EXPECT_THROW(graphs.run({1, 1, 64}, [&] {}), std::exception);
 }
@@ -451,8 +451,8 @@ TEST(StaticStep, KeepingPathsFromDeviceRowsEqualsTheDynamicCache) {
       cache.keep_rows(paths, static_block ? rows : torch::Tensor());
       EXPECT_EQ(cache.length(0), 4 + int64_t(paths[0].size()));
       if (static_block)  // already moved on the device: a host keep would leave them for the next block to upload
-        EXPECT_TRUE(torch::equal(cache.lengths_on_device(),
-                                 torch::tensor({cache.length(0), cache.length(1)}, torch::kInt64)));
+        EXPECT_TRUE(
+            torch::equal(cache.lengths_on_device(), torch::tensor({cache.length(0), cache.length(1)}, torch::kInt64)));
       outs.push_back(gpt->decode_block(cache, i64({17, 18}, 1), i64({6, 4}, 1), torch::Tensor()));
     }
     EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
@@ -461,7 +461,8 @@ TEST(StaticStep, KeepingPathsFromDeviceRowsEqualsTheDynamicCache) {
 }
 
 TEST(StaticStep, CudaGraphTokensEqualEagerTokens) {
-  if (!cuda_usable()) GTEST_SKIP() << "no CUDA device here: graph replay is checked by scripts/gpu_check.sh on a GPU machine";
+  if (!cuda_usable())
+    GTEST_SKIP() << "no CUDA device here: graph replay is checked by scripts/gpu_check.sh on a GPU machine";
   const torch::Device cuda(torch::kCUDA, 0);
   for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     const auto gpt = bucketed_gpt(8, dtype, cuda);
@@ -487,7 +488,8 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokens) {
 // the EAGLE drafter's catch-up and tree levels) replayed as graphs pick the tokens of the same decoders run
 // eagerly, bit for bit, in fp32 and bf16 at T = 0 and 1: a second decode replays only.
 TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
-  if (!cuda_usable()) GTEST_SKIP() << "no CUDA device here: graph replay is checked by scripts/gpu_check.sh on a GPU machine";
+  if (!cuda_usable())
+    GTEST_SKIP() << "no CUDA device here: graph replay is checked by scripts/gpu_check.sh on a GPU machine";
   const torch::Device cuda(torch::kCUDA, 0);
   for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     const auto target = bucketed_gpt(9, dtype, cuda), drafter = bucketed_gpt(10, dtype, cuda);

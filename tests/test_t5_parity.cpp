@@ -1,6 +1,6 @@
-// vispec's T5 (models/t5_tokenizer.h, models/t5_encoder.h, models/text_encoder.h) against Hugging Face's, on a
-// tiny random configuration made at test time by the virtual environment's transformers: a SentencePiece model
-// trained on a small corpus, T5Tokenizer and the T5TokenizerFast that AutoTokenizer gives (what LlamaGen loads),
+// vispec's T5 (models/text/t5_tokenizer.h, models/text/t5_encoder.h, models/text/text_encoder.h) against Hugging
+// Face's, on a tiny random configuration made at test time by the virtual environment's transformers: a SentencePiece
+// model trained on a small corpus, T5Tokenizer and the T5TokenizerFast that AutoTokenizer gives (what LlamaGen loads),
 // a T5 saved with save_pretrained. Token ids must be identical on awkward strings and hidden states within
 // 1e-5 in fp32; then a text-to-image job driven by captions gives the tokens of the same job driven by
 // Hugging Face's features of those captions.
@@ -16,7 +16,7 @@
 #include "io/npy.h"
 #include "io/npy_tensor.h"
 #include "llamagen_fixtures.h"
-#include "models/text_encoder.h"
+#include "models/text/text_encoder.h"
 
 namespace vispec {
 
@@ -95,8 +95,8 @@ class T5Parity : public ::testing::Test {
   static void SetUpTestSuite() {
     // The reference needs transformers with SentencePiece and protobuf: scripts/setup.sh puts them in .venv; a
     // machine whose Python lacks them (the GPU machine's own) skips, visibly.
-    const std::string probe = std::string(VISPEC_TORCH_PYTHON) +
-                              " -c 'import transformers, sentencepiece, google.protobuf' > /dev/null 2>&1";
+    const std::string probe =
+        std::string(VISPEC_TORCH_PYTHON) + " -c 'import transformers, sentencepiece, google.protobuf' > /dev/null 2>&1";
     if (std::system(probe.c_str()) != 0) {
       missing = std::string(VISPEC_TORCH_PYTHON) + " lacks transformers, sentencepiece or protobuf (scripts/setup.sh)";
       return;
@@ -185,7 +185,8 @@ TEST_F(T5Parity, ACaptionJobEqualsTheJobOnHuggingFaceFeatures) {
                                     << "\ndecoder: {name: ar, temperature: 0, cfg_scale: 7.5}\nout: " << out << "\n";
     const auto r = test::run_vispec("run " + (dir / "job.yaml").string());
     ASSERT_EQ(r.exit_code, 0) << prompts << ": " << r.text;
-    for (int id = 0; id < 3; ++id) tokens[k].push_back(read_npy_int32(out + "/tokens/0000000" + std::to_string(id) + ".npy"));
+    for (int id = 0; id < 3; ++id)
+      tokens[k].push_back(read_npy_int32(out + "/tokens/0000000" + std::to_string(id) + ".npy"));
     ++k;
   }
   EXPECT_EQ(tokens[0], tokens[1]);

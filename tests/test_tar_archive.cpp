@@ -100,9 +100,9 @@ TEST_F(TarArchive, DamagedOrTruncatedArchivesAreOneLineNamingTheFile) {
 TEST(MetricsRecord, UnitRangesReadBackInFileOrderAndBadOnesAreOneLine) {
   const auto record = nlohmann::json::parse(R"({"bytes": 10, "crc32": "0a1b2c3d", "units": [[4, 6], [0, 1], [9, 9]]})");
   EXPECT_EQ(metrics_record_units(record, "S"), (std::vector<int64_t>{4, 5, 6, 0, 1, 9}));
-  for (const char* bad : {R"({"bytes": 10, "crc32": "0a1b2c3d", "units": [[6, 4]]})",
-                          R"({"bytes": 10, "crc32": "zz", "units": []})", R"({"bytes": 10, "units": []})",
-                          R"({"bytes": 10, "crc32": "0a1b2c3d", "units": [[0, 99999999999]]})"}) {
+  for (const char* bad :
+       {R"({"bytes": 10, "crc32": "0a1b2c3d", "units": [[6, 4]]})", R"({"bytes": 10, "crc32": "zz", "units": []})",
+        R"({"bytes": 10, "units": []})", R"({"bytes": 10, "crc32": "0a1b2c3d", "units": [[0, 99999999999]]})"}) {
     const auto e = error_of([&] { metrics_record_units(nlohmann::json::parse(bad), "OUT/summary.json"); });
     EXPECT_EQ(e.rfind("OUT/summary.json: metrics: ", 0), 0u) << bad << " -> " << e;
   }

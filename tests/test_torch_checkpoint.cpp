@@ -1,4 +1,4 @@
-// vispec's own torch.save reader (models/torch_checkpoint.h) on files torch.save itself writes: LlamaGen's
+// vispec's own torch.save reader (models/checkpoints/torch_checkpoint.h) on files torch.save itself writes: LlamaGen's
 // reference checkpoints (../shared/fixtures/llamagen, made by LlamaGen's training layouts) equal their
 // safetensors twins, tensor for tensor; files written at test time by the virtual environment's torch cover
 // every dtype, views with offsets and strides, shared storages, parameters, argparse args and nested layouts;
@@ -16,9 +16,9 @@
 #include "io/npy.h"
 #include "llamagen_fixtures.h"
 #include "temp_dir_test.h"
-#include "models/load.h"
-#include "models/safetensors.h"
-#include "models/torch_checkpoint.h"
+#include "models/checkpoints/load.h"
+#include "models/checkpoints/safetensors.h"
+#include "models/checkpoints/torch_checkpoint.h"
 
 namespace vispec {
 
@@ -183,7 +183,8 @@ std::vector<std::vector<int32_t>> greedy_tokens(const std::string& dir, const st
 }
 
 // The embedded model's config with absolute paths and the given GPT / VQ weights; written to dir/NAME.
-std::string config_with(const std::string& dir, const std::string& name, const std::string& gpt, const std::string& vq) {
+std::string config_with(const std::string& dir, const std::string& name, const std::string& gpt,
+                        const std::string& vq) {
   std::string config = read_file(kConfigs + "fmnist.yaml");
   for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
     config.replace(at + 1, 0, kConfigs);
@@ -239,12 +240,13 @@ torch.save(both, "both.pt")
     return config;
   };
   EXPECT_EQ(greedy_tokens(dir.string(), with_keys("ddp.yaml", path("ddp.pt"), "  strip_prefix: module.\n")), reference);
-  EXPECT_EQ(greedy_tokens(dir.string(),
-                          with_keys("renamed.yaml", path("renamed.pt"), "  rename: {lm_head.: output., blocks.: layers.}\n")),
+  EXPECT_EQ(greedy_tokens(dir.string(), with_keys("renamed.yaml", path("renamed.pt"),
+                                                  "  rename: {lm_head.: output., blocks.: layers.}\n")),
             reference);
   auto run_on = [&](const std::string& config) {
-    std::ofstream(dir / "bad_job.yaml") << "model: " << config << "\nprompts: prompts.txt\ndecoder: {name: ar}\nout: "
-                                        << path("bad_out") << "\n";
+    std::ofstream(dir / "bad_job.yaml") << "model: " << config
+                                        << "\nprompts: prompts.txt\ndecoder: {name: ar}\nout: " << path("bad_out")
+                                        << "\n";
     return test::run_vispec("run " + path("bad_job.yaml"));
   };
   // Without the mapping the file does not fit, in one line naming a tensor.
@@ -255,7 +257,8 @@ torch.save(both, "both.pt")
   EXPECT_EQ(r.exit_code, 2) << r.text;
   EXPECT_EQ(test::count_lines(r.text), 1) << r.text;
   EXPECT_NE(r.text.find("both.pt: tensors 'lm_head.weight' and 'output.weight' both become 'output.weight'"),
-            std::string::npos) << r.text;
+            std::string::npos)
+      << r.text;
 }
 
 // Hugging Face's sharded layouts: model.safetensors.index.json over safetensors shards and
@@ -294,11 +297,14 @@ for kind, ext in (("st", "safetensors"), ("bin", "bin")):
 )");
   const auto vq = kConfigs + "fmnist/vq.safetensors";
   const auto reference = greedy_tokens(dir.string(), kConfigs + "fmnist.yaml");
-  EXPECT_EQ(greedy_tokens(dir.string(), config_with(dir.string(), "st.yaml", path("st/model.safetensors.index.json"), vq)),
-            reference);
-  EXPECT_EQ(greedy_tokens(dir.string(), config_with(dir.string(), "bin.yaml", path("bin/pytorch_model.bin.index.json"), vq)),
-            reference);
-  std::ofstream(dir / "job.yaml") << "model: " << config_with(dir.string(), "wrong.yaml", path("st/wrong.index.json"), vq)
+  EXPECT_EQ(
+      greedy_tokens(dir.string(), config_with(dir.string(), "st.yaml", path("st/model.safetensors.index.json"), vq)),
+      reference);
+  EXPECT_EQ(
+      greedy_tokens(dir.string(), config_with(dir.string(), "bin.yaml", path("bin/pytorch_model.bin.index.json"), vq)),
+      reference);
+  std::ofstream(dir / "job.yaml") << "model: "
+                                  << config_with(dir.string(), "wrong.yaml", path("st/wrong.index.json"), vq)
                                   << "\nprompts: prompts.txt\ndecoder: {name: ar}\nout: " << path("wrong_out") << "\n";
   const auto r = test::run_vispec("run " + path("job.yaml"));
   EXPECT_EQ(r.exit_code, 2) << r.text;

@@ -1,5 +1,5 @@
 // The verification unit's tree walk as one operator (kernels/fused_ops.h's tree_walk): its CPU reference
-// walks as the composite tensor walk (decoding/verify.h's verify_tree and verify_tree_greedy) does, for
+// walks as the composite tensor walk (decoding/floor/verify.h's verify_tree and verify_tree_greedy) does, for
 // every acceptance rule, with and without EAGLE-1's drafter q, greedy and sampling; its CUDA kernel computes
 // the CPU reference's bits. The decoders' own tests (greedy equality with AR, chi-square against the exact
 // distribution) run through it wherever the fused operators run.
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/device.h"
-#include "decoding/acceptance.h"
-#include "decoding/draft_tree.h"
-#include "decoding/verify.h"
+#include "decoding/floor/acceptance.h"
+#include "decoding/floor/draft_tree.h"
+#include "decoding/floor/verify.h"
 #include "kernels/fused_ops.h"
 #include "kernels/kernel_check.h"
 
@@ -135,9 +135,9 @@ TreeVerdict fused(const WalkCase& w, const RuleCase& r, bool greedy, bool with_q
   auto [path, accepted, next, sampled, tried] = kernels::tree_walk(
       greedy ? std::nullopt : opt(w.p, d), greedy ? opt(w.target, d) : std::nullopt, w.tables.token.to(d),
       w.tables.depth.to(d), w.tables.children.to(d), with_q && !greedy ? opt(w.node_q, d) : std::nullopt,
-      with_q && !greedy ? opt(w.q_slot, d) : std::nullopt, nn ? opt(w.neighbours, d) : std::nullopt,
-      opt(weights, d), w.limit.to(d), opt(w.u.accept, d), opt(w.u.resample, d), opt(w.u.sample, d), w.levels,
-      int64_t(a.rule), nn ? a.k : 0, a.delta, a.lambda, a.optimal_resampling);
+      with_q && !greedy ? opt(w.q_slot, d) : std::nullopt, nn ? opt(w.neighbours, d) : std::nullopt, opt(weights, d),
+      w.limit.to(d), opt(w.u.accept, d), opt(w.u.resample, d), opt(w.u.sample, d), w.levels, int64_t(a.rule),
+      nn ? a.k : 0, a.delta, a.lambda, a.optimal_resampling);
   return {path.cpu(), accepted.cpu(), next.cpu(), sampled.cpu(), tried.cpu()};
 }
 
@@ -163,13 +163,12 @@ TEST(TreeWalk, TheOperatorWalksAsTheCompositeWalkForEveryRule) {
       for (bool greedy : {false, true})
         for (bool with_q : {false, true}) {
           if (greedy && with_q) continue;
-          const auto composite =
-              greedy ? verify_tree_greedy(rule, w.target, w.tables, w.lengths, w.limit, w.u)
-                     : verify_tree(rule, w.p, w.tables, with_q ? w.node_q : torch::Tensor(),
-                                   with_q ? w.q_slot : torch::Tensor(), w.lengths, w.limit, w.u);
+          const auto composite = greedy ? verify_tree_greedy(rule, w.target, w.tables, w.lengths, w.limit, w.u)
+                                        : verify_tree(rule, w.p, w.tables, with_q ? w.node_q : torch::Tensor(),
+                                                      with_q ? w.q_slot : torch::Tensor(), w.lengths, w.limit, w.u);
           const auto op = fused(w, r, greedy, with_q, torch::kCPU);
-          EXPECT_EQ(differs(op, composite), "") << r.name << (greedy ? " greedy" : " sampling")
-                                                << (with_q ? " with q" : "") << ", seed " << seed;
+          EXPECT_EQ(differs(op, composite), "")
+              << r.name << (greedy ? " greedy" : " sampling") << (with_q ? " with q" : "") << ", seed " << seed;
           walks += w.limit.size(0);
           deep += op.accepted.ge(2).sum().item<int64_t>();
           rejected += (op.tried - op.accepted).gt(0).sum().item<int64_t>();
@@ -210,11 +209,11 @@ TEST(TreeWalk, ChainsWalkAsTheCompositeChainRule) {
         ChainVerdict composite;
         {
           const kernels::CompositeOnly reference;
-          composite = greedy ? verify_chain_greedy(rule, target, drafts, count, u)
-                             : verify_chain(rule, p, q, drafts, count, u);
+          composite =
+              greedy ? verify_chain_greedy(rule, target, drafts, count, u) : verify_chain(rule, p, q, drafts, count, u);
         }
-        const auto fused = greedy ? verify_chain_greedy(rule, target, drafts, count, u)
-                                  : verify_chain(rule, p, q, drafts, count, u);
+        const auto fused =
+            greedy ? verify_chain_greedy(rule, target, drafts, count, u) : verify_chain(rule, p, q, drafts, count, u);
         EXPECT_TRUE(torch::equal(fused.accepted, composite.accepted)) << r.name << (greedy ? " greedy" : "");
         EXPECT_TRUE(torch::equal(fused.next, composite.next)) << r.name << (greedy ? " greedy" : "");
         rows += B;
@@ -255,8 +254,8 @@ TEST(TreeWalk, OnCudaEqualsTheCpuReferenceBitForBit) {
           if (greedy && with_q) continue;
           const auto gpu = fused(w, r, greedy, with_q, torch::Device(torch::kCUDA, 0));
           const auto cpu = fused(w, r, greedy, with_q, torch::kCPU);
-          EXPECT_EQ(differs(gpu, cpu), "") << r.name << (greedy ? " greedy" : " sampling") << (with_q ? " with q" : "")
-                                           << ", V " << V;
+          EXPECT_EQ(differs(gpu, cpu), "")
+              << r.name << (greedy ? " greedy" : " sampling") << (with_q ? " with q" : "") << ", V " << V;
         }
   }
 }

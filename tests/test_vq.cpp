@@ -1,7 +1,7 @@
 // The VQ tokenizer: shapes, LlamaGen's state-dict names, and lookup against the normalised codebook.
 #include <gtest/gtest.h>
 
-#include "models/vq.h"
+#include "models/vq/vq.h"
 #include "tiny_models.h"
 
 namespace vispec {
@@ -35,13 +35,13 @@ TEST(Vq, ParameterNamesFollowLlamaGen) {
   VqModel vq(test::tiny_vq_config());
   std::set<std::string> names;
   for (const auto& p : vq->named_parameters()) names.insert(p.key());
-  for (const char* n : {"encoder.conv_in.weight", "encoder.conv_blocks.0.res.0.conv1.weight",
-                        "encoder.conv_blocks.0.downsample.conv.weight", "encoder.conv_blocks.1.attn.0.q.weight",
-                        "encoder.mid.1.proj_out.weight", "encoder.norm_out.weight", "quant_conv.weight",
-                        "quantize.embedding.weight", "post_quant_conv.bias", "decoder.conv_in.weight",
-                        "decoder.mid.0.norm1.weight", "decoder.conv_blocks.0.attn.1.k.bias",
-                        "decoder.conv_blocks.0.upsample.conv.weight", "decoder.conv_blocks.1.res.0.nin_shortcut.weight",
-                        "decoder.conv_out.weight"})
+  for (const char* n :
+       {"encoder.conv_in.weight", "encoder.conv_blocks.0.res.0.conv1.weight",
+        "encoder.conv_blocks.0.downsample.conv.weight", "encoder.conv_blocks.1.attn.0.q.weight",
+        "encoder.mid.1.proj_out.weight", "encoder.norm_out.weight", "quant_conv.weight", "quantize.embedding.weight",
+        "post_quant_conv.bias", "decoder.conv_in.weight", "decoder.mid.0.norm1.weight",
+        "decoder.conv_blocks.0.attn.1.k.bias", "decoder.conv_blocks.0.upsample.conv.weight",
+        "decoder.conv_blocks.1.res.0.nin_shortcut.weight", "decoder.conv_out.weight"})
     EXPECT_TRUE(names.count(n)) << n;
 }
 

@@ -31,8 +31,8 @@ class WeightPaths : public test::TempDirTest {
   }
   void write(const std::string& name, const std::string& text) const { std::ofstream(dir / name) << text; }
   std::string job(const std::string& model, const std::string& decoder = "ar") const {
-    return "model: " + model + "\nprompts: prompts.txt\ndecoder: {name: " + decoder + "}\nout: " + (dir / "out").string() +
-           "\n";
+    return "model: " + model + "\nprompts: prompts.txt\ndecoder: {name: " + decoder +
+           "}\nout: " + (dir / "out").string() + "\n";
   }
   // `vispec run` refuses the job with one line (exit 2, nothing written); the line.
   std::string refused(const std::string& args) const {
@@ -47,12 +47,15 @@ class WeightPaths : public test::TempDirTest {
 
 TEST_F(WeightPaths, EveryWeightPathOfTheConfigIsReplacedFromTheJobAndKeptInItsSnapshot) {
   fs::create_directories(dir / "mine");
-  for (const char* f : {"gpt", "vq", "classifier", "draft_gpt", "eagle_head", "ssd_heads", "mulo_gpt", "mulo_resamplers"})
+  for (const char* f :
+       {"gpt", "vq", "classifier", "draft_gpt", "eagle_head", "ssd_heads", "mulo_gpt", "mulo_resamplers"})
     fs::copy_file(kWeights + f + ".safetensors", dir / "mine" / (std::string(f) + ".safetensors"));
-  write("job.yaml", job("{config: " + kConfig + ", gpt: {weights: mine/gpt.safetensors}, vq: {weights: mine/vq.safetensors}, "
-                        "classifier: {weights: mine/classifier.safetensors}, drafters: {eagle_head: mine/eagle_head.safetensors, "
-                        "ssd_heads: mine/ssd_heads.safetensors, gpt: {weights: mine/draft_gpt.safetensors}, mulo: {gpt: "
-                        "{weights: mine/mulo_gpt.safetensors}, resamplers: {weights: mine/mulo_resamplers.safetensors}}}}"));
+  write("job.yaml",
+        job("{config: " + kConfig +
+            ", gpt: {weights: mine/gpt.safetensors}, vq: {weights: mine/vq.safetensors}, "
+            "classifier: {weights: mine/classifier.safetensors}, drafters: {eagle_head: mine/eagle_head.safetensors, "
+            "ssd_heads: mine/ssd_heads.safetensors, gpt: {weights: mine/draft_gpt.safetensors}, mulo: {gpt: "
+            "{weights: mine/mulo_gpt.safetensors}, resamplers: {weights: mine/mulo_resamplers.safetensors}}}}"));
   const auto mine = [&](const char* f) { return (dir / "mine" / (std::string(f) + ".safetensors")).string(); };
   const auto check = [&](const JobPlan& p) {
     EXPECT_EQ(p.model.gpt_weights, mine("gpt"));
@@ -77,8 +80,9 @@ TEST_F(WeightPaths, EveryWeightPathOfTheConfigIsReplacedFromTheJobAndKeptInItsSn
   EXPECT_EQ(set.model.eagle_head, (dir / "other" / "head.safetensors").string());
   // And on the shorthand form of `model:`.
   write("short.yaml", job(kConfig));
-  EXPECT_EQ(plan_job((dir / "short.yaml").string(), {"model.drafters.eagle_head=other/head.safetensors"}).model.eagle_head,
-            (dir / "other" / "head.safetensors").string());
+  EXPECT_EQ(
+      plan_job((dir / "short.yaml").string(), {"model.drafters.eagle_head=other/head.safetensors"}).model.eagle_head,
+      (dir / "other" / "head.safetensors").string());
 }
 
 TEST_F(WeightPaths, AMissingWeightFileIsOneLineNamingTheLineThatAskedForIt) {
@@ -116,17 +120,21 @@ TEST_F(WeightPaths, AMissingWeightFileIsOneLineNamingTheLineThatAskedForIt) {
   ::unsetenv("VISPEC_MODELS");
   line = refused("");
   EXPECT_NE(line.find("env.yaml:10: gpt.weights: $VISPEC_MODELS/fmnist/gpt.safetensors: VISPEC_MODELS is not set "
-                      "(" + (dir / "env.yaml").string() + ":1: weights_root names it)"),
+                      "(" +
+                      (dir / "env.yaml").string() + ":1: weights_root names it)"),
             std::string::npos)
       << line;
 }
 
 TEST_F(WeightPaths, WhatAJobCannotReplaceIsOneLine) {
   // A section the config lacks: the architecture comes from the config, so a job cannot add a draft GPT.
-  write("bare.yaml", "name: bare\ngpt: {weights: " + kWeights + "gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, "
-                     "n_head: 4, multiple_of: 64, grid_size: 16, num_classes: 10, cls_token_num: 1}\nvq: {weights: " +
-                     kWeights + "vq.safetensors, codebook_size: 512, codebook_embed_dim: 8, in_channels: 1, z_channels: 32, "
-                     "ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 8}\n");
+  write("bare.yaml",
+        "name: bare\ngpt: {weights: " + kWeights +
+            "gpt.safetensors, vocab_size: 512, dim: 128, n_layer: 6, "
+            "n_head: 4, multiple_of: 64, grid_size: 16, num_classes: 10, cls_token_num: 1}\nvq: {weights: " +
+            kWeights +
+            "vq.safetensors, codebook_size: 512, codebook_embed_dim: 8, in_channels: 1, z_channels: 32, "
+            "ch: 32, ch_mult: [1, 2], num_res_blocks: 1, norm_groups: 8}\n");
   write("job.yaml", job("{config: bare.yaml, drafters: {gpt: {weights: x.safetensors}}}", "sd"));
   auto line = refused("");
   EXPECT_NE(line.find("job.yaml:1: model.drafters.gpt.weights: " + (dir / "bare.yaml").string() +

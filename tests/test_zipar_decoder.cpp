@@ -5,9 +5,9 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decoder_registry.h"
 #include "decoding/zipar.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
 #include "exact_distribution.h"
 #include "tiny_models.h"

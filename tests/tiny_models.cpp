@@ -64,10 +64,12 @@ TinyMulo::TinyMulo() {
   torch::NoGradGuard no_grad;
   for (auto& p : drafter->parameters()) p.normal_(0.0, 0.3);
   for (auto& p : resamplers->parameters()) p.normal_(0.0, 0.3);
-  for (torch::nn::Module* m : {static_cast<torch::nn::Module*>(drafter.get()), static_cast<torch::nn::Module*>(vq.get()),
-                               static_cast<torch::nn::Module*>(resamplers.get())})
+  for (torch::nn::Module* m :
+       {static_cast<torch::nn::Module*>(drafter.get()), static_cast<torch::nn::Module*>(vq.get()),
+        static_cast<torch::nn::Module*>(resamplers.get())})
     m->eval();
-  neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::build(vq->quantize->embedding->weight, 63));
+  neighbours =
+      std::make_shared<const CodebookNeighbours>(CodebookNeighbours::build(vq->quantize->embedding->weight, 63));
 }
 
 }  // namespace vispec::test

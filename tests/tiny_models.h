@@ -3,11 +3,11 @@
 
 #include <memory>
 
-#include "decoding/codebook_neighbours.h"
+#include "decoding/floor/codebook_neighbours.h"
 #include "decoding/mulo_sd.h"
-#include "models/eagle_drafter.h"
-#include "models/gpt.h"
-#include "models/vq.h"
+#include "models/drafters/eagle_drafter.h"
+#include "models/gpt/gpt.h"
+#include "models/vq/vq.h"
 
 namespace vispec::test {
 

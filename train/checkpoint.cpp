@@ -12,7 +12,7 @@
 #include "core/fault_injection.h"
 #include "io/atomic_file.h"
 #include "io/file_digest.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "train/train_loop.h"
 
 namespace vispec {
@@ -98,8 +98,8 @@ int64_t resume_checkpoint(const TrainOptions& o, torch::nn::Module& model, torch
       const auto path = dir + "/" + name;
       const auto& want = state["files"].at(name);
       const auto got = digest_file(path);
-      VISPEC_CHECK(got.bytes == want.at("bytes").get<int64_t>() && crc32_hex(got.crc32) == want.at("crc32"), path,
-                   ": ", got.bytes, " bytes, CRC-32 ", crc32_hex(got.crc32), "; the checkpoint recorded ",
+      VISPEC_CHECK(got.bytes == want.at("bytes").get<int64_t>() && crc32_hex(got.crc32) == want.at("crc32"), path, ": ",
+                   got.bytes, " bytes, CRC-32 ", crc32_hex(got.crc32), "; the checkpoint recorded ",
                    want.at("bytes").get<int64_t>(), " bytes, ", want.at("crc32").get<std::string>(),
                    ": damaged; remove ", dir, " to resume from an earlier checkpoint, if any, or start over");
     }

@@ -16,7 +16,8 @@ struct UnitRows {
   torch::Tensor hidden, tokens;  // [R, S, T, D], [R, T]
 };
 
-UnitRows read_units(const DistillReader& reader, const std::vector<int64_t>& offsets, const std::vector<size_t>& units) {
+UnitRows read_units(const DistillReader& reader, const std::vector<int64_t>& offsets,
+                    const std::vector<size_t>& units) {
   std::vector<torch::Tensor> hidden, tokens;
   const int64_t S = reader.streams(), T = reader.positions(), D = reader.hidden_dim();
   for (size_t u : units) {
@@ -42,8 +43,8 @@ void check_dataset_fits(const DistillReader& reader, const ModelConfig& target) 
   const auto& p = reader.path();
   VISPEC_CHECK(reader.model() == target.name, p, ": model is '", reader.model(), "' but ", target.file, " is '",
                target.name, "'");
-  VISPEC_CHECK(reader.hidden_dim() == target.gpt.dim, p, ": hidden_dim is ", reader.hidden_dim(), " but ",
-               target.file, " has gpt.dim ", target.gpt.dim);
+  VISPEC_CHECK(reader.hidden_dim() == target.gpt.dim, p, ": hidden_dim is ", reader.hidden_dim(), " but ", target.file,
+               " has gpt.dim ", target.gpt.dim);
   VISPEC_CHECK(reader.grid_size() == target.gpt.grid_size, p, ": grid_size is ", reader.grid_size(), " but ",
                target.file, " has gpt.grid_size ", target.gpt.grid_size);
 }
@@ -59,7 +60,7 @@ UnitSplit split_units(const DistillReader& reader, int64_t heldout_units) {
 }
 
 std::vector<HeadBatch> heldout_batches(const DistillReader& reader, const std::vector<size_t>& units,
-                                          int64_t batch_size, int64_t max_rows) {
+                                       int64_t batch_size, int64_t max_rows) {
   auto rows = read_units(reader, unit_offsets(reader), units);
   const int64_t n = std::min<int64_t>(max_rows, rows.hidden.size(0));
   std::vector<HeadBatch> out;
@@ -133,7 +134,8 @@ size_t DistillBatches::window_of(int64_t step) {
   size_t lo = 0, hi = windows_.size() - 1;  // the window whose [first_step, first_step + steps) holds step
   while (lo < hi) {
     const size_t mid = (lo + hi + 1) / 2;
-    if (windows_[mid].first_step <= step) lo = mid; else hi = mid - 1;
+    if (windows_[mid].first_step <= step) lo = mid;
+    else hi = mid - 1;
   }
   return lo;
 }
@@ -155,8 +157,8 @@ DistillBatches::Loaded DistillBatches::load(const Window& w, size_t window) cons
   const auto [dataset_rows, by_dataset] = torch::tensor(global).index_select(0, used).sort();
   auto place = torch::empty_like(by_dataset);  // used row -> its place in the read
   place.index_put_({by_dataset}, torch::arange(by_dataset.size(0)));
-  auto read = reader_->read(std::vector<int64_t>(dataset_rows.data_ptr<int64_t>(),
-                                                 dataset_rows.data_ptr<int64_t>() + dataset_rows.numel()));
+  auto read = reader_->read(
+      std::vector<int64_t>(dataset_rows.data_ptr<int64_t>(), dataset_rows.data_ptr<int64_t>() + dataset_rows.numel()));
   const int64_t S = reader_->streams(), T = reader_->positions(), D = reader_->hidden_dim(), M = read.count;
   return {window, torch::from_blob(read.hidden.data(), {M, S, T, D}, torch::kFloat32).clone(),
           torch::from_blob(read.tokens.data(), {M, T}, torch::kInt32).to(torch::kInt64),
@@ -177,7 +179,8 @@ HeadBatch DistillBatches::batch(int64_t step) {
     next_window_ = w + 1;
     // The thread gets its own copy of the window: windows_ may grow meanwhile. It is the only HDF5 caller
     // while it runs (batch() waits for it before reading itself).
-    next_ = std::async(std::launch::async, [this, win = windows_[next_window_], n = next_window_] { return load(win, n); });
+    next_ =
+        std::async(std::launch::async, [this, win = windows_[next_window_], n = next_window_] { return load(win, n); });
   }
   const int64_t k = step - windows_[w].first_step;
   const auto rows = current_.slots.narrow(0, k * shard_.count, shard_.count);

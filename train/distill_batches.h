@@ -43,7 +43,7 @@ UnitSplit split_units(const DistillReader& reader, int64_t heldout_units);
 
 // The held-out rows, cond stream, in batches of `batch_size`, at most `max_rows` rows.
 std::vector<HeadBatch> heldout_batches(const DistillReader& reader, const std::vector<size_t>& units,
-                                          int64_t batch_size, int64_t max_rows);
+                                       int64_t batch_size, int64_t max_rows);
 
 class DistillBatches {
  public:

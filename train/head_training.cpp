@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "io/distill_schema.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 
 namespace vispec {
 
@@ -39,8 +39,8 @@ void HeadTraining::log_data() const {
 }
 
 void TokenAgreement::add(const torch::Tensor& draft_logits, const torch::Tensor& target_logits) {
-  const auto greedy = target_logits.argmax(-1, /*keepdim=*/true);   // [N, 1]
-  const auto top3 = std::get<1>(draft_logits.topk(3, -1));          // [N, 3]
+  const auto greedy = target_logits.argmax(-1, /*keepdim=*/true);  // [N, 1]
+  const auto top3 = std::get<1>(draft_logits.topk(3, -1));         // [N, 3]
   top1 += top3.narrow(1, 0, 1).eq(greedy).sum().item<int64_t>();
   this->top3 += top3.eq(greedy).any(-1).sum().item<int64_t>();
   count += draft_logits.size(0);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 #include "models/model_config.h"
 #include "train/distill_batches.h"
 #include "train/train_loop.h"
@@ -23,11 +23,11 @@ struct HeadTrainOptions : TrainOptions {
   int64_t heldout_rows = 256;  // held-out samples evaluated at every checkpoint
   int64_t window_rows = 1024;  // rows shuffled together (memory: window_rows x streams x T x D floats, twice)
   // EAGLE only
-  double noise_std = 0.2;      // uniform input noise (rand - 0.5) * noise_std * 512 / T, as EAGLE's training
-  double ploss_weight = 0.1;   // weight of the cross-entropy against the target's distribution
+  double noise_std = 0.2;     // uniform input noise (rand - 0.5) * noise_std * 512 / T, as EAGLE's training
+  double ploss_weight = 0.1;  // weight of the cross-entropy against the target's distribution
   // SSD only
-  int64_t horizontal = 5;      // kh
-  int64_t vertical = 2;        // kv
+  int64_t horizontal = 5;  // kh
+  int64_t vertical = 2;    // kv
 };
 
 struct HeadTraining {

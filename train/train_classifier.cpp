@@ -21,8 +21,8 @@ void train_classifier(const TrainOptions& o) {
   Classifier net(model.classifier);
   net->to(device);
   torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
-  spdlog::info("train classifier: {} images, {} steps of {}, device {}", train.images.size(0), o.steps,
-               o.batch_size, device.str());
+  spdlog::info("train classifier: {} images, {} steps of {}, device {}", train.images.size(0), o.steps, o.batch_size,
+               device.str());
   // Data-parallel with BatchNorm: each rank normalises over its own rows (no synchronised statistics), so the
   // loss curve depends on the rank count, unlike the other trainers'.
   const auto shard = o.shard();

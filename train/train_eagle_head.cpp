@@ -1,4 +1,4 @@
-// Trains EAGLE-2's drafter (models/eagle_drafter.h) on self-distillation data, as EAGLE's train/main.py does:
+// Trains EAGLE-2's drafter (models/drafters/eagle_drafter.h) on self-distillation data, as EAGLE's train/main.py does:
 // pairs (feature_t, token_t) -> feature_{t+1}, with features the target's post-norm hidden states (the
 // stored pre-norm states through the frozen target norm), uniform noise on the input features,
 // loss = SmoothL1(prediction, feature_{t+1}) + ploss_weight * CE(softmax(head(feature_{t+1})), head(prediction)).
@@ -7,9 +7,9 @@
 // the schedule is warm-up + cosine (EAGLE: warm-up then constant).
 #include <spdlog/spdlog.h>
 
-#include "models/eagle_drafter.h"
-#include "models/head_file.h"
-#include "models/load.h"
+#include "models/drafters/eagle_drafter.h"
+#include "models/checkpoints/head_file.h"
+#include "models/checkpoints/load.h"
 #include "train/head_training.h"
 #include "train/trainers.h"
 
@@ -17,7 +17,7 @@ namespace vispec {
 
 namespace {
 struct EagleForward {
-  torch::Tensor vloss, ploss;         // scalars
+  torch::Tensor vloss, ploss;                 // scalars
   torch::Tensor draft_logits, target_logits;  // [B * (T - 1), V]
 };
 
@@ -67,8 +67,8 @@ void train_eagle_head(const HeadTrainOptions& o) {
   const auto shard = o.shard();
   auto step_fn = [&](int64_t step) -> StepResult {
     const auto batch = t.batches->batch(step);  // this rank's rows
-    auto f = eagle_forward(drafter, t.target, batch.hidden.to(t.device), batch.tokens.to(t.device),
-                           noise, o.seed * 0x9E3779B1ull + uint64_t(step), shard);
+    auto f = eagle_forward(drafter, t.target, batch.hidden.to(t.device), batch.tokens.to(t.device), noise,
+                           o.seed * 0x9E3779B1ull + uint64_t(step), shard);
     return {f.vloss + o.ploss_weight * f.ploss, {{"vloss", f.vloss.detach()}, {"ploss", f.ploss.detach()}}};
   };
   auto eval_fn = [&]() -> nlohmann::json {
@@ -82,14 +82,17 @@ void train_eagle_head(const HeadTrainOptions& o) {
       vloss += f.vloss.item<double>() * n;
       ploss += f.ploss.item<double>() * n;
       // Acceptance of one drafted token by speculative sampling at T = 1 (no CFG): sum_v min(p, q).
-      accept += torch::minimum(torch::softmax(f.draft_logits, -1), torch::softmax(f.target_logits, -1))
-                    .sum().item<double>();
+      accept +=
+          torch::minimum(torch::softmax(f.draft_logits, -1), torch::softmax(f.target_logits, -1)).sum().item<double>();
       agree.add(f.draft_logits, f.target_logits);
     }
     drafter->train();
     const double n = double(agree.count);
-    return {{"heldout_vloss", vloss / n}, {"heldout_ploss", ploss / n}, {"heldout_top1", double(agree.top1) / n},
-            {"heldout_top3", double(agree.top3) / n}, {"heldout_accept", accept / n}};
+    return {{"heldout_vloss", vloss / n},
+            {"heldout_ploss", ploss / n},
+            {"heldout_top1", double(agree.top1) / n},
+            {"heldout_top3", double(agree.top3) / n},
+            {"heldout_accept", accept / n}};
   };
   auto metadata = head_metadata("eagle_head", t.target_config);
   metadata["dataset"] = t.reader->path();

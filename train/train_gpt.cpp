@@ -6,11 +6,11 @@
 
 #include "core/check.h"
 #include "io/atomic_file.h"
-#include "models/gpt.h"
-#include "models/load.h"
+#include "models/gpt/gpt.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
-#include "models/mulo_resamplers.h"
-#include "models/vq.h"
+#include "models/drafters/mulo_resamplers.h"
+#include "models/vq/vq.h"
 #include "io/fashion_data.h"
 #include "train/fashion_only.h"
 #include "train/trainers.h"
@@ -56,8 +56,9 @@ double test_loss(Gpt& gpt, const TensorMap& data, int64_t n, torch::Device devic
     auto tokens = data.at("test_tokens").narrow(0, i, b).to(device, torch::kInt64);
     auto labels = data.at("test_labels").narrow(0, i, b).to(device);
     auto out = gpt->forward_sequence(gpt->embed_classes(labels), tokens.narrow(1, 0, tokens.size(1) - 1));
-    total += torch::cross_entropy_loss(out.logits.reshape({-1, out.logits.size(-1)}), tokens.reshape(-1))
-                 .item<double>() * double(b);
+    total +=
+        torch::cross_entropy_loss(out.logits.reshape({-1, out.logits.size(-1)}), tokens.reshape(-1)).item<double>() *
+        double(b);
     count += b;
   }
   gpt->train();
@@ -85,7 +86,8 @@ void train_gpt(const TrainOptions& o) {
   gpt->to(device);
   int64_t n_params = 0;
   for (const auto& p : gpt->parameters()) n_params += p.numel();
-  torch::optim::AdamW opt(gpt->parameters(), torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
+  torch::optim::AdamW opt(gpt->parameters(),
+                          torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
   spdlog::info("train gpt: {:.2f}M parameters, {} sequences, {} steps of {}, device {}", double(n_params) / 1e6,
                tokens.size(0), o.steps, o.batch_size, device.str());
   const auto shard = o.shard();

@@ -11,7 +11,7 @@
 #include "core/fault_injection.h"
 #include "core/logging.h"
 #include "io/atomic_file.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "train/checkpoint.h"
 
 namespace vispec {
@@ -64,8 +64,9 @@ void sync_parameters(torch::nn::Module& model, DataParallel& ranks) {
   for (auto& b : model.buffers())
     if (b.is_floating_point()) tensors.push_back(b);
   for (auto& t : tensors) {
-    auto flat = (ranks.rank() == 0 ? t.detach().reshape(-1).to(torch::kCPU, torch::kFloat32) : torch::zeros({t.numel()}))
-                    .contiguous();
+    auto flat =
+        (ranks.rank() == 0 ? t.detach().reshape(-1).to(torch::kCPU, torch::kFloat32) : torch::zeros({t.numel()}))
+            .contiguous();
     ranks.sum(flat);
     t.copy_(flat.view_as(t));
   }

@@ -17,38 +17,38 @@
 #include <memory>
 #include <string>
 
-#include "models/node_weights.h"
+#include "models/checkpoints/node_weights.h"
 #include "train/data_parallel.h"
 
 namespace vispec {
 
 struct TrainOptions {
-  std::string config;           // model config (architecture)
-  std::string out_dir;          // run directory
-  std::string export_path;      // where the final weights go (safetensors); empty = out_dir/model.safetensors
+  std::string config;       // model config (architecture)
+  std::string out_dir;      // run directory
+  std::string export_path;  // where the final weights go (safetensors); empty = out_dir/model.safetensors
   std::string device = "auto";
   int threads = 0;
   int64_t steps = 1000;
   int64_t batch_size = 64;
   double lr = 1e-3;
-  double min_lr_ratio = 0.1;    // cosine decay ends at lr * this
+  double min_lr_ratio = 0.1;  // cosine decay ends at lr * this
   int64_t warmup = 100;
   double weight_decay = 0.05;
   double grad_clip = 1.0;
   int64_t log_every = 20;
   int64_t checkpoint_every = 200;
   uint64_t seed = 0;
-  int64_t max_images = 0;       // mulo-resamplers: the first N training images only (0 = all), for quick runs
-  int64_t eval_images = 2000;   // train vq: test images reconstructed at each checkpoint (1 .. 10,000)
-  bool eval_at_start = false;   // also evaluate (and log) before the first step of a fresh run
+  int64_t max_images = 0;      // mulo-resamplers: the first N training images only (0 = all), for quick runs
+  int64_t eval_images = 2000;  // train vq: test images reconstructed at each checkpoint (1 .. 10,000)
+  bool eval_at_start = false;  // also evaluate (and log) before the first step of a fresh run
   bool resume_with_other_options = false;  // resume a checkpoint trained with another batch size, lr or seed
-  bool drafter = false;         // train gpt: the config's drafters.gpt instead of its target
-  bool mulo = false;            // train gpt: drafters.mulo.gpt on half-resolution images instead
+  bool drafter = false;                    // train gpt: the config's drafters.gpt instead of its target
+  bool mulo = false;                       // train gpt: drafters.mulo.gpt on half-resolution images instead
   std::shared_ptr<DataParallel> parallel;  // the ranks (none: a single process)
   int local_rank = 0;                      // on this node: picks the GPU (device auto or cuda)
   // every_rank | once_per_node: whether the frozen models a trainer loads (a head trainer's target, the
   // resamplers' VQ) are read by each node's first rank and handed to the others (node_weights, then set by
-  // the launcher; models/node_weights.h). As a job's read_weights.
+  // the launcher; models/checkpoints/node_weights.h). As a job's read_weights.
   std::string read_weights = "every_rank";
   std::shared_ptr<NodeWeights> node_weights;
 

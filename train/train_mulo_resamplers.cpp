@@ -1,6 +1,6 @@
-// Trains MuLo-SD's resamplers (the MuLo-SD paper, supplementary "Implementation Details"; models/mulo_resamplers.h)
-// with the VQ frozen, on Fashion-MNIST at both resolutions (32x32 images -> 16x16 grid, their 2x2 average
-// pooling 16x16 -> 8x8 grid, both tokenised by the same VQ):
+// Trains MuLo-SD's resamplers (the MuLo-SD paper, supplementary "Implementation Details";
+// models/drafters/mulo_resamplers.h) with the VQ frozen, on Fashion-MNIST at both resolutions (32x32 images -> 16x16
+// grid, their 2x2 average pooling 16x16 -> 8x8 grid, both tokenised by the same VQ):
 //   U_2: low-res codes  -> high-res latent; loss MSE(VQ decoder(latent), the 32x32 image) + commitment
 //   D_2: high-res codes -> low-res latent;  loss MSE(VQ decoder(latent), the 16x16 image) + commitment
 // "commitment" is beta |z - sg(nearest code of z)|^2 on the (L2-normalised, as the VQ looks up) output z: it
@@ -17,10 +17,10 @@
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/fashion_data.h"
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
-#include "models/mulo_resamplers.h"
-#include "models/vq.h"
+#include "models/drafters/mulo_resamplers.h"
+#include "models/vq/vq.h"
 #include "train/fashion_only.h"
 #include "train/trainers.h"
 
@@ -30,7 +30,7 @@ namespace {
 namespace F = torch::nn::functional;
 
 struct Resolutions {
-  torch::Tensor high, low;            // images [N, C, 32, 32] and [N, C, 16, 16]
+  torch::Tensor high, low;              // images [N, C, 32, 32] and [N, C, 16, 16]
   torch::Tensor high_codes, low_codes;  // VQ tokens [N, 256] and [N, 64] int32
 };
 
@@ -90,7 +90,8 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
   vq->eval();
   for (auto& p : vq->parameters()) p.requires_grad_(false);
   // Rank 0 tokenises into the run directory's caches; the other ranks read them.
-  if (o.writes()) load_split("train", o.max_images, vq, model, o.out_dir), load_split("test", 1000, vq, model, o.out_dir);
+  if (o.writes())
+    load_split("train", o.max_images, vq, model, o.out_dir), load_split("test", 1000, vq, model, o.out_dir);
   o.ranks().barrier();
   const auto train = load_split("train", o.max_images, vq, model, o.out_dir);
   const auto test = load_split("test", 1000, vq, model, o.out_dir);
@@ -138,7 +139,8 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
       up_match += up.cpu().eq(test.high_codes.narrow(0, i, b)).to(torch::kFloat64).sum().item<double>();
       down_match += down.cpu().eq(test.low_codes.narrow(0, i, b)).to(torch::kFloat64).sum().item<double>();
       up_mse += (vq->decode_codes(up, g, g).cpu() - test.high.narrow(0, i, b)).pow(2).mean().item<double>() * double(b);
-      down_mse += (vq->decode_codes(down, gl, gl).cpu() - test.low.narrow(0, i, b)).pow(2).mean().item<double>() * double(b);
+      down_mse +=
+          (vq->decode_codes(down, gl, gl).cpu() - test.low.narrow(0, i, b)).pow(2).mean().item<double>() * double(b);
     }
     net->train();
     return {{"test_up_token_match", up_match / double(n * g * g)},
@@ -146,7 +148,8 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
             {"test_up_mse", up_mse / double(n)},
             {"test_down_mse", down_mse / double(n)}};
   };
-  run_training(o, *net, opt, step_fn, eval_fn, {{"kind", "mulo_resamplers"}, {"token_weight", std::to_string(token_weight)}});
+  run_training(o, *net, opt, step_fn, eval_fn,
+               {{"kind", "mulo_resamplers"}, {"token_weight", std::to_string(token_weight)}});
 }
 
 }  // namespace vispec

@@ -1,13 +1,13 @@
-// Trains SSD's spatial heads (models/ssd_heads.h; the SSD paper Eq. 3) on self-distillation data: for every head
-// (direction, offset k) and every valid source cell (y, x) (horizontal: x + k < W; vertical: y + k < H),
+// Trains SSD's spatial heads (models/drafters/ssd_heads.h; the SSD paper Eq. 3) on self-distillation data: for every
+// head (direction, offset k) and every valid source cell (y, x) (horizontal: x + k < W; vertical: y + k < H),
 // SmoothL1(f([h_pre(y, x); e(token(y, x))]), h_pre(target cell)). The heads are independent predictors with
 // identical hyperparameters (the paper trains them separately): one optimizer over disjoint parameters with
 // gradient norms clipped per head is the same thing in one pass over the data.
 #include <spdlog/spdlog.h>
 
-#include "models/head_file.h"
-#include "models/load.h"
-#include "models/ssd_heads.h"
+#include "models/checkpoints/head_file.h"
+#include "models/checkpoints/load.h"
+#include "models/drafters/ssd_heads.h"
 #include "train/head_training.h"
 #include "train/trainers.h"
 
@@ -85,10 +85,12 @@ void train_ssd_heads(const HeadTrainOptions& o) {
       const auto out = forward(b.hidden, b.tokens);
       for (size_t i = 0; i < out.size(); ++i) {
         const int64_t D = out[i].target.size(-1);
-        auto draft = t.target->image_logits(t.target->norm(out[i].prediction)).reshape({-1, t.target_config.gpt.vocab_size});
-        auto target = t.target->image_logits(t.target->norm(out[i].target)).reshape({-1, t.target_config.gpt.vocab_size});
-        loss[i] += torch::smooth_l1_loss(out[i].prediction, out[i].target).item<double>() *
-                   double(out[i].target.numel() / D);
+        auto draft =
+            t.target->image_logits(t.target->norm(out[i].prediction)).reshape({-1, t.target_config.gpt.vocab_size});
+        auto target =
+            t.target->image_logits(t.target->norm(out[i].target)).reshape({-1, t.target_config.gpt.vocab_size});
+        loss[i] +=
+            torch::smooth_l1_loss(out[i].prediction, out[i].target).item<double>() * double(out[i].target.numel() / D);
         // SSD drafts the argmax; speculative sampling at T = 1 (no CFG) accepts it with probability p(draft).
         accept[i] += torch::softmax(target, -1).gather(1, draft.argmax(-1, true)).sum().item<double>();
         agree[i].add(draft, target);

@@ -2,9 +2,9 @@
 // networks we do not have: reconstruction MSE + codebook loss + beta * commitment).
 #include <spdlog/spdlog.h>
 
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 #include "models/model_config.h"
-#include "models/vq.h"
+#include "models/vq/vq.h"
 #include "io/fashion_data.h"
 #include "train/fashion_only.h"
 #include "train/trainers.h"
@@ -43,7 +43,8 @@ void train_vq(const TrainOptions& o) {
   eval_images = eval_images.narrow(0, 0, std::min(o.eval_images, eval_images.size(0)));
   VqModel vq(model.vq);
   vq->to(device);
-  torch::optim::AdamW opt(vq->parameters(), torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
+  torch::optim::AdamW opt(vq->parameters(),
+                          torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
   spdlog::info("train vq: {} images, {} steps of {}, device {}", train.images.size(0), o.steps, o.batch_size,
                device.str());
   const auto shard = o.shard();

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "io/npy.h"
-#include "models/gpt_config.h"
+#include "models/gpt/gpt_config.h"
 
 namespace vispec {
 

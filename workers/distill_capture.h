@@ -6,13 +6,12 @@
 #include <torch/torch.h>
 
 #include "io/distill_writer.h"
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 
 namespace vispec {
 
 // tokens [B, T] (CPU int64) of B conditions; returns hidden [B, S, T, D] (float32, on the model's device).
-torch::Tensor teacher_forced_hidden(Gpt& gpt, const Conditions& conditions, const torch::Tensor& tokens,
-                                    int streams);
+torch::Tensor teacher_forced_hidden(Gpt& gpt, const Conditions& conditions, const torch::Tensor& tokens, int streams);
 
 // Rows of one batch in the stored dtype (bf16 by round-to-nearest-even, as torch casts).
 DistillBatch distill_batch(const torch::Tensor& hidden, const torch::Tensor& tokens, const Conditions& conditions,

@@ -8,13 +8,13 @@
 #include <filesystem>
 
 #include "core/check.h"
-#include "decoding/decoder_registry.h"
+#include "decoding/floor/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "io/prompts.h"
 #include "io/run_layout.h"
-#include "models/prompt_template.h"
-#include "models/text_encoder.h"
+#include "models/text/prompt_template.h"
+#include "models/text/text_encoder.h"
 #include "workers/caption_features.h"
 #include "workers/loaded_models.h"
 
@@ -52,8 +52,9 @@ bool judge_prompt(const ModelConfig& model, const std::string& file, const Promp
   if (model.gpt.text_conditional()) {
     if (p.text.rfind(kFeaturesPrefix, 0) != 0) {
       if (model.has_text_encoder) return true;  // a caption (T5 truncates what is too long, as LlamaGen does)
-      error = where + "a caption needs a text encoder, which this model config has none of (text_encoder:); "
-                      "or give the caption's features as npy:FILE.npy";
+      error = where +
+              "a caption needs a text encoder, which this model config has none of (text_encoder:); "
+              "or give the caption's features as npy:FILE.npy";
       return false;
     }
     sample.features = resolve_features_path(file, p.text.substr(std::strlen(kFeaturesPrefix)));
@@ -90,8 +91,8 @@ SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_fil
   for (Prompt p; reader.next(p); ++prompts) {
     // The plan's bounds, checked before it grows past them (and with no product that can overflow).
     const std::string where = prompts_file + ":" + std::to_string(p.line) + ": ";
-    VISPEC_CHECK(prompts + 1 <= uint64_t(kMaxSampleIds) / ipp, where, prompts + 1, " prompts x images_per_prompt ",
-                 ipp, " pass the ", kMaxSampleIds, " sample ids a job may have: split the job");
+    VISPEC_CHECK(prompts + 1 <= uint64_t(kMaxSampleIds) / ipp, where, prompts + 1, " prompts x images_per_prompt ", ipp,
+                 " pass the ", kMaxSampleIds, " sample ids a job may have: split the job");
     VISPEC_CHECK(((prompts + 1) * ipp + U - 1) / U <= uint64_t(kMaxUnits), where, (prompts + 1) * ipp,
                  " sample ids in units of unit_size ", U, " pass the ", kMaxUnits,
                  " units a job may have: raise unit_size");
@@ -102,10 +103,8 @@ SamplePlan plan_samples(const ModelConfig& model, const std::string& prompts_fil
     for (uint64_t u = prompts * ipp / U; u <= ((prompts + 1) * ipp - 1) / U; ++u) note_prompt(plan.units[u], p.text);
     std::string error;
     PlannedSample sample;
-    if (!judge_prompt(model, prompts_file, p, sample, error))
-      plan.errors.push_back({prompts_file, p.line, error});
-    else
-      plan.samples += images_per_prompt;
+    if (!judge_prompt(model, prompts_file, p, sample, error)) plan.errors.push_back({prompts_file, p.line, error});
+    else plan.samples += images_per_prompt;
   }
   VISPEC_CHECK(prompts > 0, prompts_file, ": the prompts file holds no prompts");
   plan.id_count = prompts * ipp;
@@ -187,9 +186,10 @@ JobPlan plan_job(const std::string& job_file, const std::vector<std::string>& ov
   // run that journals empty units and exits 5.
   const auto& errors = plan.plan.errors;
   if (plan.plan.samples == 0 && !errors.empty())
-    VISPEC_FAIL(errors.front().message, errors.size() == 1 ? std::string()
-                                                           : " (and so do the other " + std::to_string(errors.size() - 1) +
-                                                                 " prompt lines: none is one this model takes)");
+    VISPEC_FAIL(errors.front().message, errors.size() == 1
+                                            ? std::string()
+                                            : " (and so do the other " + std::to_string(errors.size() - 1) +
+                                                  " prompt lines: none is one this model takes)");
   return plan;
 }
 

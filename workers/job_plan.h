@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "decoding/decoder_config.h"
+#include "decoding/floor/decoder_config.h"
 #include "io/job_config.h"
 #include "models/model_config.h"
 
@@ -27,9 +27,9 @@ namespace vispec {
 
 struct PlannedSample {
   uint64_t sample_id = 0;
-  int64_t class_id = -1;   // class-conditional models
+  int64_t class_id = -1;  // class-conditional models
   std::string prompt;
-  std::string features;    // text-conditional models given "npy:FILE": the caption features file's path
+  std::string features;  // text-conditional models given "npy:FILE": the caption features file's path
   std::vector<int64_t> prompt_ids, null_prompt_ids;  // prompted models: both streams' templated, tokenised prompts
   // MuLo-SD's drafter's own prompts (drafters.mulo.prompt: its image size); empty where it reads the target's
   std::vector<int64_t> drafter_prompt_ids, drafter_null_prompt_ids;
@@ -53,11 +53,11 @@ struct UnitStart {
 };
 
 struct SamplePlan {
-  uint64_t id_count = 0;          // prompts * images_per_prompt: ids [0, id_count), some possibly unused
-  int64_t samples = 0;            // ids of prompts without errors
-  std::vector<UnitStart> units;   // unit u holds ids [u * unit_size, (u + 1) * unit_size)
+  uint64_t id_count = 0;         // prompts * images_per_prompt: ids [0, id_count), some possibly unused
+  int64_t samples = 0;           // ids of prompts without errors
+  std::vector<UnitStart> units;  // unit u holds ids [u * unit_size, (u + 1) * unit_size)
   std::vector<PromptError> errors;
-  uint64_t prompts_fnv = 0;       // FNV-1a of the prompt file's bytes
+  uint64_t prompts_fnv = 0;  // FNV-1a of the prompt file's bytes
 };
 
 // Streams the prompt list once; an unreadable or empty list is an error (thrown), a bad line is recorded.
@@ -80,7 +80,7 @@ struct JobPlan {
   JobConfig job;
   ModelConfig model;
   DecoderConfig decoder;  // job.decoder parsed and checked against the model config
-  SamplePlan plan;  // filled on rank 0 only (workers get each unit's UnitStart with the unit)
+  SamplePlan plan;        // filled on rank 0 only (workers get each unit's UnitStart with the unit)
 };
 
 // Reads and checks the job file, its model config and its decoder; with first_rank also the weight files

@@ -1,6 +1,6 @@
 #include "workers/loaded_models.h"
 
-#include "models/load.h"
+#include "models/checkpoints/load.h"
 
 namespace vispec {
 

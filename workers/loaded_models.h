@@ -3,9 +3,9 @@
 
 #include <torch/torch.h>
 
-#include "models/gpt.h"
+#include "models/gpt/gpt.h"
 #include "models/model_config.h"
-#include "models/vq.h"
+#include "models/vq/vq.h"
 
 namespace vispec {
 

@@ -44,11 +44,8 @@ DecodeRequest RequestBuilder::operator()(const PlannedSample* first, int64_t cou
       prompts.push_back(first[i].prompt_ids), null_prompts.push_back(first[i].null_prompt_ids);
       drafter_prompts.push_back(first[i].drafter_prompt_ids);
       drafter_null_prompts.push_back(first[i].drafter_null_prompt_ids);
-    }
-    else if (gpt_.text_conditional())
-      captions.push_back(caption_features(first[i]));
-    else
-      classes.push_back(first[i].class_id);
+    } else if (gpt_.text_conditional()) captions.push_back(caption_features(first[i]));
+    else classes.push_back(first[i].class_id);
   }
   req.conditions = gpt_.prompted()           ? prompt_conditions(prompts, null_prompts, gpt_.cls_token_num)
                    : gpt_.text_conditional() ? caption_conditions(captions, gpt_.cls_token_num)

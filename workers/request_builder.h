@@ -1,14 +1,14 @@
 // Planned samples -> the decode requests a decoder takes: their ids, the job's seed, and the conditions their
 // prompts name: class ids, or captions, encoded by the model's text encoder or read from features files, or a
-// prompted model's token ids (tokenised when planned), then left-padded as LlamaGen does (models/conditions.h).
+// prompted model's token ids (tokenised when planned), then left-padded as LlamaGen does (models/gpt/conditions.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "decoding/decoder.h"
+#include "decoding/floor/decoder.h"
 #include "models/model_config.h"
-#include "models/text_encoder.h"
+#include "models/text/text_encoder.h"
 #include "workers/job_plan.h"
 
 namespace vispec {

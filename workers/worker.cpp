@@ -14,16 +14,16 @@
 #include "core/device.h"
 #include "core/fault_injection.h"
 #include "core/stop_signal.h"
-#include "decoding/decoder_registry.h"
-#include "decoding/sampler.h"
+#include "decoding/floor/decoder_registry.h"
+#include "decoding/floor/sampler.h"
 #include "io/atomic_file.h"
 #include "io/image_tensor.h"
 #include "io/npy.h"
 #include "io/png.h"
 #include "io/run_layout.h"
 #include "io/tar_archive.h"
-#include "models/node_weights.h"
-#include "models/step_graph.h"
+#include "models/checkpoints/node_weights.h"
+#include "models/gpt/step_graph.h"
 #include "workers/distill_capture.h"
 #include "workers/loaded_models.h"
 #include "workers/request_builder.h"
@@ -40,8 +40,8 @@ class UnitWriter {
   // source: told of every batch written (UnitSource::progress), for the progress line.
   UnitWriter(const JobPlan& plan, LoadedModels& models, Decoder& decoder, RequestBuilder& make_request,
              torch::Device device, UnitSource& source)
-      : plan_(plan), models_(models), decoder_(decoder), device_(device), make_request_(make_request),
-        source_(source) {}
+      : plan_(plan), models_(models), decoder_(decoder), device_(device), make_request_(make_request), source_(source) {
+  }
 
   // Decodes and writes one unit; nullopt if a stop signal arrived first (the unit is abandoned).
   std::optional<UnitDone> run(const WorkUnit& unit) {
@@ -51,9 +51,8 @@ class UnitWriter {
                                               std::make_error_code(std::errc::io_error));
     if (fault_at("json-error", unit.id)) (void)nlohmann::json::parse("{\"injected\": VISPEC_FAULT}");
     const auto& job = plan_.job;
-    const auto samples =
-        read_samples(plan_.model, prompts_snapshot_path(job.out_dir), job.prompts_file, job.images_per_prompt,
-                     unit.start, unit.first_id, unit.end_id);
+    const auto samples = read_samples(plan_.model, prompts_snapshot_path(job.out_dir), job.prompts_file,
+                                      job.images_per_prompt, unit.start, unit.first_id, unit.end_id);
     const PlannedSample* begin = samples.data();
     const int64_t count = int64_t(samples.size());
     const int64_t grid = plan_.model.gpt.grid_size;
@@ -96,21 +95,26 @@ class UnitWriter {
       const auto result = decoder_.decode(req);
       // A NaN or infinite logit would have been sampled as token 0: the unit fails instead, with one line.
       VISPEC_CHECK(!nonfinite_watch::seen(), "unit ", unit.id, ", samples ", begin[start].sample_id, "..",
-                   begin[start + B - 1].sample_id, ": non-finite logits (NaN or infinity) while decoding; a NaN in "
-                   "the weights, an overflow in ", plan_.model.dtype, ", or an extreme cfg_scale (",
-                   plan_.decoder.sampling.cfg_scale, ")");
+                   begin[start + B - 1].sample_id,
+                   ": non-finite logits (NaN or infinity) while decoding; a NaN in "
+                   "the weights, an overflow in ",
+                   plan_.model.dtype, ", or an extreme cfg_scale (", plan_.decoder.sampling.cfg_scale, ")");
       const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
       // Pixels and stored states are checked like the logits: a NaN there would be a black image or a
       // training row of NaNs, written and journaled as done. (The images are read to the host just below.)
       const auto samples = [&] {
         return fmt::format("unit {}, samples {}..{}", unit.id, begin[start].sample_id, begin[start + B - 1].sample_id);
       };
-      VISPEC_CHECK(torch::isfinite(images).all().item<bool>(), samples(), ": the VQ decoder's pixels are not finite "
-                   "(NaN or infinity): a NaN in its weights (", plan_.model.vq_weights, ")?");
+      VISPEC_CHECK(torch::isfinite(images).all().item<bool>(), samples(),
+                   ": the VQ decoder's pixels are not finite "
+                   "(NaN or infinity): a NaN in its weights (",
+                   plan_.model.vq_weights, ")?");
       if (distill) {
         const auto hidden = teacher_forced_hidden(models_.gpt, req.conditions, result.tokens, job.distill.streams);
-        VISPEC_CHECK(torch::isfinite(hidden).all().item<bool>(), samples(), ": the hidden states to distil are not "
-                     "finite (NaN or infinity): a NaN in the GPT's weights or an overflow in ", plan_.model.dtype);
+        VISPEC_CHECK(torch::isfinite(hidden).all().item<bool>(), samples(),
+                     ": the hidden states to distil are not "
+                     "finite (NaN or infinity): a NaN in the GPT's weights or an overflow in ",
+                     plan_.model.dtype);
         distill->push(distill_batch(hidden, result.tokens, req.conditions, req.sample_ids, job.distill.dtype));
       }
       const double batch_ms = seconds_since(t_batch) * 1e3;
@@ -125,18 +129,18 @@ class UnitWriter {
         const auto png = encode_png(std::vector<uint8_t>(px.data_ptr<uint8_t>(), px.data_ptr<uint8_t>() + px.numel()),
                                     int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)));
         const auto row = result.tokens[b].to(torch::kInt32).contiguous();
-        const auto npy = encode_npy("<i4", row.data_ptr<int32_t>(), size_t(row.numel()) * sizeof(int32_t), {grid, grid});
+        const auto npy =
+            encode_npy("<i4", row.data_ptr<int32_t>(), size_t(row.numel()) * sizeof(int32_t), {grid, grid});
         done.stats += st;
-        nlohmann::json line{{"sample_id", s.sample_id}, {"prompt", s.prompt}, {"class_id", s.class_id},
-                            {"seed", job.seed}, {"decoder", job.decoder.name}, {"unit", unit.id},
-                            {"target_forwards", st.target_forwards}, {"draft_forwards", st.draft_forwards},
-                            {"mean_accepted_length", st.mean_accepted_length()},
-                            {"acceptance_rate", st.acceptance_rate()}, {"drafted", st.drafted},
-                            {"accepted", st.accepted}, {"draft_ms", st.draft_ms}, {"verify_ms", st.verify_ms},
-                            {"resample_ms", st.resample_ms}, {"bookkeeping_ms", st.bookkeeping_ms},
-                            {"mean_tree_depth", st.mean_tree_depth()},
-                            {"wall_ms", batch_ms / double(B)}, {"batch_size", B}};
-        for (const auto& [key, value] : st.extra) line[key] = value;  // a method's own figures
+        auto line = sample_stats_json(st);
+        line.update({{"sample_id", s.sample_id},
+                     {"prompt", s.prompt},
+                     {"class_id", s.class_id},
+                     {"seed", job.seed},
+                     {"decoder", job.decoder.name},
+                     {"unit", unit.id},
+                     {"wall_ms", batch_ms / double(B)},
+                     {"batch_size", B}});
         if (shard) {  // WebDataset's grouping: every member of a sample is named <stem>.<extension>
           const auto stem = sample_stem(s.sample_id);
           shard->add(stem + ".png", png);
@@ -200,7 +204,8 @@ std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const Worker
   if (w->device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);
   set_cuda_graphs(plan.job.cuda_graphs != "off");  // read by the decoders' static steps
   w->models = load_models(plan.model, w->device);
-  w->decoder = make_decoder(plan.decoder, load_decoder_models(plan.decoder, plan.model, w->models.gpt, w->models.vq, w->device));
+  w->decoder =
+      make_decoder(plan.decoder, load_decoder_models(plan.decoder, plan.model, w->models.gpt, w->models.vq, w->device));
   w->make_request = std::make_unique<RequestBuilder>(plan.model, plan.job.seed, w->device);
   const auto traffic = weight_traffic();
   w->load = {seconds_since(t0), traffic.read_bytes - traffic0.read_bytes,

@@ -3,9 +3,9 @@
 //
 // A unit's files: OUT/images/<id>.png and OUT/tokens/<id>.npy per sample, each written under a temporary name
 // and renamed, then both directories fsynced once (with `output: shards`, one archive OUT/shards/unit-<unit>.tar
-// holding them all, written under a temporary name and renamed), then OUT/metrics/unit-<unit>.jsonl (atomic). Only after
-// that is the unit reported done, and only a reported unit enters the journal (scheduler/journal.h): a crash
-// at any point leaves files that a rerun simply overwrites.
+// holding them all, written under a temporary name and renamed), then OUT/metrics/unit-<unit>.jsonl (atomic). Only
+// after that is the unit reported done, and only a reported unit enters the journal (scheduler/journal.h): a crash at
+// any point leaves files that a rerun simply overwrites.
 //
 // The worker knows nothing of MPI: it talks to a UnitSource (scheduler/ implements one over MPI for ranks
 // 1..N-1 and one in memory for rank 0's own worker thread).
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "decoding/decoder.h"
+#include "decoding/floor/decoder.h"
 #include "io/unit_files.h"
 #include "workers/job_plan.h"
 #include "workers/loaded_models.h"
@@ -33,8 +33,8 @@ struct WorkUnit {
 struct UnitDone {
   int64_t unit = -1;
   int64_t images = 0;
-  double seconds = 0;      // decode + write
-  SampleStats stats;       // summed over the unit's samples
+  double seconds = 0;           // decode + write
+  SampleStats stats;            // summed over the unit's samples
   std::vector<UnitFile> files;  // every file the unit wrote, for the journal to check later
 };
 
@@ -42,18 +42,18 @@ struct UnitDone {
 struct ModelLoad {
   double seconds = 0;
   int64_t read_bytes = 0;      // copied out of weight files by this process
-  int64_t received_bytes = 0;  // handed over by the node's first process instead (models/node_weights.h)
+  int64_t received_bytes = 0;  // handed over by the node's first process instead (models/checkpoints/node_weights.h)
 };
 
 // What a worker says each time it asks for work.
 struct WorkerReport {
   int rank = 0;
   std::optional<ModelLoad> loaded;  // with the first report only
-  std::optional<UnitDone> done;  // the unit just finished, if any
-  bool stopping = false;         // a stop signal arrived: the unit in hand was abandoned
-  std::string error;             // non-empty: this worker failed (one line) and stops
-  int error_code = 0;            // exit code the error maps to
-  double wait_seconds = 0;       // time spent in the previous next() call (scheduling overhead)
+  std::optional<UnitDone> done;     // the unit just finished, if any
+  bool stopping = false;            // a stop signal arrived: the unit in hand was abandoned
+  std::string error;                // non-empty: this worker failed (one line) and stops
+  int error_code = 0;               // exit code the error maps to
+  double wait_seconds = 0;          // time spent in the previous next() call (scheduling overhead)
 };
 
 class UnitSource {
@@ -72,7 +72,7 @@ struct WorkerOptions {
 };
 
 // A worker ready for its first unit: threads and device set, models and decoder loaded. Made on the thread
-// that owns MPI (weights may be shared within the node: a collective, models/node_weights.h); throws on any
+// that owns MPI (weights may be shared within the node: a collective, models/checkpoints/node_weights.h); throws on any
 // failure. The worker itself may then run in another thread.
 struct PreparedWorker {
   torch::Device device = torch::kCPU;

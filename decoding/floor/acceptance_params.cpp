@@ -1,0 +1,80 @@
+#include "decoding/floor/acceptance_params.h"
+
+#include "core/check.h"
+#include "decoding/floor/decoder_fields.h"
+
+namespace vispec {
+
+AcceptRule parse_accept_rule(const std::string& name) {
+  if (name == "exact") return AcceptRule::kExact;
+  if (name == "lantern") return AcceptRule::kLantern;
+  if (name == "lanternpp") return AcceptRule::kLanternPlusPlus;
+  if (name == "coolsd") return AcceptRule::kCoolSd;
+  VISPEC_FAIL("unknown acceptance rule '", name, "' (known: exact, lantern, lanternpp, coolsd)");
+}
+
+CoolSchedule parse_cool_schedule(const std::string& name) {
+  if (name == "uniform") return CoolSchedule::kUniform;
+  if (name == "exponential") return CoolSchedule::kExponential;
+  if (name == "linear") return CoolSchedule::kLinear;
+  VISPEC_FAIL("unknown Cool-SD schedule '", name, "' (known: uniform, exponential, linear)");
+}
+
+namespace {
+
+// A field of another rule than the chosen one, given with other than its default value, would change nothing
+// but the run's identity: it is refused in one line. (Given with its default, as a run's kept job names every
+// field, it is read as the default.)
+void refuse_unread_rule_fields(const DecoderFields& f, const AcceptanceParams& a) {
+  const AcceptanceParams d;
+  const char* const rule_names[] = {"exact", "lantern", "lanternpp", "coolsd"};  // AcceptRule's order
+  const bool lantern = a.rule == AcceptRule::kLantern, lanternpp = a.rule == AcceptRule::kLanternPlusPlus,
+             coolsd = a.rule == AcceptRule::kCoolSd;
+  struct Field {
+    const char* key;
+    bool read, differs;
+    const char* readers;
+  };
+  const Field fields[] = {
+      {"k", lantern || lanternpp, a.k != (lanternpp ? 10 : d.k), "lantern and lanternpp"},
+      {"delta", lantern, a.delta != d.delta, "lantern"},
+      {"lambda", lanternpp, a.lambda != d.lambda, "lanternpp"},
+      {"optimal_resampling", lantern || lanternpp, a.optimal_resampling != d.optimal_resampling,
+       "lantern and lanternpp"},
+      {"budget", coolsd, a.budget != d.budget, "coolsd"},
+      {"schedule", coolsd, a.schedule != d.schedule, "coolsd"},
+      {"nu", coolsd, a.nu != d.nu, "coolsd"},
+      {"mu", coolsd, true, "coolsd"},
+      {"slope", coolsd, a.slope != d.slope, "coolsd"},
+  };
+  for (const auto& field : fields)
+    if (!field.read && field.differs && f.given(field.key))
+      f.fail(field.key, std::string("not read by accept: ") + rule_names[int(a.rule)] + " (only " + field.readers +
+                            (std::string(field.readers).find(" and ") != std::string::npos ? " use" : " uses") +
+                            " it): remove it, or choose that rule");
+}
+
+}  // namespace
+
+AcceptanceParams read_acceptance(DecoderFields& f, const std::string& default_rule) {
+  AcceptanceParams a;
+  a.rule = f.word<AcceptRule>("accept", default_rule, parse_accept_rule);
+  a.schedule = f.word<CoolSchedule>("schedule", "exponential", parse_cool_schedule);
+  // LANTERN's k is 1000; LANTERN++'s published settings use 10 (with lambda 3, 5) or 5.
+  a.k = f.whole("k", a.rule == AcceptRule::kLanternPlusPlus ? 10 : a.k, 1, int64_t(1) << 20);
+  a.delta = f.number("delta", a.delta);
+  f.require(a.delta > 0 && a.delta <= 1, "delta", "must be in (0, 1]");
+  a.lambda = f.number("lambda", a.lambda);
+  f.require(a.lambda >= 1, "lambda", "must be >= 1");
+  a.budget = f.number("budget", a.budget);
+  f.require(a.budget > 0, "budget", "must be > 0");
+  a.nu = f.number("nu", a.nu);
+  f.require(a.nu >= 0, "nu", "must be >= 0");
+  a.mu = f.optional_number("mu").value_or(a.mu);
+  a.slope = f.number("slope", a.slope);
+  a.optimal_resampling = f.number("optimal_resampling", 0) != 0;
+  refuse_unread_rule_fields(f, a);
+  return a;
+}
+
+}  // namespace vispec

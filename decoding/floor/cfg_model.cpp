@@ -1,0 +1,58 @@
+#include "decoding/floor/cfg_model.h"
+
+namespace vispec {
+
+CfgOutput CfgModel::combine(const GptOutput& out) const {
+  return {guided() ? cfg_combine(out.logits, scale_) : out.logits, out.hidden};
+}
+
+torch::Tensor CfgModel::output_logits(const torch::Tensor& features) {
+  auto logits = gpt_->image_logits(features).to(torch::kFloat32);
+  return guided() ? cfg_combine(logits, scale_) : logits;
+}
+
+CfgOutput CfgModel::prefill(KvCache& cache, const Conditions& conditions) {
+  auto prefix = gpt_->prefix(conditions);
+  if (guided()) {
+    const auto null = gpt_->prefix(conditions, /*unconditional=*/true);
+    prefix.embeddings = torch::cat({prefix.embeddings, null.embeddings});
+    if (prefix.visible.defined()) prefix.visible = torch::cat({prefix.visible, null.visible});
+  }
+  return combine(gpt_->prefill(cache, prefix.embeddings, prefix.visible));
+}
+
+KvCache CfgModel::make_cache(int64_t batch, int64_t extra, bool static_steps) const {
+  if (static_steps && !gpt_->config().row_ends()) return statics_->make_cache(gpt_, rows(batch), extra);
+  return gpt_->make_cache(rows(batch), extra);
+}
+
+CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
+                                 const torch::Tensor& block_mask) {
+  const auto device = gpt_->device();
+  const auto forward = [&](const torch::Tensor& t, const torch::Tensor& p, const torch::Tensor& m) {
+    const auto mask = m.defined() && m.dim() == 3 ? twice(m) : m;
+    const auto out = combine(gpt_->decode_block(cache, twice(t.to(device)), twice(p.to(device)), mask));
+    return GptOutput{out.logits, out.hidden};
+  };
+  if (!statics_->owns(cache)) {
+    const auto out = forward(tokens, positions, block_mask);
+    return {out.logits, out.hidden};
+  }
+  const auto out = statics_->forward(cache, tokens, positions, block_mask, forward);
+  return {out.logits, out.hidden};
+}
+
+void CfgModel::keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths,
+                          const torch::Tensor& on_device) const {
+  auto rows = paths;
+  if (guided()) rows.insert(rows.end(), paths.begin(), paths.end());
+  cache.keep_rows(rows, on_device.defined() ? twice(on_device) : on_device);
+}
+
+void CfgModel::shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device) const {
+  auto rows = delta;
+  if (guided()) rows.insert(rows.end(), delta.begin(), delta.end());
+  cache.shift_lengths(rows, on_device.defined() ? twice(on_device) : on_device);
+}
+
+}  // namespace vispec

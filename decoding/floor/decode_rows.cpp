@@ -1,0 +1,137 @@
+#include "decoding/floor/decode_rows.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+
+#include "decoding/floor/sampler.h"
+#include "decoding/floor/verify.h"
+#include "kernels/keyed_uniforms.h"
+
+namespace vispec {
+
+torch::Tensor read_to_host(const torch::Tensor& t) {
+  RECORD_FUNCTION("vispec::host_read", std::vector<c10::IValue>());
+  return t.to(torch::kCPU);
+}
+
+DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device)
+    : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), seed_(request.seed) {
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  const int64_t B = request.batch();
+  tokens = torch::zeros({B, cells + pad}, i64);
+  n = torch::zeros({B}, i64);
+  iteration = torch::full({1}, -1, i64);
+  std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.end());
+  sample_ids_ = torch::tensor(ids, torch::kInt64).to(device);
+}
+
+std::vector<int64_t> DecodeRows::active(int64_t limit) const {
+  if (limit < 0) limit = cells_;
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < batch(); ++b)
+    if (committed[size_t(b)] < limit) rows.push_back(b);
+  return rows;
+}
+
+torch::Tensor DecodeRows::positions(int64_t offset, int64_t count) const {
+  const auto j = torch::arange(offset, offset + count, n.options());
+  return (n.view({-1, 1}) + j.view({1, -1})).clamp(0, cells_ - 1);
+}
+
+torch::Tensor DecodeRows::uniforms(const torch::Tensor& positions, Purpose purpose, int64_t draw) const {
+  return uniforms_at(seed_, sample_ids_, positions, purpose,
+                     draw ? torch::full_like(positions, draw) : torch::Tensor());
+}
+
+torch::Tensor DecodeRows::uniforms(const torch::Tensor& positions, Purpose purpose, const torch::Tensor& draw) const {
+  return uniforms_at(seed_, sample_ids_, positions, purpose, draw.expand_as(positions));
+}
+
+torch::Tensor DecodeRows::tokens_at(int64_t offset) const {
+  return tokens.gather(1, (n + offset).clamp(0, cells_ - 1).view({-1, 1}));
+}
+
+torch::Tensor first_tokens(const torch::Tensor& prefill_logits, const SamplingParams& params, uint64_t seed,
+                           const torch::Tensor& sample_ids) {
+  const auto position = torch::zeros({sample_ids.size(0), 1}, sample_ids.options());
+  const auto u = uniforms_at(seed, sample_ids, position, Purpose::kSample, torch::Tensor()).select(1, 0);
+  return next_tokens(prefill_logits.select(1, prefill_logits.size(1) - 1), params, u);
+}
+
+void DecodeRows::start(const torch::Tensor& prefill_logits, const SamplingParams& params) {
+  tokens.select(1, 0).copy_(first_tokens(prefill_logits, params, seed_, sample_ids_));
+  set_committed(1);
+}
+
+std::vector<int64_t> DecodeRows::newest_index() const {
+  std::vector<int64_t> index(committed);
+  for (auto& i : index) i -= 1;
+  return index;
+}
+
+void DecodeRows::set_committed(int64_t count) {
+  n.fill_(count);
+  std::fill(committed.begin(), committed.end(), count);
+}
+
+bool DecodeRows::next_iteration(int64_t limit) {
+  iteration_record_.reset();  // ends the last iteration's record
+  if (active(limit).empty()) return false;
+  iteration_record_.emplace(at::RecordScope::USER_SCOPE);
+  if (iteration_record_->isActive()) iteration_record_->before("vispec::iteration");
+  iteration.add_(1);
+  return true;
+}
+
+torch::Tensor DecodeRows::commit(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
+                                 int64_t limit, const torch::Tensor& extra, Advance& advance) {
+  const auto below = active(limit);
+  ::vispec::commit_chain(tokens, n, limit, drafts, verdict);
+  advance.on_device = torch::minimum(verdict.accepted + 1, limit - n);  // no token past the limit
+  n.add_(advance.on_device);
+  auto columns = torch::stack({advance.on_device, verdict.accepted, count}, 1);
+  if (extra.defined()) columns = torch::cat({columns, extra}, 1);
+  const auto host = read_to_host(columns).contiguous();
+  const auto a = host.accessor<int64_t, 2>();
+  advance.host.assign(size_t(batch()), 0);
+  for (int64_t b = 0; b < batch(); ++b) {
+    advance.host[size_t(b)] = a[b][0];
+    committed[size_t(b)] += a[b][0];
+  }
+  for (int64_t b : below) {
+    stats[size_t(b)].accepted += a[b][1];
+    stats[size_t(b)].drafted += a[b][2];
+  }
+  return host.narrow(1, 3, host.size(1) - 3);
+}
+
+DecodeRows::Advance DecodeRows::commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict,
+                                             const torch::Tensor& count, int64_t limit) {
+  Advance advance;
+  commit(drafts, verdict, count, limit, torch::Tensor(), advance);
+  return advance;
+}
+
+std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& verdict,
+                                                          const torch::Tensor& node_tokens) {
+  const auto walked = active();
+  const int64_t P = verdict.path.size(1);
+  // The accepted nodes after the root, as a chain of drafts (-1 past the path's end reads the root: never kept).
+  const auto drafts = node_tokens.gather(1, verdict.path.narrow(1, 1, P - 1).clamp_min(0));
+  Advance advance;
+  const auto host =
+      commit(drafts, ChainVerdict{verdict.accepted, verdict.next}, verdict.tried, cells_, verdict.path, advance);
+  const auto h = host.accessor<int64_t, 2>();
+  std::vector<std::vector<int64_t>> paths(static_cast<size_t>(batch()));
+  for (int64_t b : walked)
+    for (int64_t j = 0; j < P && h[b][j] >= 0; ++j) paths[size_t(b)].push_back(h[b][j]);
+  return paths;
+}
+
+DecodeResult DecodeRows::result() {
+  for (auto& s : stats) s.tokens = cells_;
+  return {read_to_host(tokens.narrow(1, 0, cells_)).contiguous(), stats};
+}
+
+}  // namespace vispec

@@ -1,0 +1,110 @@
+// What a decoder keeps per row while it decodes, on the decoders' device: the token grid, how many tokens each
+// row has committed, the row's random streams and its statistics. Decode loops index these with tensor
+// operations over all rows at once (nothing loops over rows issuing kernels) and read back one small tensor per
+// iteration, through read_to_host(): the only place a decoder waits for the device.
+#pragma once
+
+#include <ATen/record_function.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "core/rng.h"
+#include "decoding/floor/decoder.h"
+#include "decoding/floor/sampling_params.h"
+
+namespace vispec {
+
+struct ChainVerdict;
+struct TreeVerdict;
+
+// A device-to-host copy that a decoder waits for, recorded as "vispec::host_read" so profiles and the op-count
+// tests see every one (item() shows up as aten::_local_scalar_dense).
+torch::Tensor read_to_host(const torch::Tensor& t);
+// A float64 tensor can share one read with int64 ones as its bits (t.view(torch::kInt64)); this undoes that
+// for one element.
+inline double double_from_bits(int64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+// Token 0 of every sample from the prefill's guided logits [B, C, V] (the last position's), drawn as AR draws
+// it: the kSample uniform at position 0 (the argmax at T = 0). [B] int64 on the logits' device.
+torch::Tensor first_tokens(const torch::Tensor& prefill_logits, const SamplingParams& params, uint64_t seed,
+                           const torch::Tensor& sample_ids);
+
+class DecodeRows {
+ public:
+  // `pad` columns past the image take writes that fall beyond it (a chain of G drafts: G + 1).
+  DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device);
+
+  int64_t batch() const { return int64_t(committed.size()); }
+  int64_t cells() const { return cells_; }
+  // Rows with cells still to commit below `limit` (-1: the image), as of the last read.
+  std::vector<int64_t> active(int64_t limit = -1) const;
+
+  // Raster positions n[b] + offset + j, j < count, clamped to the image: [B, count] int64 on the device.
+  torch::Tensor positions(int64_t offset, int64_t count) const;
+  // Every row's uniforms at `positions` [B, C] for `purpose`, draw index `draw` (a host number, or a device
+  // counter such as `iteration`, so that the iteration's operators stay the same).
+  torch::Tensor uniforms(const torch::Tensor& positions, Purpose purpose, int64_t draw = 0) const;
+  torch::Tensor uniforms(const torch::Tensor& positions, Purpose purpose, const torch::Tensor& draw) const;
+  // The tokens at n[b] + offset, [B, 1] (offset -1: each row's newest token).
+  torch::Tensor tokens_at(int64_t offset) const;
+
+  // Every row has committed its first `count` tokens (after the prefill's first token: 1).
+  void set_committed(int64_t count);
+  // Token 0 of every row (first_tokens); every row has then committed 1 token.
+  void start(const torch::Tensor& prefill_logits, const SamplingParams& params);
+  // Each row's newest token's raster index (its tree's root), as of the last read: committed - 1.
+  std::vector<int64_t> newest_index() const;
+  // The decode loop: `while (rows.next_iteration())` runs iterations while a row has committed fewer than
+  // `limit` cells (-1: the image). Each iteration is recorded as "vispec::iteration" (the unit of the trace
+  // tests and of profiles) and counted in `iteration` on the device.
+  bool next_iteration(int64_t limit = -1);
+
+  // The chain decoders' commit (SD, SJD, SSD's first row) after a chain verdict on drafts [B, G]: each row's
+  // accepted drafts and next token written at its next cells below `limit` (the image's end, or its image
+  // row's), the row advanced by as many, its statistics counted (count [B]: the drafts it verified). One read,
+  // the iteration's only wait, brings the advances to the host. They are also the block entries each row
+  // keeps, [newest, accepted drafts] (a row reaching `limit` keeps none past it): pass both to the cache.
+  struct Advance {
+    torch::Tensor on_device;    // [B] int64
+    std::vector<int64_t> host;  // the same
+  };
+  Advance commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
+                       int64_t limit);
+  // The tree decoders' commit (EAGLE-1/2, LANTERN, ADT-Tree) after a walk (decoding/floor/verify.h) of trees whose
+  // node tokens are node_tokens [B, T]: the accepted path after the root is a chain, written with the sampled
+  // token as commit_chain writes one (the pad must hold T columns), its statistics counted (drafted: the
+  // children tested). One read, the iteration's only wait. Returns each row's accepted path, root first (empty
+  // for rows that had finished).
+  std::vector<std::vector<int64_t>> commit_tree(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
+
+  // tokens [B, cells] on the CPU and the statistics, every row's `tokens` set.
+  DecodeResult result();
+
+  torch::Tensor tokens;            // [B, cells + pad] int64, device
+  torch::Tensor n;                 // [B] int64, device: tokens committed per row (updated in place)
+  torch::Tensor iteration;         // [1] int64, device: the current iteration, from 0 (-1 before the first)
+  std::vector<int64_t> committed;  // n as of the last read
+  std::vector<SampleStats> stats;
+
+ private:
+  // What both commits share: the chain written at n, n advanced (not past `limit`), and ONE read of the
+  // advances (into `advance`), the accepted counts, `count` and `extra` [B, E] int64 (returned, on the host);
+  // the statistics counted for the rows that were below `limit`.
+  torch::Tensor commit(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
+                       int64_t limit, const torch::Tensor& extra, Advance& advance);
+
+  int64_t cells_;
+  uint64_t seed_;
+  torch::Tensor sample_ids_;                            // [B] int64, device
+  std::optional<at::RecordFunction> iteration_record_;  // the current "vispec::iteration"
+};
+
+}  // namespace vispec

@@ -1,0 +1,96 @@
+// Draft trees: the structure every tree decoder verifies, and EAGLE-2's dynamic builder
+// (docs/algorithms.md "Draft trees"), written once so that ADT-Tree is only a policy choosing
+// (depth, top_k, total_tokens) per step and any acceptance rule walks the same trees.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+namespace vispec {
+
+struct DraftTree {
+  // Node 0 is the root (the last committed token, not yet in the target's cache); parents precede children.
+  std::vector<int64_t> token, parent, depth;  // parent -1 and depth 0 for the root
+  std::vector<double> score;                  // summed drafter log-probs along the path (root 0)
+
+  int64_t size() const { return int64_t(token.size()); }
+  // Children of every node, best score first.
+  std::vector<std::vector<int64_t>> children() const;
+};
+
+// [B, T, T] bool for trees padded to T nodes: node i attends j iff j is i or an ancestor of i (padding nodes
+// attend only themselves).
+torch::Tensor tree_masks(const std::vector<DraftTree>& trees, int64_t T);
+
+// The target's inputs for verifying every row's tree in one forward: tokens and raster positions [B, T] (a node
+// at depth d after a root at raster index r sits at r + d, clamped to the last cell) and tree_masks(); T: the
+// largest tree, or `T` if that is more (padding: token 0 at the root's position).
+struct TreeInputs {
+  torch::Tensor tokens, positions, mask;
+};
+TreeInputs tree_inputs(const std::vector<DraftTree>& trees, const std::vector<int64_t>& root_index, int64_t cells,
+                       int64_t T = 1);
+
+// Every row's tree as tensors on `device`, padded to T nodes, for the batched walk (decoding/floor/verify.h):
+// token and depth [B, T] (padding: token 0, depth 0), children [B, T, C] each node's children best first, -1 in
+// the unused slots (C: the most children any node has, at least `slots`: a decoder that passes its shape's
+// top-k gets tables, and walks, of one width whatever trees it drew).
+struct TreeTables {
+  torch::Tensor token, depth, children;
+};
+TreeTables tree_tables(const std::vector<DraftTree>& trees, int64_t T, torch::Device device, int64_t slots = 1);
+
+struct TreeShape {
+  int64_t depth = 4;          // expansions after the root's children: drafts reach depth + 1 levels
+  int64_t top_k = 10;         // children per expanded node, and frontier width
+  int64_t total_tokens = 59;  // nodes verified, root included
+};
+
+// The drafter as the builder sees it. Given the frontier nodes of levels 0 .. level as one block per row
+// (tokens [B, M], parent_slot [B, M]: the block index of each node's parent, -1 for the root's children;
+// mask [B, M, M] from their ancestry), returns the drafter's log-probs of the children of the newest level's
+// nodes (the last K of the block) [B, K, V]. Earlier levels come first and are the same nodes as in the
+// previous call.
+using TreeExpand = std::function<torch::Tensor(const torch::Tensor& tokens, const torch::Tensor& parent_slot,
+                                               const torch::Tensor& mask, int64_t level)>;
+
+// EAGLE-2's trees as they grow on the device: every candidate scored, [B, C] each, C = K + D K^2 (K, D: the
+// widest row's top_k and depth) in level order, so parents precede children. Level 0 is the root's K children;
+// level l + 1 the K^2 children of level l's frontier, K consecutive candidates per frontier node, best first.
+// `parent` is the parent's candidate index (-1: the root), `keep` whether the candidate is in the row's tree.
+struct TreeCandidates {
+  torch::Tensor token, parent, score, keep;
+  int64_t top_k = 1, depth = 0;  // K and D
+};
+
+// EAGLE-2's builder for B rows, on the device with no read: root_log_probs [B, V] (the drafter's log-probs
+// after the root); top-k at the root, then `depth` expansions keeping the top_k best paths by summed log-prob,
+// then the best total_tokens - 1 of every scored candidate (K + depth K^2 of them). Candidates of log-prob
+// -inf (filtered by top-k/top-p) are never selected. One shape per row (ADT-Tree's per-position depth and
+// width).
+TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
+                                  const TreeExpand& expand);
+
+// The grown trees as the target's inputs and the walk's tables, built on the device from the candidates
+// (nothing read, nothing uploaded), padded to T nodes: T at least 1 + the most candidates a row keeps.
+// roots and root_index [B] int64 on the device: each row's newest token and its raster index. Equal to
+// tree_inputs() and tree_tables(..., slots = K) of read_trees() padded to T.
+struct GrownTrees {
+  TreeInputs inputs;
+  TreeTables tables;
+};
+GrownTrees grown_tree_tables(const TreeCandidates& candidates, const torch::Tensor& roots,
+                             const torch::Tensor& root_index, int64_t T, int64_t cells);
+
+// The grown trees on the host (one read), for tests and any decoder that looks at its trees there.
+std::vector<DraftTree> read_trees(const TreeCandidates& candidates, const std::vector<int64_t>& roots);
+
+// grow_dynamic_trees then read_trees.
+std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
+                                           const TreeShape& shape, const TreeExpand& expand);
+std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<int64_t>& roots,
+                                           const std::vector<TreeShape>& shapes, const TreeExpand& expand);
+
+}  // namespace vispec

@@ -1,0 +1,85 @@
+#include "decoding/floor/eagle_pairs.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace vispec {
+
+EaglePairs::EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, StaticForwards& drafter_steps,
+                       int64_t batch, int64_t path_width)
+    : target_(target), tcache_(tcache), gpt_(target.gpt()), drafter_(std::move(drafter)), steps_(drafter_steps),
+      B_(batch), R_(target.rows(batch)), W_(path_width), waiting_(static_cast<size_t>(batch), 0) {}
+
+KvCache EaglePairs::drafter_cache(int64_t extra) {
+  return steps_.make_cache(R_, gpt_->config().image_tokens() + extra, [&] { return drafter_->make_cache(R_, extra); });
+}
+
+torch::Tensor EaglePairs::draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
+                                const torch::Tensor& cells, const torch::Tensor& mask) {
+  return steps_.forward(
+      dcache, tokens.size(1), {features, tokens, cells, mask}, [&](const std::vector<torch::Tensor>& in) {
+        return std::vector<torch::Tensor>{drafter_(in[0], drafter_->embed(in[1], *gpt_), in[2], in[3], &dcache)};
+      })[0];
+}
+
+void EaglePairs::start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows) {
+  auto pre = target_.prefill(tcache_, request.conditions);
+  tcache_.keep_all();
+  rows.start(pre.logits, params);
+  // [R, W, D]: the first token's pair, repeated as padding
+  features_ = gpt_->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1)).expand({R_, W_, -1}).contiguous();
+  std::fill(waiting_.begin(), waiting_.end(), 1);  // the first token
+  waiting_device_ = torch::ones({B_}, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device()));
+  for (auto& s : rows.stats) s.target_forwards = 1;
+}
+
+torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {
+  const int64_t N = rows.cells(), W = W_, S = R_ / B_;
+  // Every row's waiting pairs as one block of W, padded at the end; padding entries are not kept. The raster
+  // cells of the pairs, n - waiting .. n - 1 (padding repeats the last), their tokens the row's newest committed
+  // ones: all from device counts, so the block is the same step whatever was accepted.
+  const auto j = torch::arange(W, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device())).view({1, W});
+  const auto n = waiting_device_.view({B_, 1});
+  const auto cells =
+      (rows.n.view({B_, 1}) - n + torch::minimum(j, (n - 1).clamp_min(0))).clamp_max(N - 1).repeat({S, 1});
+  const auto real = j.lt(n).repeat({S, 1});  // [R, W]
+  const auto tokens = torch::where(real, rows.tokens.repeat({S, 1}).gather(1, cells), 0);
+  auto out = draft(dcache, features_, tokens, cells, causal_mask(W, gpt_->device()));
+  // The pairs stay where they were written: bookkeeping, no data moves.
+  std::vector<int64_t> kept;
+  for (int64_t row = 0; row < R_; ++row) kept.push_back(waiting_[size_t(row % B_)]);
+  const auto real_pairs = real.sum(1);  // [R]: the same counts on the device, so nothing is uploaded
+  dcache.shift_lengths(kept, real_pairs);
+  // Each row's newest pair: its last real one (the first, in a finished row that has none).
+  const auto newest = (real_pairs.unsqueeze(1) - 1).clamp_min(0);
+  return out.gather(1, newest.unsqueeze(-1).expand({R_, 1, out.size(2)})).squeeze(1);
+}
+
+void EaglePairs::keep_paths(const DecodeRows& rows, std::vector<std::vector<int64_t>> paths, const torch::Tensor& path,
+                            const torch::Tensor& hidden) {
+  // The walk's verdict is levels + 2 wide, its last column -1 (a path holds the root and at most `levels`
+  // accepted nodes): W_ = levels + 1 columns hold every path.
+  VISPEC_ASSERT(path.size(0) == B_ && path.size(1) <= W_ + 1, "EaglePairs: paths of ", path.size(1),
+                " entries for a width of ", W_);
+  for (const auto& p : paths) VISPEC_ASSERT(int64_t(p.size()) <= W_, "EaglePairs: a path of ", p.size(), " entries");
+  const auto finished = rows.n.ge(rows.cells()).view({B_, 1});  // nothing more to read
+  for (int64_t b = 0; b < B_; ++b) {
+    if (rows.committed[size_t(b)] >= rows.cells()) paths[size_t(b)].clear();
+    waiting_[size_t(b)] = int64_t(paths[size_t(b)].size());
+  }
+  // The same paths on the device, W wide: -1 past each end, and in finished rows.
+  auto p = path.size(1) < W_ ? torch::cat({path, torch::full({B_, W_ - path.size(1)}, -1, path.options())}, 1)
+                             : path.narrow(1, 0, W_);
+  p = p.masked_fill(finished, -1);
+  target_.keep_paths(tcache_, paths, p);
+  waiting_device_ = p.ge(0).sum(1);
+  // Row b's pairs read the hidden states at its path's entries (padding repeats the last one); their tokens,
+  // the path's drafts and the token sampled after them, are the row's newest waiting ones.
+  const auto j = torch::arange(W_, p.options()).view({1, W_});
+  const auto idx = p.gather(1, torch::minimum(j, (waiting_device_.view({B_, 1}) - 1).clamp_min(0))).clamp_min(0);
+  const auto at = idx.repeat({R_ / B_, 1}).unsqueeze(-1).expand({R_, W_, hidden.size(2)});
+  features_ = gpt_->norm(hidden.gather(1, at));
+}
+
+}  // namespace vispec

@@ -1,0 +1,68 @@
+// What the EAGLE tree decoders share besides the decode state (DecodeRows: tokens, counts, statistics, the
+// walk's commit) and the walk itself (decoding/floor/verify.h), so that eagle1.cpp (EAGLE-1, LANTERN++, Cool-SD)
+// and eagle2.cpp (EAGLE-2, LANTERN, ADT-Tree) hold only what differs: how a tree is drafted.
+//   EaglePairs  what the drafter reads between trees: per row, the (feature, token) pairs it has not read
+//               yet. A feature is the target's post-norm state at a committed position (both CFG streams),
+//               the token the one committed after it; EAGLE drafts from the newest pair's output.
+// A row's newest token (the tree's root) is not in the target's cache yet: each verification forward runs it
+// first, before the tree's nodes. Every drafter forward (the catch-up, each tree level) is a static step on a
+// pooled static cache (decoding/floor/static_forwards.h), replayed as a CUDA graph on a GPU.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "decoding/floor/cfg_model.h"
+#include "decoding/floor/decode_rows.h"
+#include "decoding/floor/decoder.h"
+#include "decoding/floor/static_forwards.h"
+#include "models/drafters/eagle_drafter.h"
+#include "models/gpt/gpt.h"
+
+namespace vispec {
+
+class EaglePairs {
+ public:
+  // batch B samples, drafter rows R = target.rows(B) ([cond; uncond] when guided); tcache: the target's;
+  // drafter_steps: the decoder's pool of the drafter's static caches, which outlives the decode; path_width:
+  // the most entries an accepted path holds, root included (the walk's levels + 1), which is the width of
+  // every catch-up block, so that the catch-up is one step shape whatever was accepted.
+  EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, StaticForwards& drafter_steps, int64_t batch,
+             int64_t path_width);
+
+  // The drafter's cache for this decode, `extra` slots past the image: a copy of a pooled static cache.
+  KvCache drafter_cache(int64_t extra);
+  // The drafter over a block of T nodes per row in `dcache` (after extend_pending: added to the pending
+  // block), as a static step: features [R, T, D] (each node's parent's output), tokens and raster cells
+  // [R, T], mask [T, W] or [R, T, W] over the block's W entries -> the drafter's outputs [R, T, D].
+  torch::Tensor draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
+                      const torch::Tensor& cells, const torch::Tensor& mask);
+
+  // The decode's start: the target's prefill, every row's first token (rows.start) and the first pairs.
+  void start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows);
+  // Feeds every row's waiting pairs to the drafter as one block of path_width entries (padded; the padding is
+  // not kept), keeps them in its cache `dcache`, and returns the drafter's output at each row's newest pair
+  // [R, D]. Nothing is read or uploaded.
+  torch::Tensor catch_up(KvCache& dcache, const DecodeRows& rows);
+  // After a walk committed (DecodeRows::commit_tree): every row still decoding keeps its accepted path (root
+  // first) in the target's cache, and its pairs wait for the drafter: the path's hidden states in the
+  // verification forward [R, T, D] (pre-norm) and the tokens just committed (the path's drafts, the sampled one).
+  // paths: commit_tree's host copy; path: the walk's [B, <= path_width] on the device (TreeVerdict::path), from
+  // which the cache and the pairs are gathered there, so nothing is uploaded.
+  void keep_paths(const DecodeRows& rows, std::vector<std::vector<int64_t>> paths, const torch::Tensor& path,
+                  const torch::Tensor& hidden);
+
+ private:
+  CfgModel& target_;
+  KvCache& tcache_;
+  Gpt gpt_;  // the target's handle (a shared module): its frozen norm and embedding
+  EagleDrafter drafter_;
+  StaticForwards& steps_;
+  int64_t B_, R_, W_;             // W_: path_width
+  std::vector<int64_t> waiting_;  // per row, the pairs the drafter has not read: its newest committed tokens
+  torch::Tensor waiting_device_;  // [B] int64: the same on the device
+  torch::Tensor features_;        // [R, W, D] their post-norm features (row r's first waiting_ valid)
+};
+
+}  // namespace vispec

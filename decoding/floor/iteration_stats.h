@@ -1,0 +1,39 @@
+// What every speculative decoder records per iteration besides its algorithm: time by phase (draft, verify,
+// resample, bookkeeping: decoding/floor/phase_clock.h), shared equally by the rows still decoding, and one forward
+// of each model.
+#pragma once
+
+#include <vector>
+
+#include "decoding/floor/decoder.h"
+#include "decoding/floor/phase_clock.h"
+
+namespace vispec {
+
+struct IterationTimes {
+  Lap draft, verify, resample, bookkeeping;  // `times.draft = clock.lap();` at each phase's end
+};
+
+// One target forward (or `target_forwards`) and `draft_forwards` drafter forwards for every active row now,
+// and its share of the phases' times when the clock settles.
+inline void charge_iteration(PhaseClock& clock, std::vector<SampleStats>& stats, const std::vector<int64_t>& active,
+                             const IterationTimes& t, int64_t draft_forwards, int64_t target_forwards = 1) {
+  for (int64_t b : active) {
+    auto& s = stats[size_t(b)];
+    s.target_forwards += target_forwards;
+    s.draft_forwards += draft_forwards;
+  }
+  clock.charge(t.draft, active, &SampleStats::draft_ms);
+  clock.charge(t.verify, active, &SampleStats::verify_ms);
+  clock.charge(t.resample, active, &SampleStats::resample_ms);
+  clock.charge(t.bookkeeping, active, &SampleStats::bookkeeping_ms);
+}
+
+// Every row of a batch of B: 0 .. B - 1 (the prefill's rows, a decoder whose rows never drop out).
+inline std::vector<int64_t> all_rows(int64_t B) {
+  std::vector<int64_t> rows(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = b;
+  return rows;
+}
+
+}  // namespace vispec
