@@ -47,7 +47,8 @@ class OpCounter {
   static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
     auto& c = counts();
     const char* name = fn.name();
-    for (const char* marker : {"vispec::static_step", "vispec::iteration", "vispec::host_upload"})
+    for (const char* marker :
+         {"vispec::static_step", "vispec::iteration_graph", "vispec::iteration", "vispec::host_upload"})
       if (std::strcmp(name, marker) == 0) return std::make_unique<Transparent>();
     if (std::strcmp(name, "aten::_local_scalar_dense") == 0 || std::strcmp(name, "vispec::host_read") == 0) ++c.reads;
     if (c.depth == 0) c.top_is_to = std::strcmp(name, "aten::to") == 0;

@@ -18,7 +18,7 @@
 
 namespace vispec {
 
-namespace {
+// Outside an anonymous namespace: ArDecoder::Session, which derives from it, is not in one.
 struct ArBuffers {
   torch::Tensor u;       // [B, N] float64: every position's sampling uniform, uploaded per decode
   torch::Tensor tokens;  // [B, N] int64: the image
@@ -34,7 +34,6 @@ struct ArBuffers {
     logits = torch::zeros({B, V}, on.dtype(torch::kFloat32));
   }
 };
-}  // namespace
 
 struct ArDecoder::Session : ArBuffers {
   Session(const CfgModel& target, int64_t batch)

@@ -10,8 +10,10 @@
 //            next token becomes the row's newest (fed by the next iteration)
 // Every row of a batch runs its own iteration in the same forwards (rows sit at different positions; the
 // cache keeps per-row lengths), and nothing loops over rows issuing kernels: one read of the accepted counts
-// per iteration is the host's only wait. With the exact rule the output distribution is the target's
-// (lossless); at temperature 0 the tokens are AR's greedy tokens.
+// per iteration is the host's only wait. The iteration up to that read touches only the device, so on a GPU a
+// steady one (its drafter steps within one length bucket) is replayed as one CUDA graph
+// (decoding/floor/iteration_graphs.h); the host then replays it, reads, and moves the caches' host lengths. With the
+// exact rule the output distribution is the target's (lossless); at temperature 0 the tokens are AR's greedy tokens.
 // Randomness per (seed, sample id, position): kSample for token 0 and bonus tokens, kDraft for drafts,
 // kAccept for the tests, kResample after a rejection.
 #include "decoding/sd.h"
@@ -33,7 +35,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens(), G = gamma_;
   const auto device = target_.gpt()->device();
-  DecodeRows rows(request, N, G + 1, device);
+  auto rows = graphs_.rows(request, N, G + 1, device);
   auto& stats = rows.stats;
 
   PhaseClock clock(device);
@@ -45,54 +47,72 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   dcache.keep_all();
   for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
-  const auto one = torch::ones({1, 1}, torch::TensorOptions().dtype(torch::kBool).device(device));
-  const auto chain_mask = causal_mask(G + 1, device);
+  if (!one_.defined()) {  // inputs of every iteration: made once, so that a replayed iteration finds them
+    one_ = torch::ones({1, 1}, torch::TensorOptions().dtype(torch::kBool).device(device));
+    chain_mask_ = causal_mask(G + 1, device);
+  }
+  const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(tcache), drafter_.pooled_lengths(dcache)};
 
   while (rows.next_iteration()) {
     const auto active = rows.active();
-    // ---- draft
     IterationTimes times;
+    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
     clock.restart();
-    const auto newest = rows.tokens_at(-1);
-    const auto u_draft = params_.greedy() ? torch::Tensor() : rows.uniforms(rows.positions(0, G), Purpose::kDraft);
-    auto q_logits = drafter_.decode_block(dcache, newest, rows.positions(-1, 1), one).logits.select(1, 0);
-    dcache.keep_all();
-    std::vector<torch::Tensor> drafted, q_steps;
-    for (int64_t j = 0; j < G; ++j) {
-      torch::Tensor x;
-      if (params_.greedy()) {
-        x = greedy_tokens(q_logits);
-      } else {
-        q_steps.push_back(target_probs(q_logits, params_));
-        x = sample_from_probs(q_steps.back(), u_draft.select(1, j));
-      }
-      drafted.push_back(x);
-      q_logits = drafter_.decode_block(dcache, x.view({B, 1}), rows.positions(j, 1), one).logits.select(1, 0);
+    // The iteration on the device: draft, verify, accept, commit. Nothing in it reads the host.
+    const auto iteration = [&] {
+      // ---- draft
+      const auto newest = rows.tokens_at(-1);
+      const auto u_draft = params_.greedy() ? torch::Tensor() : rows.uniforms(rows.positions(0, G), Purpose::kDraft);
+      auto q_logits = drafter_.decode_block(dcache, newest, rows.positions(-1, 1), one_).logits.select(1, 0);
       dcache.keep_all();
+      std::vector<torch::Tensor> drafted, q_steps;
+      for (int64_t j = 0; j < G; ++j) {
+        torch::Tensor x;
+        if (params_.greedy()) {
+          x = greedy_tokens(q_logits);
+        } else {
+          q_steps.push_back(target_probs(q_logits, params_));
+          x = sample_from_probs(q_steps.back(), u_draft.select(1, j));
+        }
+        drafted.push_back(x);
+        q_logits = drafter_.decode_block(dcache, x.view({B, 1}), rows.positions(j, 1), one_).logits.select(1, 0);
+        dcache.keep_all();
+      }
+      const auto drafts = torch::stack(drafted, 1);  // [B, G]
+      times.end(times.draft, clock);
+
+      // ---- verify: one target forward, then the chain rule over every row
+      const auto out =
+          target_.decode_block(tcache, torch::cat({newest, drafts}, 1), rows.positions(-1, G + 1), chain_mask_);
+      times.end(times.verify, clock);
+      const auto count = (N - rows.n).clamp(0, G);
+      const auto u = chain_uniforms(rows, G, rule_, params_.greedy());
+      const auto verdict = params_.greedy() ? verify_chain_greedy(rule_, greedy_tokens(out.logits), drafts, count, u)
+                                            : verify_chain(rule_, target_probs(out.logits, params_),
+                                                           torch::stack(q_steps, 1), drafts, count, u);
+      const auto kept = rows.commit_chain_on_device(drafts, verdict, count, N);
+      // ---- keep [newest, accepted drafts] in the target's cache; the drafter's fed all G + 1, so it drops the rest
+      target_.shift_lengths_on_device(tcache, kept);
+      drafter_.shift_lengths_on_device(dcache, kept - (G + 1));
+    };
+    // Steady: every drafter step reads through one bucket, so the iteration's forwards have one key each.
+    const bool steady = pooled[0] && pooled[1] && tcache.lengths_current() && dcache.lengths_current() &&
+                        dcache.bucket_for(1) == dcache.bucket_for(G + 1);
+    if (steady) {
+      graphs_.run(rows, {B, G, dcache.bucket_for(1), tcache.bucket_for(G + 1), int64_t(request.seed)}, pooled,
+                  {&tcache, &dcache}, iteration);
+    } else {
+      iteration();
     }
-    const auto drafts = torch::stack(drafted, 1);  // [B, G]
-    times.draft = clock.lap();
-
-    // ---- verify: one target forward, then the chain rule over every row
-    const auto out =
-        target_.decode_block(tcache, torch::cat({newest, drafts}, 1), rows.positions(-1, G + 1), chain_mask);
-    times.verify = clock.lap();
-    const auto count = (N - rows.n).clamp(0, G);
-    const auto u = chain_uniforms(rows, G, rule_, params_.greedy());
-    const auto verdict = params_.greedy() ? verify_chain_greedy(rule_, greedy_tokens(out.logits), drafts, count, u)
-                                          : verify_chain(rule_, target_probs(out.logits, params_),
-                                                         torch::stack(q_steps, 1), drafts, count, u);
-    const auto kept = rows.commit_chain(drafts, verdict, count, N);
-    times.resample = clock.lap();
-
-    // ---- keep [newest, accepted drafts] in the target's cache; the drafter's fed all G + 1, so it drops the rest
-    target_.shift_lengths(tcache, kept.host, kept.on_device);
+    const auto kept = rows.settle_chain(N);  // the iteration's one read
+    times.end_device_half(clock);
+    target_.shift_lengths_on_host(tcache, kept.host);
     std::vector<int64_t> dropped(kept.host.size());
     // Entries, not tokens: where image rows end in an end-of-line entry (a dynamic cache) the two differ, and
     // the drafter, of the same layout, keeps the entries the target kept; in a static cache they are the
     // device counts' kept - (G + 1).
     for (int64_t b = 0; b < B; ++b) dropped[size_t(b)] = tcache.length(b) - dcache.length(b);
-    drafter_.shift_lengths(dcache, dropped, kept.on_device - (G + 1));
+    drafter_.shift_lengths_on_host(dcache, dropped);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, G + 1);
   }

@@ -7,6 +7,7 @@
 #include "decoding/floor/cfg_model.h"
 #include "decoding/floor/codebook_neighbours.h"
 #include "decoding/floor/decoder.h"
+#include "decoding/floor/iteration_graphs.h"
 #include "decoding/floor/verify.h"
 
 namespace vispec {
@@ -24,6 +25,8 @@ class SdDecoder : public Decoder {
   SamplingParams params_;
   int64_t gamma_;
   ChainRule rule_;
+  IterationGraphs graphs_;          // the decode state's buffers and the iterations' graphs
+  torch::Tensor one_, chain_mask_;  // the drafter's and the verify forward's block masks
 };
 
 }  // namespace vispec

@@ -35,7 +35,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   const int64_t V = target_.gpt()->config().vocab_size, W = window_;
   const auto device = target_.gpt()->device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  DecodeRows rows(request, N, W + 1, device);
+  auto rows = graphs_.rows(request, N, W + 1, device);
   auto& stats = rows.stats;
 
   PhaseClock clock(device);
@@ -44,55 +44,70 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   cache.keep_all();
   for (auto& s : stats) s.target_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
-  // The carried drafts of every row, [B, W], their q [B, W, V] (sampling only) and how many there are [B].
-  auto carry = torch::zeros({B, W}, i64), carry_len = torch::zeros({B}, i64);
-  // (Zeros before the first iteration, where nothing is carried: every iteration then issues the same
-  // operators.)
-  auto carry_q = params_.greedy() ? torch::Tensor() : torch::zeros({B, W, V}, i64.dtype(torch::kFloat32));
-  const auto column = torch::arange(W, i64).view({1, W});
-  const auto window_mask = causal_mask(W + 1, device);
+  // The carried drafts of every row, [B, W], their q [B, W, V] (sampling only) and how many there are [B]:
+  // state of the decode that each iteration rewrites in place. (Zeros before the first iteration, where nothing
+  // is carried: every iteration then issues the same operators.)
+  const auto carry = graphs_.state(rows, "carry", {B, W}, i64), carry_len = graphs_.state(rows, "carry_len", {B}, i64);
+  const auto carry_q =
+      params_.greedy() ? torch::Tensor() : graphs_.state(rows, "carry_q", {B, W, V}, i64.dtype(torch::kFloat32));
+  if (!column_.defined()) {  // inputs of every iteration: made once, so that a replayed iteration finds them
+    column_ = torch::arange(W, i64).view({1, W});
+    window_mask_ = causal_mask(W + 1, device);
+  }
+  const auto& column = column_;
+  const auto* pooled = target_.pooled_lengths(cache);
 
   while (rows.next_iteration()) {
     const auto active = rows.active();
     IterationTimes times;
+    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
     clock.restart();
+    // The iteration on the device: window, verify, accept, carry, commit. Nothing in it reads the host.
+    const auto iteration = [&] {
+      // ---- the window of every row: newest, carried drafts, new uniform drafts
+      const auto u_init = rows.uniforms(rows.positions(0, W), Purpose::kInit, rows.iteration);
+      const auto fresh = (u_init * double(V)).to(torch::kInt64).clamp_max(V - 1);
+      const auto carried = column < carry_len.view({B, 1});
+      const auto drafts = torch::where(carried, carry, fresh);
+      times.end(times.draft, clock);
 
-    // ---- the window of every row: newest, carried drafts, new uniform drafts
-    const auto u_init = rows.uniforms(rows.positions(0, W), Purpose::kInit, rows.iteration);
-    const auto fresh = (u_init * double(V)).to(torch::kInt64).clamp_max(V - 1);
-    const auto carried = column < carry_len.view({B, 1});
-    const auto drafts = torch::where(carried, carry, fresh);
-    times.draft = clock.lap();
-
-    // ---- one target forward over every window, then the chain rule
-    const auto out = target_.decode_block(cache, torch::cat({rows.tokens_at(-1), drafts}, 1), rows.positions(-1, W + 1),
-                                          window_mask);
-    times.verify = clock.lap();
-    const auto count = (N - rows.n).clamp(0, W);
-    const auto u = chain_uniforms(rows, W, rule_, params_.greedy());
-    // The Jacobi update reads y_j, a sample of p_j at n + j (the argmax at temperature 0).
-    torch::Tensor y, p;
-    ChainVerdict verdict;
-    if (params_.greedy()) {
-      y = greedy_tokens(out.logits);  // [B, W + 1]
-      verdict = verify_chain_greedy(rule_, y, drafts, count, u);
+      // ---- one target forward over every window, then the chain rule
+      const auto out = target_.decode_block(cache, torch::cat({rows.tokens_at(-1), drafts}, 1),
+                                            rows.positions(-1, W + 1), window_mask_);
+      times.end(times.verify, clock);
+      const auto count = (N - rows.n).clamp(0, W);
+      const auto u = chain_uniforms(rows, W, rule_, params_.greedy());
+      // The Jacobi update reads y_j, a sample of p_j at n + j (the argmax at temperature 0).
+      torch::Tensor y, p;
+      ChainVerdict verdict;
+      if (params_.greedy()) {
+        y = greedy_tokens(out.logits);  // [B, W + 1]
+        verdict = verify_chain_greedy(rule_, y, drafts, count, u);
+      } else {
+        p = target_probs(out.logits, params_);  // [B, W + 1, V]
+        auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
+        const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
+        verdict = verify_chain(rule_, p, q, drafts, count, u);
+        const auto u_carry = rows.uniforms(rows.positions(0, W + 1), Purpose::kDraft, rows.iteration);
+        y = sample_from_probs(p.reshape({B * (W + 1), V}), u_carry.reshape(-1)).view({B, W + 1});
+      }
+      // ---- carry: y_{a+1} .. y_count (those inside the image) become the next window's drafts
+      const auto from = (verdict.accepted + 1).view({B, 1}) + column;  // [B, W]
+      carry.copy_(y.gather(1, from.clamp_max(W)));
+      if (p.defined()) carry_q.copy_(p.gather(1, from.clamp_max(W).unsqueeze(2).expand({B, W, V})));
+      carry_len.copy_((torch::minimum(count, N - rows.n - 1) - verdict.accepted).clamp_min(0));
+      const auto kept = rows.commit_chain_on_device(drafts, verdict, count, N);
+      target_.shift_lengths_on_device(cache, kept);  // newest + accepted drafts
+    };
+    // One forward per iteration: every iteration whose lengths are on the device is steady.
+    if (pooled && cache.lengths_current()) {
+      graphs_.run(rows, {B, W, cache.bucket_for(W + 1), int64_t(request.seed)}, {pooled}, {&cache}, iteration);
     } else {
-      p = target_probs(out.logits, params_);  // [B, W + 1, V]
-      auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
-      const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
-      verdict = verify_chain(rule_, p, q, drafts, count, u);
-      const auto u_carry = rows.uniforms(rows.positions(0, W + 1), Purpose::kDraft, rows.iteration);
-      y = sample_from_probs(p.reshape({B * (W + 1), V}), u_carry.reshape(-1)).view({B, W + 1});
+      iteration();
     }
-    // ---- carry: y_{a+1} .. y_count (those inside the image) become the next window's drafts
-    const auto from = (verdict.accepted + 1).view({B, 1}) + column;  // [B, W]
-    carry = y.gather(1, from.clamp_max(W));
-    if (p.defined()) carry_q = p.gather(1, from.clamp_max(W).unsqueeze(2).expand({B, W, V}));
-    carry_len = (torch::minimum(count, N - rows.n - 1) - verdict.accepted).clamp_min(0);
-    const auto kept = rows.commit_chain(drafts, verdict, count, N);
-    times.resample = clock.lap();
-
-    target_.shift_lengths(cache, kept.host, kept.on_device);  // newest + accepted drafts
+    const auto kept = rows.settle_chain(N);  // the iteration's one read
+    times.end_device_half(clock);
+    target_.shift_lengths_on_host(cache, kept.host);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, 0);
   }

@@ -6,6 +6,7 @@
 #include "decoding/floor/cfg_model.h"
 #include "decoding/floor/codebook_neighbours.h"
 #include "decoding/floor/decoder.h"
+#include "decoding/floor/iteration_graphs.h"
 #include "decoding/floor/verify.h"
 
 namespace vispec {
@@ -24,6 +25,8 @@ class SjdDecoder : public Decoder {
   SamplingParams params_;
   int64_t window_;
   ChainRule rule_;
+  IterationGraphs graphs_;              // the decode state's buffers and the iterations' graphs
+  torch::Tensor column_, window_mask_;  // the window's columns and its block mask
 };
 
 }  // namespace vispec

@@ -28,6 +28,44 @@ const std::vector<std::string> kWeightFields = {"gpt.weights",
                                                 "drafters.mulo.gpt.weights",
                                                 "drafters.mulo.resamplers.weights"};
 
+// The job's plain fields, each declared once: its key, its member of JobConfig (whose value is the default) and
+// its bounds or words. The reader, the list of known keys and the resolved job (OUT/job.yaml) come from these.
+// Every count has an upper bound too: a typo (threads: 100000) must not exhaust the machine, and the products
+// planning forms (prompts x images_per_prompt) must not overflow.
+struct WholeField {
+  const char* key;
+  int64_t JobConfig::*member;
+  int64_t low, high;
+};
+const WholeField kWholeFields[] = {
+    {"images_per_prompt", &JobConfig::images_per_prompt, 1, kMaxSampleIds},
+    {"batch_size", &JobConfig::batch_size, 1, kMaxBatchSize},
+    {"threads", &JobConfig::threads, 0, kMaxThreads},
+    {"unit_size", &JobConfig::unit_size, 1, kMaxUnitSize},
+};
+struct WordField {
+  const char* key;
+  std::string JobConfig::*member;
+  std::vector<std::string> words;  // the values it may take (empty: any)
+};
+const WordField kWordFields[] = {
+    {"device", &JobConfig::device, {}},
+    {"cuda_graphs", &JobConfig::cuda_graphs, {"auto", "off"}},
+    {"schedule", &JobConfig::schedule, {"dynamic", "static"}},
+    {"output", &JobConfig::output, {"files", "shards"}},
+    {"read_weights", &JobConfig::read_weights, {"once_per_node", "every_rank"}},
+};
+// The fields with code of their own below.
+const char* const kOtherKeys[] = {"model", "prompts", "decoder", "seed", "out", "distill"};
+
+// "'a' or 'b'", "'a', 'b' or 'c'"
+std::string either(const std::vector<std::string>& words) {
+  std::string s;
+  for (size_t i = 0; i < words.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + ("'" + words[i] + "'");
+  return s;
+}
+
 // The job's model map below `prefix` ("" or "drafters." ...): each leaf a weight field, each map a step towards
 // one, anything else refused naming the fields it could be.
 void read_weight_overrides(const YamlView& v, const std::string& prefix, std::vector<WeightOverride>& out) {
@@ -71,8 +109,10 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   expand_model_shorthand(doc);
   YamlView root(doc, path);
-  root.reject_unknown_keys({"model", "prompts", "decoder", "images_per_prompt", "seed", "batch_size", "out", "device",
-                            "threads", "cuda_graphs", "unit_size", "schedule", "output", "read_weights", "distill"});
+  std::vector<std::string> keys(std::begin(kOtherKeys), std::end(kOtherKeys));
+  for (const auto& f : kWholeFields) keys.push_back(f.key);
+  for (const auto& f : kWordFields) keys.push_back(f.key);
+  root.reject_unknown_keys(keys);
 
   JobConfig job;
   job.file = path;
@@ -89,36 +129,21 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   if (!job.model_dtype.empty() && !is_model_dtype(job.model_dtype))
     model.at("dtype").fail("expected fp32, bf16 or fp16, got '" + job.model_dtype + "'");
   job.prompts_file = root.need_path("prompts");
-  // Every count has an upper bound too: a typo (threads: 100000) must not exhaust the machine, and the
-  // products planning forms (prompts x images_per_prompt) must not overflow.
-  const auto bounded = [&](const char* key, int64_t value, int64_t low, int64_t high) {
-    if (value < low || value > high)
-      root.at(key).fail("must be " + std::to_string(low) + " to " + std::to_string(high) + ", got " +
-                        std::to_string(value));
-    return value;
-  };
-  job.images_per_prompt = root.get<int64_t>("images_per_prompt", job.images_per_prompt);
-  bounded("images_per_prompt", job.images_per_prompt, 1, kMaxSampleIds);
   job.seed = root.get<uint64_t>("seed", job.seed);
-  job.batch_size = root.get<int64_t>("batch_size", job.batch_size);
-  bounded("batch_size", job.batch_size, 1, kMaxBatchSize);
   job.out_dir = out_override.empty() ? root.need<std::string>("out") : out_override;
-  job.device = root.get<std::string>("device", job.device);
-  job.threads = int(bounded("threads", root.get<int64_t>("threads", job.threads), 0, kMaxThreads));
-  job.cuda_graphs = root.get<std::string>("cuda_graphs", job.cuda_graphs);
-  if (job.cuda_graphs != "auto" && job.cuda_graphs != "off")
-    root.at("cuda_graphs").fail("expected 'auto' or 'off', got '" + job.cuda_graphs + "'");
-  job.unit_size = root.get<int64_t>("unit_size", job.unit_size);
-  bounded("unit_size", job.unit_size, 1, kMaxUnitSize);
-  job.schedule = root.get<std::string>("schedule", job.schedule);
-  if (job.schedule != "dynamic" && job.schedule != "static")
-    root.at("schedule").fail("expected 'dynamic' or 'static', got '" + job.schedule + "'");
-  job.output = root.get<std::string>("output", job.output);
-  if (job.output != "files" && job.output != "shards")
-    root.at("output").fail("expected 'files' or 'shards', got '" + job.output + "'");
-  job.read_weights = root.get<std::string>("read_weights", job.read_weights);
-  if (job.read_weights != "once_per_node" && job.read_weights != "every_rank")
-    root.at("read_weights").fail("expected 'once_per_node' or 'every_rank', got '" + job.read_weights + "'");
+  for (const auto& f : kWholeFields) {
+    auto& value = job.*f.member;
+    value = root.get<int64_t>(f.key, value);
+    if (value < f.low || value > f.high)
+      root.at(f.key).fail("must be " + std::to_string(f.low) + " to " + std::to_string(f.high) + ", got " +
+                          std::to_string(value));
+  }
+  for (const auto& f : kWordFields) {
+    auto& value = job.*f.member;
+    value = root.get<std::string>(f.key, value);
+    if (!f.words.empty() && std::find(f.words.begin(), f.words.end(), value) == f.words.end())
+      root.at(f.key).fail("expected " + either(f.words) + ", got '" + value + "'");
+  }
 
   if (root.has("distill")) {
     const auto d = root.at("distill");
@@ -169,17 +194,10 @@ std::string resolved_job_yaml(const JobConfig& job, const std::map<std::string, 
   for (const auto& [key, value] : decoder_numbers) y << YAML::Key << key << YAML::Value << number(value);
   for (const auto& [key, value] : decoder_words) y << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << value;
   y << YAML::EndMap;
-  y << YAML::Key << "images_per_prompt" << YAML::Value << job.images_per_prompt;
   y << YAML::Key << "seed" << YAML::Value << job.seed;
-  y << YAML::Key << "batch_size" << YAML::Value << job.batch_size;
   y << YAML::Key << "out" << YAML::Value << absolute(job.out_dir);
-  y << YAML::Key << "device" << YAML::Value << job.device;
-  y << YAML::Key << "threads" << YAML::Value << job.threads;
-  y << YAML::Key << "cuda_graphs" << YAML::Value << job.cuda_graphs;
-  y << YAML::Key << "unit_size" << YAML::Value << job.unit_size;
-  y << YAML::Key << "schedule" << YAML::Value << job.schedule;
-  y << YAML::Key << "output" << YAML::Value << job.output;
-  y << YAML::Key << "read_weights" << YAML::Value << job.read_weights;
+  for (const auto& f : kWholeFields) y << YAML::Key << f.key << YAML::Value << job.*f.member;
+  for (const auto& f : kWordFields) y << YAML::Key << f.key << YAML::Value << job.*f.member;
   if (job.distill.enabled) {
     y << YAML::Key << "distill" << YAML::Value << YAML::Flow << YAML::BeginMap;
     y << YAML::Key << "streams" << YAML::Value << (job.distill.streams == 2 ? "cond+uncond" : "cond");

@@ -52,7 +52,7 @@ struct JobConfig {
   int64_t batch_size = 16;
   std::string out_dir;
   std::string device = "auto";
-  int threads = 0;
+  int64_t threads = 0;
   // auto: on a GPU, static decode steps are replayed as CUDA graphs (models/gpt/step_graph.h), each checked against
   // the eager step at its first use; off: every step eager. The same images either way, so not in the
   // fingerprint.

@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 test::CliOutcome run(const std::string& args) { return test::run_vispec(args); }
+}  // namespace
 
+// Outside the anonymous namespace: the tests derived from it are not in one (a unity batch warns otherwise).
 class JobErrors : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -60,7 +62,6 @@ class JobErrors : public ::testing::Test {
   }
   fs::path dir;
 };
-}  // namespace
 
 TEST_F(JobErrors, MissingField) {
   const auto err = expect_rejected(job("decoder: {name: ar}\n", /*with_prompts=*/false));

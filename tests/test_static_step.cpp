@@ -73,7 +73,9 @@ torch::Tensor dynamic_ar(const Gpt& gpt, const SamplingParams& params, const Dec
 // Every top-level ATen operator inside each static step, as "name(input, input, ...)" with tensors as their
 // dtype and shape and scalars as their values; host reads as "HOST_READ". And the same inside each decoder
 // iteration ("vispec::iteration"), where a static step is one entry "STEP(rows, width, bucket, )" and host
-// reads and length uploads ("HOST_UPLOAD") are listed wherever they happen.
+// reads and length uploads ("HOST_UPLOAD") are listed wherever they happen. A whole iteration run as one graph
+// ("vispec::iteration_graph") is an entry "GRAPH(key)" before its operators, which are listed as the others;
+// a host read or upload inside one is also counted in `reads_in_graphs`.
 class StepTrace {
  public:
   StepTrace() {
@@ -87,10 +89,12 @@ class StepTrace {
     active() = nullptr;
   }
   std::vector<std::vector<std::string>> steps, iterations;
+  int64_t graphs = 0, reads_in_graphs = 0;
 
  private:
   struct StepMarker : at::ObserverContext {};
   struct IterationMarker : at::ObserverContext {};
+  struct GraphMarker : at::ObserverContext {};
   static StepTrace*& active() {
     static thread_local StepTrace* a = nullptr;
     return a;
@@ -130,6 +134,12 @@ class StepTrace {
       self->iteration_depth_ = 0;
       return std::make_unique<IterationMarker>();
     }
+    if (name == "vispec::iteration_graph") {
+      ++self->graphs;
+      if (self->in_iteration_) self->iterations.back().push_back(call(fn, "GRAPH"));
+      self->in_graph_ = true;
+      return std::make_unique<GraphMarker>();
+    }
     if (name == "vispec::static_step") {
       if (self->in_iteration_ && self->iteration_depth_++ == 0) self->iterations.back().push_back(call(fn, "STEP"));
       self->steps.emplace_back(1, call(fn, "STEP"));  // its key first
@@ -141,6 +151,7 @@ class StepTrace {
                                         {"vispec::host_read", "HOST_READ"},
                                         {"vispec::host_upload", "HOST_UPLOAD"}})
       if (name == marker) {
+        if (self->in_graph_) ++self->reads_in_graphs;
         if (self->in_step_) self->steps.back().push_back(entry);
         if (self->in_iteration_) self->iterations.back().push_back(entry);
       }
@@ -154,12 +165,16 @@ class StepTrace {
       self->in_iteration_ = false;
       return;
     }
+    if (dynamic_cast<GraphMarker*>(context)) {
+      self->in_graph_ = false;
+      return;
+    }
     if (dynamic_cast<StepMarker*>(context)) self->in_step_ = false;
     else if (self->in_step_) --self->depth_;
     if (self->in_iteration_) --self->iteration_depth_;
   }
   at::CallbackHandle handle_;
-  bool in_step_ = false, in_iteration_ = false;
+  bool in_step_ = false, in_iteration_ = false, in_graph_ = false;
   int64_t depth_ = 0, iteration_depth_ = 0;
 };
 
@@ -312,7 +327,7 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
   const auto keys = [](const std::vector<std::string>& iteration) {
     std::vector<std::string> k;
     for (const auto& op : iteration)
-      if (op.rfind("STEP(", 0) == 0) k.push_back(op);
+      if (op.rfind("STEP(", 0) == 0 || op.rfind("GRAPH(", 0) == 0) k.push_back(op);
     return k;
   };
   for (double temperature : {0.0, 1.0}) {
@@ -359,7 +374,11 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
                                       << (differ.first != its[i].end() ? *differ.first : "(end)");
       }
       std::cout << name << " (T = " << temperature << "): " << its.size() << " iterations of " << its[0].size()
-                << " operators, " << compared << " compared with the one before\n";
+                << " operators, " << compared << " compared with the one before, " << trace.graphs
+                << " run as one graph\n";
+      EXPECT_EQ(trace.reads_in_graphs, 0) << name << ": an iteration graph reads or uploads to the host";
+      if (name.rfind("sd", 0) == 0)  // the chain decoders whose whole iterations are graphs
+        EXPECT_GE(trace.graphs, int64_t(its.size()) / 2) << name << ": too few steady iterations";
       EXPECT_GE(compared, its.size() / 2) << name << ": too few consecutive iterations share their buckets";
     }
   }

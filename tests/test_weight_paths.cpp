@@ -43,7 +43,6 @@ class WeightPaths : public test::TempDirTest {
     return r.text;
   }
 };
-}  // namespace
 
 TEST_F(WeightPaths, EveryWeightPathOfTheConfigIsReplacedFromTheJobAndKeptInItsSnapshot) {
   fs::create_directories(dir / "mine");
@@ -149,4 +148,5 @@ TEST_F(WeightPaths, WhatAJobCannotReplaceIsOneLine) {
   EXPECT_NE(line.find("unknown field (known: eagle_head, ssd_heads, gpt, mulo)"), std::string::npos) << line;
 }
 
+}  // namespace
 }  // namespace vispec

@@ -191,7 +191,7 @@ std::unique_ptr<PreparedWorker> prepare_worker(const JobPlan& plan, const Worker
   auto w = std::make_unique<PreparedWorker>();
   // threads 0: LibTorch's default, capped at this rank's share of the node's cores so that N ranks on a
   // node do not each start a full set of OpenMP threads (oversubscribed OpenMP threads spin at barriers).
-  w->threads = plan.job.threads;
+  w->threads = int(plan.job.threads);  // at most kMaxThreads
   if (w->threads == 0)
     w->threads = std::min(at::get_num_threads(),
                           std::max(1, int(std::thread::hardware_concurrency()) / std::max(1, o.local_size)));

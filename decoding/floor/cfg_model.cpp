@@ -44,15 +44,19 @@ CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, co
 
 void CfgModel::keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths,
                           const torch::Tensor& on_device) const {
-  auto rows = paths;
-  if (guided()) rows.insert(rows.end(), paths.begin(), paths.end());
-  cache.keep_rows(rows, on_device.defined() ? twice(on_device) : on_device);
+  cache.keep_rows(every_stream(paths), on_device.defined() ? twice(on_device) : on_device);
 }
 
 void CfgModel::shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device) const {
-  auto rows = delta;
-  if (guided()) rows.insert(rows.end(), delta.begin(), delta.end());
-  cache.shift_lengths(rows, on_device.defined() ? twice(on_device) : on_device);
+  cache.shift_lengths(every_stream(delta), on_device.defined() ? twice(on_device) : on_device);
+}
+
+void CfgModel::shift_lengths_on_device(KvCache& cache, const torch::Tensor& on_device) const {
+  cache.shift_lengths_on_device(twice(on_device));
+}
+
+void CfgModel::shift_lengths_on_host(KvCache& cache, const std::vector<int64_t>& delta) const {
+  cache.shift_lengths_on_host(every_stream(delta));
 }
 
 }  // namespace vispec

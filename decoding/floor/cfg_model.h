@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
 
 #include "decoding/floor/sampler.h"
 #include "decoding/floor/static_forwards.h"
@@ -44,6 +45,12 @@ class CfgModel {
   void keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths,
                   const torch::Tensor& on_device = {}) const;
   void shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device = {}) const;
+  // Its two halves (KvCache::shift_lengths_on_device, _on_host), for an iteration replayed as a graph.
+  void shift_lengths_on_device(KvCache& cache, const torch::Tensor& on_device) const;
+  void shift_lengths_on_host(KvCache& cache, const std::vector<int64_t>& delta) const;
+  // The device lengths of the pooled static cache that `cache` copies: a tensor that outlives every copy, for
+  // the state list of a graph (null for a dynamic cache).
+  const torch::Tensor* pooled_lengths(const KvCache& cache) const { return statics_->pooled_lengths(cache); }
 
   // Drafters that read the target's states (EAGLE heads, SSD heads) run under the same guidance: their token
   // inputs [B, ...] fed to both streams, and the target's output head on their (normed) features
@@ -53,6 +60,13 @@ class CfgModel {
 
  private:
   torch::Tensor twice(const torch::Tensor& x) const { return guided() ? torch::cat({x, x}) : x; }
+  // Per-sample host values given to every stream's row: [v; v] when guided.
+  template <class T>
+  std::vector<T> every_stream(const std::vector<T>& v) const {
+    auto rows = v;
+    if (guided()) rows.insert(rows.end(), v.begin(), v.end());
+    return rows;
+  }
   CfgOutput combine(const GptOutput& out) const;
 
   Gpt gpt_;

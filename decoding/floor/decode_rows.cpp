@@ -15,15 +15,26 @@ torch::Tensor read_to_host(const torch::Tensor& t) {
   return t.to(torch::kCPU);
 }
 
-DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device)
+DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device, Buffers* buffers)
     : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), seed_(request.seed) {
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const int64_t B = request.batch();
-  tokens = torch::zeros({B, cells + pad}, i64);
-  n = torch::zeros({B}, i64);
-  iteration = torch::full({1}, -1, i64);
+  Buffers own;
+  auto& b = buffers ? *buffers : own;
+  if (!b.tokens.defined() || b.tokens.size(0) != B || b.tokens.size(1) != cells + pad || b.tokens.device() != device) {
+    b.tokens = torch::empty({B, cells + pad}, i64);
+    b.n = torch::empty({B}, i64);
+    b.iteration = torch::empty({1}, i64);
+    b.sample_ids = torch::empty({B}, i64);
+    b.read = torch::zeros({B, 3}, i64);
+  }
+  // In place: a decode of this shape after another leaves every buffer where it was.
+  tokens = b.tokens.zero_();
+  n = b.n.zero_();
+  iteration = b.iteration.fill_(-1);
   std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.end());
-  sample_ids_ = torch::tensor(ids, torch::kInt64).to(device);
+  sample_ids_ = b.sample_ids.copy_(torch::tensor(ids, torch::kInt64));
+  read_ = b.read;
 }
 
 std::vector<int64_t> DecodeRows::active(int64_t limit) const {
@@ -84,15 +95,40 @@ bool DecodeRows::next_iteration(int64_t limit) {
   return true;
 }
 
+torch::Tensor DecodeRows::commit_on_device(const torch::Tensor& drafts, const ChainVerdict& verdict,
+                                           const torch::Tensor& count, int64_t limit, const torch::Tensor& extra) {
+  ::vispec::commit_chain(tokens, n, limit, drafts, verdict);
+  const auto advance = torch::minimum(verdict.accepted + 1, limit - n);  // no token past the limit
+  n.add_(advance);
+  auto columns = torch::stack({advance, verdict.accepted, count}, 1);
+  if (extra.defined()) columns = torch::cat({columns, extra}, 1);
+  return columns;
+}
+
 torch::Tensor DecodeRows::commit(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
                                  int64_t limit, const torch::Tensor& extra, Advance& advance) {
   const auto below = active(limit);
-  ::vispec::commit_chain(tokens, n, limit, drafts, verdict);
-  advance.on_device = torch::minimum(verdict.accepted + 1, limit - n);  // no token past the limit
-  n.add_(advance.on_device);
-  auto columns = torch::stack({advance.on_device, verdict.accepted, count}, 1);
-  if (extra.defined()) columns = torch::cat({columns, extra}, 1);
+  const auto columns = commit_on_device(drafts, verdict, count, limit, extra);
+  advance.on_device = columns.select(1, 0);
   const auto host = read_to_host(columns).contiguous();
+  settle(host, below, advance);
+  return host.narrow(1, 3, host.size(1) - 3);
+}
+
+torch::Tensor DecodeRows::commit_chain_on_device(const torch::Tensor& drafts, const ChainVerdict& verdict,
+                                                 const torch::Tensor& count, int64_t limit) {
+  read_.copy_(commit_on_device(drafts, verdict, count, limit, torch::Tensor()));
+  return read_.select(1, 0);
+}
+
+DecodeRows::Advance DecodeRows::settle_chain(int64_t limit) {
+  Advance advance;
+  advance.on_device = read_.select(1, 0);
+  settle(read_to_host(read_).contiguous(), active(limit), advance);
+  return advance;
+}
+
+void DecodeRows::settle(const torch::Tensor& host, const std::vector<int64_t>& below, Advance& advance) {
   const auto a = host.accessor<int64_t, 2>();
   advance.host.assign(size_t(batch()), 0);
   for (int64_t b = 0; b < batch(); ++b) {
@@ -103,14 +139,12 @@ torch::Tensor DecodeRows::commit(const torch::Tensor& drafts, const ChainVerdict
     stats[size_t(b)].accepted += a[b][1];
     stats[size_t(b)].drafted += a[b][2];
   }
-  return host.narrow(1, 3, host.size(1) - 3);
 }
 
 DecodeRows::Advance DecodeRows::commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict,
                                              const torch::Tensor& count, int64_t limit) {
-  Advance advance;
-  commit(drafts, verdict, count, limit, torch::Tensor(), advance);
-  return advance;
+  commit_chain_on_device(drafts, verdict, count, limit);
+  return settle_chain(limit);
 }
 
 std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& verdict,

@@ -39,8 +39,17 @@ torch::Tensor first_tokens(const torch::Tensor& prefill_logits, const SamplingPa
 
 class DecodeRows {
  public:
-  // `pad` columns past the image take writes that fall beyond it (a chain of G drafts: G + 1).
-  DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device);
+  // The device tensors of the decode state. A decoder whose iterations are replayed as CUDA graphs
+  // (decoding/floor/iteration_graphs.h) keeps one set per batch shape and hands it to every decode of that shape,
+  // which writes it in place: a graph finds the state where it was captured.
+  struct Buffers {
+    torch::Tensor tokens, n, iteration, sample_ids;
+    torch::Tensor read;  // [B, 3] int64: what commit_chain_on_device leaves for the host to read
+  };
+  // `pad` columns past the image take writes that fall beyond it (a chain of G drafts: G + 1). buffers: where
+  // the state lives (made there on first use); null: tensors of this decode's own.
+  DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device,
+             Buffers* buffers = nullptr);
 
   int64_t batch() const { return int64_t(committed.size()); }
   int64_t cells() const { return cells_; }
@@ -78,6 +87,13 @@ class DecodeRows {
   };
   Advance commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
                        int64_t limit);
+  // commit_chain in two halves, for an iteration replayed as a graph: the device half (inside the graph) writes
+  // the tokens, advances n and leaves the advances, accepted counts and `count` in a buffer that never moves;
+  // it returns the advances, [B] on the device (a view of that buffer). The host half (after the graph) reads
+  // the buffer, the iteration's only wait, and counts the statistics of the rows that were below `limit`.
+  torch::Tensor commit_chain_on_device(const torch::Tensor& drafts, const ChainVerdict& verdict,
+                                       const torch::Tensor& count, int64_t limit);
+  Advance settle_chain(int64_t limit);
   // The tree decoders' commit (EAGLE-1/2, LANTERN, ADT-Tree) after a walk (decoding/floor/verify.h) of trees whose
   // node tokens are node_tokens [B, T]: the accepted path after the root is a chain, written with the sampled
   // token as commit_chain writes one (the pad must hold T columns), its statistics counted (drafted: the
@@ -100,10 +116,16 @@ class DecodeRows {
   // the statistics counted for the rows that were below `limit`.
   torch::Tensor commit(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
                        int64_t limit, const torch::Tensor& extra, Advance& advance);
+  // commit()'s halves: the device writes and the columns [B, 3 + E] to read (advance, accepted, count, extra);
+  // the host's bookkeeping from their host copy (rows `below` the limit, as of the last read, get statistics).
+  torch::Tensor commit_on_device(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
+                                 int64_t limit, const torch::Tensor& extra);
+  void settle(const torch::Tensor& host, const std::vector<int64_t>& below, Advance& advance);
 
   int64_t cells_;
   uint64_t seed_;
   torch::Tensor sample_ids_;                            // [B] int64, device
+  torch::Tensor read_;                                  // [B, 3] int64, device: commit_chain_on_device's columns
   std::optional<at::RecordFunction> iteration_record_;  // the current "vispec::iteration"
 };
 

@@ -12,6 +12,16 @@ namespace vispec {
 
 struct IterationTimes {
   Lap draft, verify, resample, bookkeeping;  // `times.draft = clock.lap();` at each phase's end
+  // False where the iteration's device half may be replayed as one graph (decoding/floor/iteration_graphs.h):
+  // an event inside a graph is not one the host can time, so its phases are not timed apart.
+  bool timed = true;
+  // The end of a phase inside the device half (nothing where it is not timed apart).
+  void end(Lap& phase, PhaseClock& clock) const {
+    if (timed) phase = clock.lap();
+  }
+  // The end of the device half, its read done: the resample, or where not timed apart the whole half, charged
+  // to verify.
+  void end_device_half(PhaseClock& clock) { (timed ? resample : verify) = clock.lap(); }
 };
 
 // One target forward (or `target_forwards`) and `draft_forwards` drafter forwards for every active row now,

@@ -55,6 +55,11 @@ StaticForwards::Pooled* StaticForwards::pooled_of(const KvCache& cache) const {
 
 bool StaticForwards::owns(const KvCache& cache) const { return pooled_of(cache) != nullptr; }
 
+const torch::Tensor* StaticForwards::pooled_lengths(const KvCache& cache) const {
+  const auto* p = pooled_of(cache);
+  return p ? &p->cache.lengths_on_device() : nullptr;
+}
+
 std::vector<torch::Tensor> StaticForwards::forward(KvCache& cache, int64_t T, const std::vector<torch::Tensor>& inputs,
                                                    const Run& run) {
   auto* pooled = pooled_of(cache);

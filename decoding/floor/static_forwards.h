@@ -34,6 +34,8 @@ class StaticForwards {
   KvCache make_cache(const Gpt& gpt, int64_t rows, int64_t extra);
   // Whether `cache` is one of this pool's.
   bool owns(const KvCache& cache) const;
+  // The device lengths of the pooled cache that `cache` copies, a tensor that outlives the copy (null if none).
+  const torch::Tensor* pooled_lengths(const KvCache& cache) const;
 
   // run(inputs) -> outputs, as a static step of the pooled cache that `cache` copies, opening (or extending) a
   // block of T entries per row: the inputs (undefined ones allowed) copied into static buffers, the step run

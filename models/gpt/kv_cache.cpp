@@ -132,7 +132,7 @@ int64_t KvCache::plan_static_block(int64_t T) {
   const int64_t need = max_length() + W;
   VISPEC_ASSERT(T >= 1 && need <= capacity_, "KV cache overflow: need ", need, " of ", capacity_, " slots");
   sync_lengths();
-  bucket_ = std::min(capacity_, (need + kLengthBucket - 1) / kLengthBucket * kLengthBucket);
+  bucket_ = bucket_for(W);
   block_slots_ = torch::Tensor();
   pending_ = W;
   written_from_ = P;
@@ -362,6 +362,41 @@ void KvCache::shift_lengths(const std::vector<int64_t>& delta, const torch::Tens
   VISPEC_ASSERT(node_starts_.empty() && on_device.numel() == batch(), "shift_lengths: device counts of ",
                 on_device.numel(), " rows");
   lengths_device_.add_(on_device);
+}
+
+void KvCache::shift_lengths_on_device(const torch::Tensor& on_device) {
+  if (!device_lengths()) return;  // a dynamic cache: its host half is the whole commit
+  VISPEC_ASSERT(lengths_current() && node_starts_.empty() && on_device.numel() == batch(),
+                "shift_lengths_on_device needs current device lengths and ", batch(), " counts");
+  lengths_device_.add_(on_device);
+}
+
+void KvCache::shift_lengths_on_host(const std::vector<int64_t>& delta) {
+  if (!device_lengths()) return shift_lengths(delta);
+  VISPEC_ASSERT(lengths_current(), "shift_lengths_on_host follows shift_lengths_on_device");
+  const bool stale = lengths_stale_;
+  shift_lengths(delta);  // the host half; a static cache would mark its device lengths stale without counts
+  lengths_stale_ = stale;
+}
+
+int64_t KvCache::bucket_for(int64_t width) const {
+  const int64_t need = max_length() + width;
+  return std::min(capacity_, (need + kLengthBucket - 1) / kLengthBucket * kLengthBucket);
+}
+
+void KvCache::follow_host(const KvCache& recorded_before, const KvCache& recorded_after) {
+  VISPEC_ASSERT(batch() == recorded_before.batch() && batch() == recorded_after.batch(), "follow_host of ", batch(),
+                " rows after a step of ", recorded_before.batch());
+  auto lengths = length_;
+  for (size_t b = 0; b < lengths.size(); ++b) lengths[b] += recorded_after.length_[b] - recorded_before.length_[b];
+  *this = recorded_after;  // the device tensors are shared: only the host bookkeeping is taken
+  length_ = std::move(lengths);
+}
+
+bool KvCache::same_host_state(const KvCache& o) const {
+  return length_ == o.length_ && pending_ == o.pending_ && written_from_ == o.written_from_ && extend_ == o.extend_ &&
+         bucket_ == o.bucket_ && node_starts_ == o.node_starts_ && plan_held_ == o.plan_held_ &&
+         lengths_stale_ == o.lengths_stale_ && committed_mask_.defined() == o.committed_mask_.defined();
 }
 
 void KvCache::reset() {

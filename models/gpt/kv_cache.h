@@ -98,6 +98,11 @@ class KvCache {
   // read), which a static cache adds to its device lengths in one operation; without it the next static
   // block uploads the lengths.
   void shift_lengths(const std::vector<int64_t>& delta, const torch::Tensor& on_device = {});
+  // shift_lengths() in two halves, for an iteration whose device half is replayed (a static cache, lengths
+  // current): the device counts added on the device (inside the graph), then the host's (after its read). On a
+  // dynamic cache the device half does nothing and the host half is shift_lengths().
+  void shift_lengths_on_device(const torch::Tensor& on_device);
+  void shift_lengths_on_host(const std::vector<int64_t>& delta);
   void reset();
 
   // --- the static step ---
@@ -115,6 +120,19 @@ class KvCache {
   // replayed graph does not, so a caller replaying one calls it first. Returns the bucket.
   int64_t plan_static_block(int64_t T);
   int64_t bucket() const { return bucket_; }
+  // The bucket a static block of `width` entries would be read through now (plan_static_block's, host only).
+  int64_t bucket_for(int64_t width) const;
+  // Whether the device lengths are current (no upload pending): a step that would upload them cannot be
+  // replayed.
+  bool lengths_current() const { return device_lengths() && !lengths_stale_; }
+
+  // A replayed graph runs none of the host bookkeeping that its step did when it was recorded. For a static
+  // cache that bookkeeping moves every length by the same amounts whatever the lengths (blocks planned,
+  // committed or shifted by the counts of a step of one key), so a replay's host state is the recorded step's
+  // after-state with the lengths moved as they moved then: follow_host() puts it there, from this cache's state
+  // before the replay. same_host_state(): equal host bookkeeping, for the check that proves it on the CPU.
+  void follow_host(const KvCache& recorded_before, const KvCache& recorded_after);
+  bool same_host_state(const KvCache& other) const;
   // While held, begin_block() opens the block planned last instead of planning one: a step that extends the
   // pending block is run, warmed up and captured, and each run must open the same block (StaticForwards).
   void hold_plan(bool held) { plan_held_ = held; }

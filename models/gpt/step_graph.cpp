@@ -15,11 +15,36 @@
 #endif
 
 #include "core/check.h"
+#include "models/gpt/kv_cache.h"
 
 namespace vispec {
 
 namespace {
 std::atomic<bool> graphs_switch{true};
+std::atomic<bool> host_check{false};
+// How deep this thread is inside steps of any owner: a step inside another runs eagerly (the outer one's
+// graph, being captured, records it; a capture cannot hold another).
+thread_local int step_depth = 0;
+struct InsideStep {
+  InsideStep() { ++step_depth; }
+  ~InsideStep() { --step_depth; }
+};
+
+std::vector<KvCache> host_states(const std::vector<KvCache*>& caches) {
+  std::vector<KvCache> states;
+  for (const auto* c : caches) states.push_back(*c);
+  return states;
+}
+
+void put_host_states(const std::vector<KvCache*>& caches, const std::vector<KvCache>& states) {
+  for (size_t i = 0; i < caches.size(); ++i) *caches[i] = states[i];
+}
+
+std::string key_text(const StepKey& key) {
+  std::string s;
+  for (const auto k : key) s += (s.empty() ? "" : ", ") + std::to_string(k);
+  return s;
+}
 
 std::vector<at::Tensor> clones_of(const std::vector<const at::Tensor*>& tensors) {
   std::vector<at::Tensor> out;
@@ -49,6 +74,7 @@ std::string first_difference(const std::vector<const at::Tensor*>& tensors, cons
 }  // namespace
 
 void set_cuda_graphs(bool enabled) { graphs_switch = enabled; }
+void set_step_graph_host_check(bool enabled) { host_check = enabled; }
 bool cuda_graphs_enabled() { return graphs_switch; }
 
 struct StepGraphs::Impl {
@@ -56,6 +82,11 @@ struct StepGraphs::Impl {
   std::vector<const at::Tensor*> state, outputs;
   std::vector<const void*> addresses;  // each state tensor's storage when this owner was made
   bool enabled = false;
+  // Per key, the host state of the step's caches before and after its reference run (run() with caches).
+  struct HostStates {
+    std::vector<KvCache> before, after;
+  };
+  std::map<StepKey, HostStates> recorded;
 #ifdef VISPEC_CUDA
   std::map<StepKey, std::unique_ptr<at::cuda::CUDAGraph>> graphs;
   c10::MempoolId_t pool{0, 0};
@@ -82,13 +113,20 @@ struct StepGraphs::Impl {
 
 #ifdef VISPEC_CUDA
   // The first run of a key: eager reference, capture, one replay checked against the reference.
-  void capture(const StepKey& key, const std::function<void()>& step) {
+  void capture(const StepKey& key, const std::function<void()>& step, const std::vector<KvCache*>& caches) {
     const auto before = clones_of(state);
+    const auto host_before = host_states(caches);
     step();  // the reference, on the current stream
     const auto eager_state = clones_of(state), eager_outputs = clones_of(outputs);
+    const auto host_after = host_states(caches);
+    // Every later run of the step restores the host state first: the host bookkeeping is done once per run.
+    const auto restart = [&] {
+      restore(before);
+      put_host_states(caches, host_before);
+    };
     std::string failure;
     try {
-      restore(before);
+      restart();
       if (pool == c10::MempoolId_t{0, 0}) pool = at::cuda::graph_pool_handle();
       auto graph = std::make_unique<at::cuda::CUDAGraph>();
       auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
@@ -96,7 +134,7 @@ struct StepGraphs::Impl {
       {
         c10::cuda::CUDAStreamGuard guard(side);
         step();  // warm-up on the capture stream: cuBLAS handles and workspaces, lazy initialisations
-        restore(before);
+        restart();
         side.synchronize();
         // Thread-local: another thread's CUDA calls (a writer copying images to the host) neither break this
         // capture nor are refused while it runs.
@@ -113,12 +151,14 @@ struct StepGraphs::Impl {
         graph->capture_end();
       }
       torch::cuda::synchronize(device.index());
-      restore(before);
+      restart();
       graph->replay();
+      put_host_states(caches, host_after);  // what the reference left on the host
       failure = first_difference(outputs, eager_outputs, "output");
       if (failure.empty()) failure = first_difference(state, eager_state, "state");
       if (failure.empty()) {
         graphs.emplace(key, std::move(graph));
+        if (!caches.empty()) recorded[key] = {host_before, host_after};
         return;
       }
     } catch (const std::exception& e) {
@@ -126,20 +166,21 @@ struct StepGraphs::Impl {
       failure = "capture failed: " + what.substr(0, what.find('\n'));
     }
     spdlog::warn(
-        "cuda_graphs: decoding eagerly from here on: a graph of the step (rows {}, width {}, keys {}) "
-        "did not reproduce the eager step: {}",
-        key[0], key[1], key[2], failure);
+        "cuda_graphs: decoding eagerly from here on: a graph of the step ({}) did not reproduce the eager "
+        "step: {}",
+        key_text(key), failure);
     enabled = false;
     graphs.clear();
     torch::cuda::synchronize(device.index());
-    restore(before);
+    restart();
     step();  // the eager result again, keys and values included
   }
 #endif
 };
 
-StepGraphs::StepGraphs(c10::Device device, std::vector<const at::Tensor*> state, std::vector<const at::Tensor*> outputs)
-    : impl_(std::make_unique<Impl>(device, std::move(state), std::move(outputs))) {}
+StepGraphs::StepGraphs(c10::Device device, std::vector<const at::Tensor*> state, std::vector<const at::Tensor*> outputs,
+                       const char* record_name)
+    : impl_(std::make_unique<Impl>(device, std::move(state), std::move(outputs))), record_name_(record_name) {}
 
 StepGraphs::~StepGraphs() = default;
 
@@ -153,23 +194,50 @@ int64_t StepGraphs::graphs() const {
 #endif
 }
 
-void StepGraphs::run(const StepKey& key, const std::function<void()>& step) {
+void StepGraphs::run(const StepKey& key, const std::function<void()>& step) { run(key, step, {}); }
+
+void StepGraphs::run(const StepKey& key, const std::function<void()>& step, const std::vector<KvCache*>& caches) {
   // Marks the step, with its key, for traces (tests/test_static_step.cpp); the op counter sees through it.
-  RECORD_FUNCTION("vispec::static_step", std::vector<c10::IValue>({key[0], key[1], key[2]}));
+  RECORD_FUNCTION(record_name_, std::vector<c10::IValue>(key.begin(), key.end()));
   impl_->check_addresses();
+  if (step_depth > 0) {  // inside another owner's step: run eagerly, for its graph to record
+    step();
+    return;
+  }
+  const InsideStep inside;
 #ifdef VISPEC_CUDA
   if (impl_->enabled) {
     const auto it = impl_->graphs.find(key);
     if (it != impl_->graphs.end()) {
       it->second->replay();
+      if (!caches.empty()) {
+        const auto& recorded = impl_->recorded.at(key);
+        for (size_t i = 0; i < caches.size(); ++i) caches[i]->follow_host(recorded.before[i], recorded.after[i]);
+      }
       return;
     }
-    impl_->capture(key, step);
+    impl_->capture(key, step, caches);
     return;
   }
 #endif
-  (void)key;
+  if (caches.empty() || !host_check) {
+    step();
+    return;
+  }
+  // The CPU's proof of follow_host: what a replay would leave on the host is what the step leaves.
+  const auto before = host_states(caches);
   step();
+  const auto it = impl_->recorded.find(key);
+  if (it == impl_->recorded.end()) {
+    impl_->recorded[key] = {before, host_states(caches)};
+    return;
+  }
+  for (size_t i = 0; i < caches.size(); ++i) {
+    auto replayed = before[i];
+    replayed.follow_host(it->second.before[i], it->second.after[i]);
+    VISPEC_ASSERT(replayed.same_host_state(*caches[i]), "a replay of the step (", key_text(key), ") would leave cache ",
+                  i, "'s host bookkeeping other than the step does");
+  }
 }
 
 }  // namespace vispec

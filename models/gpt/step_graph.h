@@ -16,11 +16,17 @@
 //      eagerly from then on (the state is put back to the eager result), so a user never gets other images.
 // Later runs of the key replay the graph. Every run checks that no state tensor's storage has moved (a graph
 // would go on reading the old one).
+//
+// A step may contain other owners' steps (a decoder's whole iteration holds its forwards): inside a step, a
+// run runs eagerly, so that the outer graph records it. A step may also move the host bookkeeping of static
+// caches (blocks planned and kept by the forwards inside it), which a replay does not redo: run() given those
+// caches records, per key, their host state before and after the reference run, and after each replay puts
+// them where the step would have (KvCache::follow_host). On a CPU, set_step_graph_host_check(true) proves that
+// on every eager run: the caches' host state after the step must equal the one a replay would leave.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
-#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,8 +39,15 @@ namespace vispec {
 void set_cuda_graphs(bool enabled);
 bool cuda_graphs_enabled();
 
-// What a captured graph is specialised on: rows, block width (tokens per row per step), keys of the view.
-using StepKey = std::array<int64_t, 3>;
+// For the tests: on every eager run of a step given caches, check that a replay would leave their host state
+// as the step does (process-wide; off by default).
+void set_step_graph_host_check(bool enabled);
+
+class KvCache;
+
+// What a captured graph is specialised on: for a forward, rows, block width (tokens per row per step) and keys
+// of the view; for a decoder's iteration, what fixes its forwards' keys and its scalars.
+using StepKey = std::vector<int64_t>;
 
 class StepGraphs {
  public:
@@ -43,12 +56,17 @@ class StepGraphs {
   // step writes only the K/V slots its lengths pick, and a repeated step writes them again). outputs: what is
   // compared between the eager step and the replay (the logits, the tokens). Pointers to tensors that outlive
   // this object, whose storage must never move.
-  StepGraphs(c10::Device device, std::vector<const at::Tensor*> state, std::vector<const at::Tensor*> outputs);
+  // record_name: how a run is marked for profiles and traces (a forward's "vispec::static_step", a decoder
+  // iteration's "vispec::iteration_graph").
+  StepGraphs(c10::Device device, std::vector<const at::Tensor*> state, std::vector<const at::Tensor*> outputs,
+             const char* record_name = "vispec::static_step");
   ~StepGraphs();
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;
 
   void run(const StepKey& key, const std::function<void()>& step);
+  // The same for a step that moves the host bookkeeping of `caches` (pointers valid for this call).
+  void run(const StepKey& key, const std::function<void()>& step, const std::vector<KvCache*>& caches);
   // Whether steps are replayed as graphs (false on a CPU, with graphs off, or after a failed check).
   bool replaying() const;
   int64_t graphs() const;  // captured so far
@@ -56,6 +74,7 @@ class StepGraphs {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  const char* record_name_;
 };
 
 }  // namespace vispec

@@ -1,0 +1,58 @@
+#include "decoding/floor/iteration_graphs.h"
+
+#include "core/check.h"
+
+namespace vispec {
+
+DecodeRows IterationGraphs::rows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device) {
+  auto& set = sets_[{request.batch(), cells + pad, int64_t(device.type()), int64_t(device.index())}];
+  if (!set) set = std::make_unique<Set>();
+  return DecodeRows(request, cells, pad, device, &set->rows);
+}
+
+IterationGraphs::Set& IterationGraphs::set_of(const DecodeRows& rows) {
+  for (auto& [shape, set] : sets_)
+    if (set->rows.tokens.defined() && set->rows.tokens.data_ptr() == rows.tokens.data_ptr()) return *set;
+  VISPEC_ASSERT(false, "an iteration over decode rows that IterationGraphs::rows did not make");
+}
+
+torch::Tensor IterationGraphs::state(const DecodeRows& rows, const std::string& name, at::IntArrayRef sizes,
+                                     const torch::TensorOptions& options) {
+  auto& t = set_of(rows).own[name];
+  if (!t.defined() || t.sizes() != sizes || t.dtype() != options.dtype()) t = torch::empty(sizes, options);
+  return t.zero_();
+}
+
+bool IterationGraphs::replays(torch::Device device) const {
+  return device.is_cuda() && cuda_graphs_enabled() && !failed_;
+}
+
+void IterationGraphs::run(const DecodeRows& rows, const StepKey& key,
+                          const std::vector<const torch::Tensor*>& cache_lengths, const std::vector<KvCache*>& caches,
+                          const std::function<void()>& body) {
+  if (failed_) {  // eager from here on, each forward still replayed as its own graph
+    body();
+    return;
+  }
+  auto& set = set_of(rows);
+  const auto& b = set.rows;
+  // Everything the body reads and writes that outlives it (the K/V caches aside: a rerun from the same lengths
+  // writes the same slots again), and what a replay must reproduce bit for bit: the committed tokens, the
+  // counts and what the host will read.
+  std::vector<const at::Tensor*> state{&b.tokens, &b.n, &b.iteration, &b.sample_ids, &b.read};
+  for (const auto& [name, t] : set.own) state.push_back(&t);
+  for (const auto* t : cache_lengths) {
+    VISPEC_ASSERT(t, "an iteration graph over a cache that is not a pooled static cache");
+    state.push_back(t);
+  }
+  std::vector<const void*> storage;
+  for (const auto* t : state) storage.push_back(t->data_ptr());
+  auto& graphs = graphs_[storage];
+  if (!graphs)
+    graphs = std::make_unique<StepGraphs>(
+        rows.tokens.device(), state, std::vector<const at::Tensor*>{&b.read, &b.tokens}, "vispec::iteration_graph");
+  graphs->run(key, body, caches);
+  if (rows.tokens.is_cuda() && !graphs->replaying()) failed_ = true;
+}
+
+}  // namespace vispec
