@@ -20,16 +20,43 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The GPT section's whole-number fields, each declared once: its key, its member, and its bounds (sizes at
-// least 1, since a zero would divide by zero or build an empty model; counts of options at least 0; and at most
-// what the largest real models have, many times over, so that a typo (dim: 1000000000) is refused here in one
-// line, not by LibTorch's allocator or a shape check deep inside a forward).
-struct GptWholeField {
+// A section's whole-number fields, each declared once: its key, its member, and its bounds (sizes at least 1,
+// since a zero would divide by zero or build an empty model; counts of options at least 0; and at most what the
+// largest real models have, many times over, so that a typo (dim: 1000000000) is refused here in one line, not
+// by LibTorch's allocator or a shape check deep inside a forward). The key list, the reads and the checks all
+// come from such a table.
+template <class Config>
+struct WholeField {
   const char* key;
-  int64_t GptConfig::*member;
+  int64_t Config::*member;
   int64_t least, most;
 };
-constexpr GptWholeField kGptWholeFields[] = {
+
+template <class Config, size_t N>
+void read_whole_fields(const YamlView& v, Config& c, const WholeField<Config> (&fields)[N]) {
+  for (const auto& f : fields) c.*f.member = v.get<int64_t>(f.key, c.*f.member);
+}
+
+// After every field is read (a preset or a default may be the value out of bounds): the first one out of its
+// bounds, named at its line (or at the section's, for a default).
+template <class Config, size_t N>
+void check_whole_fields(const YamlView& v, const Config& c, const WholeField<Config> (&fields)[N]) {
+  const auto at = [&](const char* key) { return v.has(key) ? v.at(key) : v; };
+  for (const auto& f : fields)
+    if (c.*f.member < f.least)
+      at(f.key).fail(std::string(f.key) + (f.least == 1 ? " must be at least 1" : " must not be negative"));
+  for (const auto& f : fields)
+    if (c.*f.member > f.most)
+      at(f.key).fail(std::string(f.key) + " must be at most " + std::to_string(f.most) + ", got " +
+                     std::to_string(c.*f.member));
+}
+
+template <class Config, size_t N>
+void add_keys(std::vector<std::string>& keys, const WholeField<Config> (&fields)[N]) {
+  for (const auto& f : fields) keys.push_back(f.key);
+}
+
+constexpr WholeField<GptConfig> kGptWholeFields[] = {
     {"vocab_size", &GptConfig::vocab_size, 1, 1 << 22},
     {"dim", &GptConfig::dim, 1, 1 << 16},
     {"n_layer", &GptConfig::n_layer, 1, 1024},
@@ -59,7 +86,7 @@ constexpr const char* kGptOtherKeys[] = {"weights", "preset",         "rope",   
 // base: the defaults (a drafter starts from its target: same vocabulary, grid and conditioning).
 GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   std::vector<std::string> known;
-  for (const auto& f : kGptWholeFields) known.push_back(f.key);
+  add_keys(known, kGptWholeFields);
   for (const auto& [key, member] : kGptRealFields) known.push_back(key);
   known.insert(known.end(), std::begin(kGptOtherKeys), std::end(kGptOtherKeys));
   v.reject_unknown_keys(known);
@@ -70,7 +97,7 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
     c.n_layer = preset.n_layer;
     c.n_head = preset.n_head;
   }
-  for (const auto& f : kGptWholeFields) c.*f.member = v.get<int64_t>(f.key, c.*f.member);
+  read_whole_fields(v, c, kGptWholeFields);
   for (const auto& [key, member] : kGptRealFields) c.*member = v.get<double>(key, c.*member);
   c.qk_norm = v.get<bool>("qk_norm", c.qk_norm);
   c.eol_token = v.get<int64_t>("eol_token", c.eol_token);
@@ -92,14 +119,7 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
                        {{"token_table", ImageInput::token_table}, {"aligner_mlp", ImageInput::aligner_mlp}});
   c.image_output =
       word("image_output", c.image_output, {{"linear", ImageOutput::linear}, {"head_mlp", ImageOutput::head_mlp}});
-  const auto at = [&](const char* key) { return v.has(key) ? v.at(key) : v; };
-  for (const auto& f : kGptWholeFields)
-    if (c.*f.member < f.least)
-      at(f.key).fail(std::string(f.key) + (f.least == 1 ? " must be at least 1" : " must not be negative"));
-  for (const auto& f : kGptWholeFields)
-    if (c.*f.member > f.most)
-      at(f.key).fail(std::string(f.key) + " must be at most " + std::to_string(f.most) + ", got " +
-                     std::to_string(c.*f.member));
+  check_whole_fields(v, c, kGptWholeFields);
   if (c.n_kv_head > 0 && c.n_head % c.n_kv_head != 0) v.at("n_kv_head").fail("must divide n_head");
   if (c.dim % c.n_head != 0) v.fail("dim must be a multiple of n_head");
   if (c.rope == RopeKind::grid_2d && c.head_dim() % 4 != 0)
@@ -124,44 +144,44 @@ GptConfig parse_gpt(const YamlView& v, const GptConfig& base = GptConfig{}) {
   return c;
 }
 
+// The VQ section's whole-number fields, and the rest of its keys (read below).
+constexpr WholeField<VqConfig> kVqWholeFields[] = {
+    {"temporal_downsample", &VqConfig::temporal_downsample, 1, 64},
+    {"codebook_size", &VqConfig::codebook_size, 1, 1 << 22},
+    {"codebook_embed_dim", &VqConfig::codebook_embed_dim, 1, 1 << 16},
+    {"in_channels", &VqConfig::in_channels, 1, 1 << 10},
+    {"z_channels", &VqConfig::z_channels, 1, 1 << 16},
+    {"ch", &VqConfig::ch, 1, 1 << 16},
+    {"num_res_blocks", &VqConfig::num_res_blocks, 0, 64},
+    {"norm_groups", &VqConfig::norm_groups, 1, 1 << 16},
+};
+constexpr const char* kVqOtherKeys[] = {"weights",      "kind",  "codebook_l2_norm", "commit_beta",
+                                        "ch_mult",      "names", "level_attention",  "state_dict_key",
+                                        "strip_prefix", "rename"};
+
 VqConfig parse_vq(const YamlView& v) {
-  v.reject_unknown_keys({"weights", "kind", "temporal_downsample", "codebook_size", "codebook_embed_dim",
-                         "codebook_l2_norm", "commit_beta", "in_channels", "z_channels", "ch", "ch_mult",
-                         "num_res_blocks", "norm_groups", "level_attention", "names", "state_dict_key", "strip_prefix",
-                         "rename"});
+  std::vector<std::string> known(std::begin(kVqOtherKeys), std::end(kVqOtherKeys));
+  add_keys(known, kVqWholeFields);
+  v.reject_unknown_keys(known);
   VqConfig c;
   const std::string kind = v.get<std::string>("kind", "taming");
   if (kind != "taming" && kind != "movq")
     v.at("kind").fail("expected taming (LlamaGen, Chameleon) or movq (Emu3), got '" + kind + "'");
   c.kind = kind == "movq" ? VqKind::movq : VqKind::taming;
-  c.temporal_downsample = v.get<int64_t>("temporal_downsample", c.temporal_downsample);
-  c.codebook_size = v.get<int64_t>("codebook_size", c.codebook_size);
-  c.codebook_embed_dim = v.get<int64_t>("codebook_embed_dim", c.codebook_embed_dim);
+  read_whole_fields(v, c, kVqWholeFields);
   c.codebook_l2_norm = v.get<bool>("codebook_l2_norm", c.kind == VqKind::movq ? false : c.codebook_l2_norm);
   if (c.kind == VqKind::movq && c.codebook_l2_norm)
     v.at("codebook_l2_norm").fail("a movq VQ looks codes up as they are");
   c.commit_beta = v.get<double>("commit_beta", c.commit_beta);
-  c.in_channels = v.get<int64_t>("in_channels", c.in_channels);
-  c.z_channels = v.get<int64_t>("z_channels", c.z_channels);
-  c.ch = v.get<int64_t>("ch", c.ch);
   c.ch_mult = v.get<std::vector<int64_t>>("ch_mult", c.ch_mult);
-  c.num_res_blocks = v.get<int64_t>("num_res_blocks", c.num_res_blocks);
-  c.norm_groups = v.get<int64_t>("norm_groups", c.norm_groups);
   c.level_attention = v.get<bool>("level_attention", c.level_attention);
+  check_whole_fields(v, c, kVqWholeFields);
   if (c.ch_mult.empty()) v.fail("ch_mult must not be empty");
-  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"codebook_size", c.codebook_size},
-                                   {"codebook_embed_dim", c.codebook_embed_dim},
-                                   {"in_channels", c.in_channels},
-                                   {"z_channels", c.z_channels},
-                                   {"ch", c.ch},
-                                   {"norm_groups", c.norm_groups}})
-    if (value < 1) (v.has(key) ? v.at(key) : v).fail(std::string(key) + " must be at least 1");
-  if (c.num_res_blocks < 0) v.at("num_res_blocks").fail("must not be negative");
   for (int64_t m : c.ch_mult)
     if (m < 1) v.at("ch_mult").fail("every multiplier must be at least 1");
   if (c.kind == VqKind::movq && c.z_channels != c.codebook_embed_dim)
     v.fail("a movq VQ takes z_channels equal to codebook_embed_dim (its time layers stack both)");
-  if (c.temporal_downsample < 1 || (c.temporal_downsample & (c.temporal_downsample - 1)) != 0)
+  if ((c.temporal_downsample & (c.temporal_downsample - 1)) != 0)
     (v.has("temporal_downsample") ? v.at("temporal_downsample") : v).fail("temporal_downsample must be a power of two");
   return c;
 }

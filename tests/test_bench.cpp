@@ -40,7 +40,6 @@ class Bench : public ::testing::Test {
   }
   fs::path dir;
 };
-}  // namespace
 
 TEST_F(Bench, RefusesAnUnknownDecoder) {
   const auto err = expect_refused(bench("  - decoder: {name: ar}\n  - decoder: {name: warp_drive}\n"));
@@ -121,4 +120,5 @@ TEST_F(Bench, BenchPlotRedrawsARecordedBench) {
   EXPECT_NE(refused.text.find("q.json: not a bench's results"), std::string::npos) << refused.text;
 }
 
+}  // namespace
 }  // namespace vispec

@@ -49,8 +49,6 @@ class BpeTokenizerParity : public ::testing::Test {
   static inline test::PythonReference reference;
 };
 
-}  // namespace
-
 TEST_F(BpeTokenizerParity, ChameleonShape) {
   const auto t = BpeTokenizer::from_tokenizer_json((reference.dir / "chameleon/tokenizer.json").string());
   expect_parity("chameleon", t);
@@ -138,4 +136,5 @@ TEST(TextRegex, WhiteSpaceIsUnicodes) {
   EXPECT_EQ(line_end.find_all("a  \nb ").size(), 2u);
 }
 
+}  // namespace
 }  // namespace vispec

@@ -61,8 +61,6 @@ torch.save({"w": sd["fc.bias"]}, "other.bin")
   ModelConfig model;
 };
 
-}  // namespace
-
 TEST_F(EagleRepoHeads, LanternsFilesLoadAsTheSameDrafterAndEagle2SamplesTheSameTokens) {
   auto ours = load_eagle_drafter(model.eagle_head, model);
   Gpt target(model.gpt);
@@ -109,4 +107,5 @@ TEST_F(EagleRepoHeads, WhatDoesNotFitIsOneLineNamingTheFile) {
       << e;
 }
 
+}  // namespace
 }  // namespace vispec

@@ -131,7 +131,6 @@ class FamilyParity : public ::testing::Test {
   static inline bool made = false;
   static inline std::string missing;
 };
-}  // namespace
 
 TEST_F(FamilyParity, TeacherForcedHiddenStatesAndImageLogitsEqualTransformers) {
   torch::NoGradGuard no_grad;
@@ -435,4 +434,5 @@ TEST_F(FamilyParity, MismatchedConfigsAreOneLineErrors) {
   EXPECT_NE(err.find("hf_emu4"), std::string::npos) << err;
 }
 
+}  // namespace
 }  // namespace vispec

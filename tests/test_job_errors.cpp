@@ -252,7 +252,7 @@ TEST_F(JobErrors, EveryCountIsBounded) {
     EXPECT_NE(r.text.find("--threads"), std::string::npos) << command << ": " << r.text;
   }
   // A model config's sizes: at least 1 (counts of options at least 0), at most what the largest real models have,
-  // many times over; every whole-number field of the GPT section is held to its bounds.
+  // many times over; every whole-number field of the GPT and VQ sections is held to its bounds.
   std::string model = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
   for (size_t at = model.find(" fmnist/"); at != std::string::npos; at = model.find(" fmnist/", at + 1))
     model.replace(at, 1, " " + std::string(VISPEC_SOURCE_DIR) + "/configs/");
@@ -264,7 +264,11 @@ TEST_F(JobErrors, EveryCountIsBounded) {
       {"grid_size: 16", "grid_size: 1000000", "grid_size must be at most 512"},
       {"dim: 128", "dim: 0", "dim must be at least 1"},
       {"dim: 128", "dim: 128\n  n_kv_head: -2", "n_kv_head must not be negative"},
-      {"dim: 128", "dim: 128\n  image_mlp_dim: 99999999", "image_mlp_dim must be at most 1048576, got 99999999"}};
+      {"dim: 128", "dim: 128\n  image_mlp_dim: 99999999", "image_mlp_dim must be at most 1048576, got 99999999"},
+      // the VQ section's, from its own table
+      {"codebook_size: 512", "codebook_size: 100000000", "codebook_size must be at most 4194304, got 100000000"},
+      {"z_channels: 32", "z_channels: 0", "z_channels must be at least 1"},
+      {"num_res_blocks: 1", "num_res_blocks: -1", "num_res_blocks must not be negative"}};
   for (const auto& b : bad_sizes) {
     auto bad = model;
     bad.replace(bad.find(b.from), b.from.size(), b.to);

@@ -54,7 +54,6 @@ class LlamaGenParity : public test::TempDirTest {
     return load_models(load_model_config(fixture_config(dir, kind)), torch::kCPU);
   }
 };
-}  // namespace
 
 // The trainers that read Fashion-MNIST refuse a LlamaGen model (RGB images) in one line naming its config,
 // before they write anything (the run directory holds at most its lock), instead of failing inside LibTorch.
@@ -209,4 +208,5 @@ TEST_F(LlamaGenParity, VqDecodesAndEncodesAsLlamaGen) {
       torch::equal(m.vq->encode(fixture("vq_encode_input.npy")), fixture("vq_encode_codes.npy").to(torch::kInt64)));
 }
 
+}  // namespace
 }  // namespace vispec

@@ -36,7 +36,6 @@ class RunDirectory : public test::TempDirTest {
   }
   fs::path out;
 };
-}  // namespace
 
 TEST_F(RunDirectory, NewRefusesADirectoryThatHoldsNoVispecJournal) {
   fs::create_directories(out / "images");
@@ -94,4 +93,5 @@ TEST_F(RunDirectory, ANewKilledHalfwayIsFinishedByTheNextRunAndVerifySaysSo) {
   EXPECT_EQ(v.exit_code, 0) << v.text;
 }
 
+}  // namespace
 }  // namespace vispec

@@ -133,7 +133,6 @@ class T5Parity : public ::testing::Test {
   static inline std::vector<std::string> strings;
   static inline nlohmann::json reference;
 };
-}  // namespace
 
 TEST_F(T5Parity, TokenIdsEqualHuggingFaceTokenizers) {
   EXPECT_EQ(reference["fast_name"], "T5TokenizerFast");  // what LlamaGen's AutoTokenizer gives
@@ -212,4 +211,5 @@ TEST_F(T5Parity, BadTextEncoderFilesAreOneLineErrors) {
   EXPECT_EQ(err.find('\n'), std::string::npos) << err;
 }
 
+}  // namespace
 }  // namespace vispec

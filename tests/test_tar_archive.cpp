@@ -51,8 +51,6 @@ class TarArchive : public test::TempDirTest {
   }
 };
 
-}  // namespace
-
 TEST_F(TarArchive, MembersReadBackAsWrittenInBlocksOf512Bytes) {
   const auto path = write_archive("a.tar");
   const auto back = read_tar(path);
@@ -108,4 +106,5 @@ TEST(MetricsRecord, UnitRangesReadBackInFileOrderAndBadOnesAreOneLine) {
   }
 }
 
+}  // namespace
 }  // namespace vispec
