@@ -28,7 +28,8 @@
 # carried | prebuilt | built, and why).
 #
 # Steps, each under `timeout` with its own budget, all within --deadline (default 230 s with --quick, so that a
-# quick run ends inside 4 minutes; 580 s otherwise, inside the tool's 10 minutes per command), each with its
+# quick run ends inside 4 minutes; 580 s otherwise, inside the tool's 10 minutes per command; with --cpu three
+# times those, as every step's budget), each with its
 # seconds and exit status in OUTDIR/summary.json and its log in OUTDIR/logs.txt (the device tool brings back at
 # most eight files: here summary.json, logs.txt, step-cost-DEVICE.json and .md, and with --quick
 # step-profile-DEVICE.json and .md, gpu-quick-b1.md and -b8.md):
@@ -296,7 +297,9 @@ else
   device=cuda budget_factor=1
 fi
 started=$(date +%s)
-deadline=${deadline:-$([ $quick = 1 ] && echo 230 || echo 580)}
+# On the CPU every budget is three times a GPU's, and so is the default deadline: there no device time is spent,
+# and the GPU-sized steps of --quick take some 6 minutes on 2 cores.
+deadline=${deadline:-$(( ($([ $quick = 1 ] && echo 230 || echo 580)) * budget_factor ))}
 deadline_at=$((started + deadline))
 
 # run_limited SECONDS COMMAND...: COMMAND under timeout; a function of this script runs in a bash of its own.

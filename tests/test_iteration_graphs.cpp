@@ -14,16 +14,7 @@ namespace vispec {
 namespace {
 
 // A tiny GPT on a 12x12 grid: 144 tokens, so that iterations cross length buckets (64, 128, 145 keys).
-Gpt grid12_gpt(uint64_t seed) {
-  torch::manual_seed(seed);
-  auto c = test::tiny_gpt_config();
-  c.grid_size = 12;
-  Gpt g(c, torch::TensorOptions().dtype(torch::kFloat32));
-  torch::NoGradGuard no_grad;
-  for (auto& p : g->parameters()) p.normal_(0.0, 0.3);
-  g->eval();
-  return g;
-}
+Gpt grid12_gpt(uint64_t seed) { return test::tiny_grid_gpt(seed, 12); }
 
 struct HostCheck {
   HostCheck() { set_step_graph_host_check(true); }

@@ -37,14 +37,7 @@ namespace {
 
 // A tiny GPT on a 12x12 grid: 144 tokens, so its steps cross three length buckets (64, 128, 145 keys).
 Gpt bucketed_gpt(uint64_t seed, torch::Dtype dtype = torch::kFloat32, torch::Device device = torch::kCPU) {
-  torch::manual_seed(seed);
-  auto c = test::tiny_gpt_config();
-  c.grid_size = 12;
-  Gpt g(c, torch::TensorOptions().dtype(dtype).device(device));
-  torch::NoGradGuard no_grad;
-  for (auto& p : g->parameters()) p.normal_(0.0, 0.3);
-  g->eval();
-  return g;
+  return test::tiny_grid_gpt(seed, 12, dtype, device);
 }
 
 // AR as it was written before the static step: the dynamic cache (attention over exactly the committed keys,

@@ -15,16 +15,28 @@ GptConfig tiny_gpt_config() {
   return c;
 }
 
-Gpt tiny_gpt(uint64_t seed, int64_t vocab) {
+namespace {
+Gpt random_gpt(uint64_t seed, const GptConfig& config, const torch::TensorOptions& options) {
   torch::manual_seed(seed);
-  auto config = tiny_gpt_config();
-  config.vocab_size = vocab;
-  Gpt g(config);
+  Gpt g(config, options);
   // Larger weights than LlamaGen's 0.02 init so that logits are far from uniform and differences show.
   torch::NoGradGuard no_grad;
   for (auto& p : g->parameters()) p.normal_(0.0, 0.3);
   g->eval();
   return g;
+}
+}  // namespace
+
+Gpt tiny_gpt(uint64_t seed, int64_t vocab) {
+  auto config = tiny_gpt_config();
+  config.vocab_size = vocab;
+  return random_gpt(seed, config, torch::TensorOptions());
+}
+
+Gpt tiny_grid_gpt(uint64_t seed, int64_t grid, torch::Dtype dtype, torch::Device device) {
+  auto config = tiny_gpt_config();
+  config.grid_size = grid;
+  return random_gpt(seed, config, torch::TensorOptions().dtype(dtype).device(device));
 }
 
 VqConfig tiny_vq_config() {

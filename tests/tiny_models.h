@@ -15,6 +15,10 @@ namespace vispec::test {
 GptConfig tiny_gpt_config();
 // weights ~ N(0, 0.3): logits far from uniform. vocab: a smaller one makes exact distributions cheap.
 Gpt tiny_gpt(uint64_t seed = 1, int64_t vocab = 64);
+// The tiny GPT on a grid of grid x grid tokens (12: 144 tokens, whose steps cross three length buckets of the
+// static cache: 64, 128, 145 keys), weights ~ N(0, 0.3), in `dtype` on `device`.
+Gpt tiny_grid_gpt(uint64_t seed, int64_t grid, torch::Dtype dtype = torch::kFloat32,
+                  torch::Device device = torch::kCPU);
 VqConfig tiny_vq_config();
 // An EAGLE drafter for a target of config c, weights ~ N(0, 0.3), in eval mode.
 EagleDrafter tiny_eagle_drafter(const GptConfig& c, uint64_t seed);

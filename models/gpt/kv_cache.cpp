@@ -346,6 +346,13 @@ void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {
 }
 
 void KvCache::shift_lengths(const std::vector<int64_t>& delta, const torch::Tensor& on_device) {
+  shift_lengths_on_host(delta);
+  if (!device_lengths()) return;
+  if (!on_device.defined() || lengths_stale_) return upload_lengths();
+  shift_lengths_on_device(on_device);
+}
+
+void KvCache::shift_lengths_on_host(const std::vector<int64_t>& delta) {
   VISPEC_ASSERT(int64_t(delta.size()) == batch(), "shift_lengths of ", delta.size(), " rows in a cache of ", batch());
   for (int64_t b = 0; b < batch(); ++b) {
     int64_t n = delta[size_t(b)];
@@ -357,26 +364,13 @@ void KvCache::shift_lengths(const std::vector<int64_t>& delta, const torch::Tens
                   " by ", n, ": length ", length_[b], ", pending block ", pending_, ", capacity ", capacity_);
     length_[b] += n;
   }
-  if (!device_lengths()) return;
-  if (!on_device.defined() || lengths_stale_) return upload_lengths();
-  VISPEC_ASSERT(node_starts_.empty() && on_device.numel() == batch(), "shift_lengths: device counts of ",
-                on_device.numel(), " rows");
-  lengths_device_.add_(on_device);
 }
 
 void KvCache::shift_lengths_on_device(const torch::Tensor& on_device) {
   if (!device_lengths()) return;  // a dynamic cache: its host half is the whole commit
   VISPEC_ASSERT(lengths_current() && node_starts_.empty() && on_device.numel() == batch(),
-                "shift_lengths_on_device needs current device lengths and ", batch(), " counts");
+                "shift_lengths: device counts of ", on_device.numel(), " rows for current device lengths of ", batch());
   lengths_device_.add_(on_device);
-}
-
-void KvCache::shift_lengths_on_host(const std::vector<int64_t>& delta) {
-  if (!device_lengths()) return shift_lengths(delta);
-  VISPEC_ASSERT(lengths_current(), "shift_lengths_on_host follows shift_lengths_on_device");
-  const bool stale = lengths_stale_;
-  shift_lengths(delta);  // the host half; a static cache would mark its device lengths stale without counts
-  lengths_stale_ = stale;
 }
 
 int64_t KvCache::bucket_for(int64_t width) const {
