@@ -13,6 +13,9 @@
 //             when every child is rejected, or at a leaf, the next token is sampled from p (decoding/floor/verify's
 //             tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
+// Everything up to the walk's one read touches only the device (EaglePairs::iterate), so on a GPU a steady
+// iteration is replayed as one CUDA graph (decoding/floor/iteration_graphs.h); the static tree's tables are
+// made once per batch size (tables()), where a replay finds them.
 // With the exact rule this is recursive rejection sampling without replacement: given the first rejection,
 // the next child is a draw from q^ and the residual does not depend on which token was rejected, so by
 // induction the committed token has the target distribution. At T = 0 the drafts are the drafter's top-n
@@ -57,65 +60,72 @@ Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter,
   VISPEC_ASSERT(tree_.size() > 1, "a static tree needs at least one draft");
 }
 
-DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
-  torch::NoGradGuard no_grad;
-  Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
-  const int64_t B = request.batch(), N = gpt->config().image_tokens();
-  const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
-  const auto device = gpt->device();
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+// Per depth d, constant over iterations: where the draws of the depth's expanded nodes go (children: the child
+// nodes, drawn_at: each one's entry m * n + rank in that level's [M, n] draws), and the next depth's drafter
+// block: its nodes, their parents' entries and their ancestry within the block.
+struct Eagle1Level {
+  int64_t draws = 0;                            // n: draws per expanded node
+  torch::Tensor children, drawn_at;             // [c] each
+  int64_t draw_offset = 0;                      // where this depth's draws start in the iteration's uniforms
+  torch::Tensor next_nodes, parent_slot, mask;  // [K], [K], [K, W]
+  int64_t first_entry = 0;                      // the next block's first entry in the drafter's pending block
+};
 
+struct Eagle1Decoder::Tables {
+  std::vector<std::vector<int64_t>> expanded;  // per depth, the nodes with children (the drafter runs those)
+  int64_t block_entries = 0;                   // drafter block entries of the nodes below depth 0
+  int64_t draft_forwards = 1;                  // the catch-up and one per depth whose nodes are drafted
+  std::vector<int64_t> drafter_widths;         // the pending block's width after each of those depths' forwards
+  int64_t C = 1;                               // child slots: the largest rank + 1
+  torch::Tensor static_kids;                   // [1, T * C]: each node's child at each rank, -1 where none
+  torch::Tensor q_slot;                        // [1, T]: each expanded node's slot in the drafter's q, -1 for leaves
+  torch::Tensor node_depth;                    // [1, T]
+  torch::Tensor tree_mask;                     // [B, T, T]: every node attends itself and its ancestors
+  std::vector<Eagle1Level> levels;
+  torch::Tensor draw_depths, draw_indices;  // [1, draws], [B, draws]: each draw's depth and random-stream index
+};
+
+const Eagle1Decoder::Tables& Eagle1Decoder::tables(int64_t B, torch::Device device) {
+  auto& made = tables_[{B, device.str()}];
+  if (made) return *made;
+  auto t = std::make_shared<Tables>();
+  const int64_t T = tree_.size(), L = tree_.max_depth();
   // The tree's nodes with children, by depth, and each one's entry in the drafter's block (the root's output
   // is the catch-up's, entry -1). The drafter only runs nodes with children.
-  std::vector<std::vector<int64_t>> expanded(static_cast<size_t>(L));
+  auto& expanded = t->expanded;
+  expanded.resize(size_t(L));
   std::vector<int64_t> entry(static_cast<size_t>(T), -1);
-  std::vector<int64_t> block;  // block entry -> node
   for (int64_t d = 0; d < L; ++d)
     for (int64_t i = 0; i < T; ++i)
       if (tree_.depth[size_t(i)] == d && tree_.draws[size_t(i)] > 0) {
         expanded[size_t(d)].push_back(i);
-        if (d > 0) {
-          entry[size_t(i)] = int64_t(block.size());
-          block.push_back(i);
-        }
+        if (d > 0) entry[size_t(i)] = t->block_entries++;
       }
   std::vector<std::vector<int64_t>> children(static_cast<size_t>(T));  // rank order
   for (int64_t i = 1; i < T; ++i) children[size_t(tree_.parent[size_t(i)])].push_back(i);
   for (auto& c : children)
     std::sort(c.begin(), c.end(), [&](int64_t a, int64_t b) { return tree_.rank[size_t(a)] < tree_.rank[size_t(b)]; });
-  int64_t C = 1;  // child slots: the largest rank + 1
-  for (int64_t i = 1; i < T; ++i) C = std::max(C, tree_.rank[size_t(i)] + 1);
-  // The static tree's child of each node at each rank, -1 where it has none: [1, T * C].
-  auto static_kids = torch::full({T, C}, -1, torch::kInt64);
+  for (int64_t i = 1; i < T; ++i) t->C = std::max(t->C, tree_.rank[size_t(i)] + 1);
+  auto static_kids = torch::full({T, t->C}, -1, torch::kInt64);
   for (int64_t i = 1; i < T; ++i) static_kids[tree_.parent[size_t(i)]][tree_.rank[size_t(i)]] = i;
-  static_kids = static_kids.to(device).view({1, T * C});
-  // Each expanded node's slot in the drafter's q of all levels (level_q concatenated), -1 for leaves.
+  t->static_kids = static_kids.to(device).view({1, T * t->C});
+  // Each expanded node's slot in the drafter's q of all levels (level_q concatenated).
   auto q_slot = torch::full({1, T}, -1, torch::kInt64);
   for (int64_t d = 0, offset = 0; d < L; offset += int64_t(expanded[size_t(d)].size()), ++d)
     for (size_t m = 0; m < expanded[size_t(d)].size(); ++m) q_slot[0][expanded[size_t(d)][m]] = offset + int64_t(m);
-  q_slot = q_slot.to(device);
-  const auto node_depth = torch::tensor(tree_.depth, torch::kInt64).to(device).view({1, T});
-  // The verification forward's mask: every node attends itself and its ancestors, the same in every row.
+  t->q_slot = q_slot.to(device);
+  t->node_depth = torch::tensor(tree_.depth, torch::kInt64).to(device).view({1, T});
   DraftTree shape;
   shape.parent = tree_.parent;
   shape.token.assign(size_t(T), 0);
-  const auto tree_mask = tree_masks(std::vector<DraftTree>(size_t(B), shape), T).to(device);
-  // Per depth d, constant over iterations: where the draws of expanded[d]'s nodes go (children[d]: the child
-  // nodes, drawn_at[d]: each one's entry m * n + rank in that level's [M, n] draws), and the next depth's
-  // drafter block: its nodes, their parents' entries and their ancestry within the block.
-  struct Level {
-    int64_t draws = 0;                            // n: draws per expanded node
-    torch::Tensor children, drawn_at;             // [c] each
-    int64_t draw_offset = 0;                      // where this depth's draws start in the iteration's uniforms
-    torch::Tensor next_nodes, parent_slot, mask;  // [K], [K], [K, W]
-  };
-  std::vector<Level> levels(static_cast<size_t>(L));
+  t->tree_mask = tree_masks(std::vector<DraftTree>(size_t(B), shape), T).to(device);
+  t->levels.resize(size_t(L));
   // Every draw of an iteration, depth by depth: its position past the root and its random-stream index (node *
   // 64 + j), so that one call draws the iteration's uniforms.
   std::vector<int64_t> draw_depth, draw_index;
   for (int64_t d = 0; d < L; ++d) {
     const auto& nodes = expanded[size_t(d)];
-    auto& lv = levels[size_t(d)];
+    auto& lv = t->levels[size_t(d)];
     for (int64_t i : nodes) lv.draws = std::max(lv.draws, tree_.draws[size_t(i)]);
     std::vector<int64_t> kids, at;
     for (size_t m = 0; m < nodes.size(); ++m)
@@ -146,7 +156,27 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     lv.next_nodes = torch::tensor(next, torch::kInt64).to(device);
     lv.parent_slot = parent_slot.to(device);
     lv.mask = mask.to(device);
+    lv.first_entry = entry[size_t(next[0])];
   }
+  for (int64_t d = 0; d < L && !expanded[size_t(d)].empty() && t->levels[size_t(d)].next_nodes.defined(); ++d) {
+    const auto& lv = t->levels[size_t(d)];
+    t->drafter_widths.push_back(lv.first_entry + lv.next_nodes.size(0));
+    ++t->draft_forwards;
+  }
+  const int64_t draws = int64_t(draw_index.size());
+  t->draw_depths = torch::tensor(draw_depth, torch::kInt64).to(device).view({1, draws});
+  t->draw_indices = torch::tensor(draw_index, torch::kInt64).to(device).view({1, draws}).expand({B, draws});
+  made = std::move(t);
+  return *made;
+}
+
+DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
+  torch::NoGradGuard no_grad;
+  Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
+  const int64_t B = request.batch(), N = gpt->config().image_tokens();
+  const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
+  const auto device = gpt->device();
+  const auto& tab = tables(B, device);
 
   // Guided drafter distribution: the processed one (raw CFG softmax at T = 0, whose top-n are the drafts).
   auto draft_probs = [&](const torch::Tensor& features) {  // [R, M, D] -> [B, M, V]
@@ -156,89 +186,91 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   };
 
   auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
-  DecodeRows rows(request, N, T, device);
+  const int64_t W = L + 1;  // the pairs' block: an accepted path holds the root and L nodes
+  auto rows = graphs_.rows(request, N, T, device, /*path_width=*/L + 2);
   auto& stats = rows.stats;
   PhaseClock clock(device);
-  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, L + 1);  // a path: root + L levels
-  auto dcache = pairs.drafter_cache(int64_t(block.size()) + L + 2);
-  pairs.start(params_, request, rows);  // the prefill and every row's first token
+  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, W);
+  auto dcache = pairs.drafter_cache(tab.block_entries + W + 1);
+  pairs.start(params_, request, rows, graphs_);  // the prefill and every row's first token
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
-  const int64_t draws = int64_t(draw_index.size());
-  const auto draw_depths = torch::tensor(draw_depth, i64).to(device).view({1, draws});
-  const auto draw_indices = torch::tensor(draw_index, i64).to(device).view({1, draws}).expand({B, draws});
 
   while (rows.next_iteration()) {
     const auto active = rows.active();
-
-    // ---- catch up, then draft the static tree level by level
     IterationTimes times;
+    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
     clock.restart();
-    const auto catchup = pairs.catch_up(dcache, rows);  // [R, D]
-    // Every row's node tokens and conditional draw probabilities stay on the device: the next depth's inputs,
-    // the verification forward's and the walk's are gathered there, and only the walk's verdict is read.
-    auto node_tok = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kInt64).device(device));
-    auto node_prob = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-    node_tok.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
-    const auto root_cells = (rows.n - 1).view({B, 1});
-    std::vector<torch::Tensor> level_q;  // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
-    torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
-    int64_t draft_forwards = 1;
-    level_q.push_back(draft_probs(catchup.unsqueeze(1)));
-    const auto u = params_.greedy() ? torch::Tensor()  // [B, draws]
-                                    : rows.uniforms(root_cells + draw_depths, Purpose::kDraft, draw_indices);
-    for (int64_t d = 0; d < L; ++d) {
-      const auto& nodes = expanded[size_t(d)];
-      if (nodes.empty()) break;
-      const auto& lv = levels[size_t(d)];
-      const int64_t M = int64_t(nodes.size()), n = lv.draws;
-      torch::Tensor drawn, cond_prob;  // [B, M, n]
-      if (params_.greedy()) {
-        drawn = std::get<1>(level_q[size_t(d)].topk(n, -1));
-        cond_prob = torch::ones({B, M, n}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-      } else {
-        std::tie(drawn, cond_prob) =
-            draw_without_replacement(level_q[size_t(d)], u.narrow(1, lv.draw_offset, M * n).reshape({B, M, n}));
+
+    // The iteration on the device: catch up, draft, verify, walk, commit. Nothing in it reads the host.
+    const auto iteration = [&] {
+      // ---- catch up, then draft the static tree level by level
+      const auto catchup = pairs.catch_up(dcache, rows);  // [R, D]
+      // Every row's node tokens and conditional draw probabilities stay on the device: the next depth's inputs,
+      // the verification forward's and the walk's are gathered there, and only the walk's verdict is read.
+      auto node_tok = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+      auto node_prob = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+      node_tok.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
+      const auto root_cells = (rows.n - 1).view({B, 1});
+      std::vector<torch::Tensor> level_q;  // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
+      torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
+      level_q.push_back(draft_probs(catchup.unsqueeze(1)));
+      const auto u = params_.greedy() ? torch::Tensor()  // [B, draws]
+                                      : rows.uniforms(root_cells + tab.draw_depths, Purpose::kDraft, tab.draw_indices);
+      for (int64_t d = 0; d < L; ++d) {
+        const auto& nodes = tab.expanded[size_t(d)];
+        if (nodes.empty()) break;
+        const auto& lv = tab.levels[size_t(d)];
+        const int64_t M = int64_t(nodes.size()), n = lv.draws;
+        torch::Tensor drawn, cond_prob;  // [B, M, n]
+        if (params_.greedy()) {
+          drawn = std::get<1>(level_q[size_t(d)].topk(n, -1));
+          cond_prob = torch::ones({B, M, n}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+        } else {
+          std::tie(drawn, cond_prob) =
+              draw_without_replacement(level_q[size_t(d)], u.narrow(1, lv.draw_offset, M * n).reshape({B, M, n}));
+        }
+        node_tok.index_copy_(1, lv.children, drawn.reshape({B, M * n}).index_select(1, lv.drawn_at));
+        node_prob.index_copy_(1, lv.children, cond_prob.reshape({B, M * n}).index_select(1, lv.drawn_at));
+        // The drafter at the next depth's expanded nodes: input = (its parent's output, its token).
+        if (!lv.next_nodes.defined()) break;
+        const int64_t K = lv.next_nodes.size(0);
+        auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
+        auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
+        auto cells = (root_cells + d + 1).clamp_max(N - 1).expand({B, K});
+        if (lv.first_entry > 0) dcache.extend_pending();
+        auto out = pairs.draft(dcache, source.index_select(1, lv.parent_slot),
+                               twice(node_tok.index_select(1, lv.next_nodes)), twice(cells), lv.mask);
+        drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
+        level_q.push_back(draft_probs(out));
       }
-      node_tok.index_copy_(1, lv.children, drawn.reshape({B, M * n}).index_select(1, lv.drawn_at));
-      node_prob.index_copy_(1, lv.children, cond_prob.reshape({B, M * n}).index_select(1, lv.drawn_at));
-      // The drafter at the next depth's expanded nodes: input = (its parent's output, its token).
-      if (!lv.next_nodes.defined()) break;
-      const int64_t K = lv.next_nodes.size(0), first = entry[size_t(expanded[size_t(d + 1)][0])];
-      auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
-      auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
-      auto cells = (root_cells + d + 1).clamp_max(N - 1).expand({B, K});
-      if (first > 0) dcache.extend_pending();
-      auto out = pairs.draft(dcache, source.index_select(1, lv.parent_slot),
-                             twice(node_tok.index_select(1, lv.next_nodes)), twice(cells), lv.mask);
-      drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
-      level_q.push_back(draft_probs(out));
-      ++draft_forwards;
-    }
-    times.draft = clock.lap();
+      times.end(times.draft, clock);
 
-    // ---- verify: one target forward over every row's tree, its inputs on the device (a node at depth d sits
-    // at raster index root + d, clamped to the last cell)
-    const auto node_cells = (root_cells + node_depth).clamp_max(N - 1);
-    auto vout = target_.decode_block(tcache, node_tok, node_cells, tree_mask);
-    times.verify = clock.lap();
+      // ---- verify: one target forward over every row's tree, its inputs on the device (a node at depth d sits
+      // at raster index root + d, clamped to the last cell)
+      const auto node_cells = (root_cells + tab.node_depth).clamp_max(N - 1);
+      auto vout = target_.decode_block(tcache, node_tok, node_cells, tab.tree_mask);
+      times.end(times.verify, clock);
 
-    // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once, one read). The node
-    // tokens are already on the device and the depths are the static tree's; a child slot is the child's rank,
-    // and a child the drafter could not draw (nothing left in q) is no child.
-    const auto drawn_kid = node_prob.gather(1, static_kids.clamp_min(0).expand({B, T * C})) > 0;
-    const auto kids = torch::where(static_kids.ge(0).logical_and(drawn_kid), static_kids, -1).view({B, T, C});
-    const TreeTables tables{node_tok, node_depth.expand({B, T}), kids};
-    const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
-    const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, L,
-                                    params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), q_slot.expand({B, T}));
-    const auto paths = rows.commit_tree(verdict, node_tok);
+      // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once). The node tokens are
+      // already on the device and the depths are the static tree's; a child slot is the child's rank, and a
+      // child the drafter could not draw (nothing left in q) is no child.
+      const int64_t C = tab.C;
+      const auto drawn_kid = node_prob.gather(1, tab.static_kids.clamp_min(0).expand({B, T * C})) > 0;
+      const auto kids = torch::where(tab.static_kids.ge(0).logical_and(drawn_kid), tab.static_kids, -1).view({B, T, C});
+      const TreeTables tables{node_tok, tab.node_depth.expand({B, T}), kids};
+      const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
+      const auto verdict =
+          walk_trees(rows, rule_, params_, tables, vout.logits, lengths, L,
+                     params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), tab.q_slot.expand({B, T}));
+      rows.commit_tree_on_device(verdict, node_tok);
+      // ---- keep the accepted path in the target cache; queue its pairs for the drafter
+      pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);
+    };
+    const auto paths =
+        pairs.iterate(graphs_, rows, dcache, T, tab.drafter_widths, /*fixed_shape=*/true, times, clock, iteration);
     for (int64_t b : active) stats[size_t(b)].tree_depth += double(L);
-    times.resample = clock.lap();
-
-    // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-    pairs.keep_paths(rows, paths, verdict.path, vout.hidden);
     times.bookkeeping = clock.lap();
-    charge_iteration(clock, stats, active, times, draft_forwards);
+    charge_iteration(clock, stats, active, times, tab.draft_forwards);
   }
   auto result = rows.result();  // its read waits for the device, so settling the clock then does not
   clock.settle(result.stats);

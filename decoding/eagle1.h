@@ -3,12 +3,15 @@
 // their acceptance rules, as their papers run them.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <utility>
 
 #include "decoding/floor/acceptance.h"
 #include "decoding/floor/cfg_model.h"
 #include "decoding/floor/codebook_neighbours.h"
 #include "decoding/floor/decoder.h"
+#include "decoding/floor/iteration_graphs.h"
 #include "decoding/floor/static_forwards.h"
 #include "decoding/floor/static_tree.h"
 #include "decoding/floor/verify.h"
@@ -28,9 +31,15 @@ class Eagle1Decoder : public Decoder {
   CfgModel target_;
   EagleDrafter drafter_;
   StaticForwards drafter_steps_;  // the drafter's pooled static caches and their graphs, across decodes
+  IterationGraphs graphs_;        // the decode state's buffers and the iterations' graphs
   SamplingParams params_;
   StaticTree tree_;
   ChainRule rule_;  // the acceptance rule and its neighbour table on the device
+  // The static tree's tables on the device for a batch (eagle1.cpp), made once per (batch, device) and kept:
+  // a replayed iteration reads them where it was captured.
+  struct Tables;
+  const Tables& tables(int64_t batch, torch::Device device);
+  std::map<std::pair<int64_t, std::string>, std::shared_ptr<const Tables>> tables_;
 };
 
 // n draws without replacement from each row of q [B, M, V] (probabilities, on any device) by inverse CDF with

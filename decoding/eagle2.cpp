@@ -13,6 +13,9 @@
 //             every child is rejected, or at a leaf, the next token is sampled from the current p
 //             (decoding/floor/verify's tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
+// Everything up to the walk's one read touches only the device (EaglePairs::iterate), so on a GPU a steady
+// iteration is replayed as one CUDA graph (decoding/floor/iteration_graphs.h); ADT-Tree's, whose tree shapes
+// change with each iteration, run eagerly, each forward still a graph.
 // With the exact rule this samples the target exactly (each child is accepted with its current residual
 // probability: sequential sampling without replacement); at temperature 0 it gives AR's greedy tokens.
 // Randomness per (seed, sample id, position): kSample for the first root and bonus tokens, kAccept (draw =
@@ -61,81 +64,94 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   if (adt_)
     for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);
   std::vector<TreeShape> shapes(static_cast<size_t>(B), shape_);
-  DecodeRows rows(request, N, shape_.total_tokens, device);
+  const int64_t W = widest.depth + 2;  // the pairs' block: an accepted path holds the root and depth + 1 nodes
+  auto rows = graphs_.rows(request, N, shape_.total_tokens, device, /*path_width=*/W + 1);
   auto& stats = rows.stats;
   PhaseClock clock(device);
-  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, widest.depth + 2);  // a path: root + depth + 1
-  auto dcache = pairs.drafter_cache(widest.top_k * (widest.depth + 1) + widest.depth + 2);
-  pairs.start(params_, request, rows);  // the prefill and every row's first token
+  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, W);
+  auto dcache = pairs.drafter_cache(widest.top_k * (widest.depth + 1) + W);
+  pairs.start(params_, request, rows, graphs_);  // the prefill and every row's first token
+  // Every row's tree shape on the device, so that growing a tree uploads nothing: EAGLE-2's fixed one, once per
+  // decode (ADT-Tree's move with each tree).
+  const auto own_shapes =
+      graphs_.state(rows, "tree_shapes", {B, 3}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  own_shapes.copy_(tree_shape_table(shapes));
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 
   while (rows.next_iteration()) {
     const auto active = rows.active();
     const auto root_index = rows.newest_index();  // the host's copy, for ADT-Tree's policy
-
-    // ---- catch up: the drafter reads every row's new (feature, token) pairs
-    IterationTimes times;
-    clock.restart();
-    const auto catchup = pairs.catch_up(dcache, rows);  // [R, D]
-
-    // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's pending
-    // block (their mask also covers the earlier levels' entries)
-    torch::Tensor drafted;                          // drafter outputs of every tree node so far [R, M_prev, D]
-    const auto root_cells = rows.positions(-1, 1);  // [B, 1] each row's newest cell, on the device
-    TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
-                            int64_t level) {
-      const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest row's top_k)
-      auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
-      auto newest = [&](const torch::Tensor& x) { return x.narrow(1, M - K, K); };
-      // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]).
-      auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
-      auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
-      auto node_cells = (root_cells + 1 + level).clamp_max(N - 1).expand({B, K});
-      if (level > 0) dcache.extend_pending();
-      auto out =
-          pairs.draft(dcache, source.gather(1, slot), twice(newest(tok)), twice(node_cells), twice(newest(mask)));
-      drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
-      return draft_log_probs(out);
-    };
-    if (adt_)
+    if (adt_) {
       for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);
-    // The trees stay on the device: their verification inputs and walk tables are built there, of one width
-    // (total_tokens nodes), so nothing is read or uploaded between drafting and the walk.
-    const auto grown = grown_tree_tables(grow_dynamic_trees(draft_log_probs(catchup), shapes, expand),
-                                         rows.tokens_at(-1).view({B}), root_cells.view({B}), shape_.total_tokens, N);
-    times.draft = clock.lap();
-
-    // ---- verify: one target forward over every row's tree
-    const auto& in = grown.inputs;
-    auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
-    times.verify = clock.lap();
-
-    // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once, one read)
+      own_shapes.copy_(tree_shape_table(shapes));
+    }
     // Levels and child slots from the shapes, not from the trees drawn: the walk's operators are then the same
     // whatever trees the drafter grew (a level without children ends the walk as a leaf does).
-    std::vector<int64_t> lengths(static_cast<size_t>(B)), roots_before = root_index;
-    int64_t levels = 0, slots = 1;
+    std::vector<int64_t> lengths(static_cast<size_t>(B));
+    int64_t levels = 0, slots = 1, expansions = 0;
     for (int64_t b = 0; b < B; ++b) {
       lengths[size_t(b)] = shapes[size_t(b)].depth + 1;  // a node's depth is at most its shape's depth + 1
       levels = std::max(levels, lengths[size_t(b)]);
       slots = std::max(slots, shapes[size_t(b)].top_k);
+      expansions = std::max(expansions, shapes[size_t(b)].depth);
     }
-    const auto& tables = grown.tables;
-    VISPEC_ASSERT(tables.children.size(2) == slots, "the grown trees' child slots are the widest top_k");
-    const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels);
-    const auto paths = rows.commit_tree(verdict, tables.token);
+    IterationTimes times;
+    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
+    clock.restart();
+
+    // The iteration on the device: catch up, build, verify, walk, commit. Nothing in it reads the host.
+    const auto iteration = [&] {
+      // ---- catch up: the drafter reads every row's new (feature, token) pairs
+      const auto catchup = pairs.catch_up(dcache, rows);  // [R, D]
+
+      // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's
+      // pending block (their mask also covers the earlier levels' entries)
+      torch::Tensor drafted;                          // drafter outputs of every tree node so far [R, M_prev, D]
+      const auto root_cells = rows.positions(-1, 1);  // [B, 1] each row's newest cell, on the device
+      TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
+                              int64_t level) {
+        const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest top_k)
+        auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
+        auto newest = [&](const torch::Tensor& x) { return x.narrow(1, M - K, K); };
+        // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]).
+        auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
+        auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
+        auto node_cells = (root_cells + 1 + level).clamp_max(N - 1).expand({B, K});
+        if (level > 0) dcache.extend_pending();
+        auto out =
+            pairs.draft(dcache, source.gather(1, slot), twice(newest(tok)), twice(node_cells), twice(newest(mask)));
+        drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
+        return draft_log_probs(out);
+      };
+      // The trees stay on the device: their verification inputs and walk tables are built there, of one width
+      // (total_tokens nodes), so nothing is read or uploaded between drafting and the walk.
+      const auto grown = grown_tree_tables(grow_dynamic_trees(draft_log_probs(catchup), shapes, own_shapes, expand),
+                                           rows.tokens_at(-1).view({B}), root_cells.view({B}), shape_.total_tokens, N);
+      times.end(times.draft, clock);
+
+      // ---- verify: one target forward over every row's tree
+      const auto& in = grown.inputs;
+      auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
+      times.end(times.verify, clock);
+
+      // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once), commit its path
+      const auto& tables = grown.tables;
+      VISPEC_ASSERT(tables.children.size(2) == slots, "the grown trees' child slots are the widest top_k");
+      const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels);
+      rows.commit_tree_on_device(verdict, tables.token);
+      // ---- keep the accepted path in the target cache; queue its pairs for the drafter
+      pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);
+    };
+    std::vector<int64_t> drafter_widths;  // each expansion's block: K more nodes
+    for (int64_t level = 1; level <= expansions; ++level) drafter_widths.push_back(shape_.top_k * level);
+    const auto paths = pairs.iterate(graphs_, rows, dcache, shape_.total_tokens, drafter_widths,
+                                     /*fixed_shape=*/!adt_, times, clock, iteration);
     for (int64_t b : active) {
       if (adt_)
-        policies[size_t(b)].record(roots_before[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
+        policies[size_t(b)].record(root_index[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
       stats[size_t(b)].tree_depth += double(shapes[size_t(b)].depth);
     }
-    times.resample = clock.lap();
-
-    // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-    pairs.keep_paths(rows, paths, verdict.path, vout.hidden);
     times.bookkeeping = clock.lap();
-    int64_t expansions = 0;
-    for (int64_t b : active) expansions = std::max(expansions, shapes[size_t(b)].depth);
     charge_iteration(clock, stats, active, times, 1 + expansions);
   }
   auto result = rows.result();  // its read waits for the device, so settling the clock then does not

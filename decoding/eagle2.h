@@ -14,6 +14,7 @@
 #include "decoding/floor/static_forwards.h"
 #include "decoding/floor/decoder_registry.h"
 #include "decoding/floor/draft_tree.h"
+#include "decoding/floor/iteration_graphs.h"
 #include "decoding/floor/verify.h"
 #include "models/drafters/eagle_drafter.h"
 
@@ -33,6 +34,7 @@ class Eagle2Decoder : public Decoder {
   CfgModel target_;
   EagleDrafter drafter_;
   StaticForwards drafter_steps_;  // the drafter's pooled static caches and their graphs, across decodes
+  IterationGraphs graphs_;        // the decode state's buffers and the iterations' graphs
   SamplingParams params_;
   TreeShape shape_;
   ChainRule rule_;  // the acceptance rule and its neighbour table on the device

@@ -65,7 +65,8 @@ TEST(DecodeRows, PositionsAdvanceAndTheFirstTokenIsArs) {
 }
 
 TEST(DecodeRows, ATreeWalksAcceptedPathIsCommittedAsAChain) {
-  DecodeRows rows(three_rows(), /*cells=*/16, /*pad=*/4, torch::kCPU);  // trees of 4 nodes
+  // Trees of 4 nodes; the read buffer holds paths of 4 entries, one more than this walk's.
+  DecodeRows rows(three_rows(), /*cells=*/16, /*pad=*/4, torch::kCPU, nullptr, /*path_width=*/4);
   rows.tokens.select(1, 0).copy_(i64({7, 8, 9}));
   // Row 0 at its first cell; row 1 two cells before its image's end; row 2 finished.
   rows.n.copy_(i64({1, 14, 16}));

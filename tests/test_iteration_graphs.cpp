@@ -4,6 +4,8 @@
 // same shape reuses in place; and the tokens are the same with the whole-iteration path as without it.
 #include <gtest/gtest.h>
 
+#include "decoding/eagle1.h"
+#include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "models/gpt/step_graph.h"
@@ -16,6 +18,13 @@ namespace {
 // A tiny GPT on a 12x12 grid: 144 tokens, so that iterations cross length buckets (64, 128, 145 keys).
 Gpt grid12_gpt(uint64_t seed) { return test::tiny_grid_gpt(seed, 12); }
 
+// LANTERN's neighbour table over a random codebook of the model's vocabulary.
+std::shared_ptr<const CodebookNeighbours> random_neighbours(const Gpt& gpt, int64_t k) {
+  torch::manual_seed(5);
+  return std::make_shared<const CodebookNeighbours>(
+      CodebookNeighbours::build(torch::randn({gpt->config().vocab_size, 8}), k));
+}
+
 struct HostCheck {
   HostCheck() { set_step_graph_host_check(true); }
   ~HostCheck() { set_step_graph_host_check(false); }
@@ -23,6 +32,13 @@ struct HostCheck {
 
 TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
   const auto target = grid12_gpt(9), drafter = grid12_gpt(10);
+  const auto eagle = test::tiny_eagle_drafter(target->config(), 2);
+  AcceptanceParams lantern;  // LANTERN's rule on EAGLE-2's trees, Cool-SD's on EAGLE-1's: their tables too
+  lantern.rule = AcceptRule::kLantern;
+  lantern.k = 4;
+  lantern.delta = 0.2;
+  AcceptanceParams cool;
+  cool.rule = AcceptRule::kCoolSd;
   for (double temperature : {0.0, 1.0}) {
     for (double cfg : {1.0, 3.0}) {  // one stream and both CFG streams
       auto p = test::guided_sampling(temperature);
@@ -30,6 +46,16 @@ TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
       std::vector<std::pair<std::string, std::unique_ptr<Decoder>>> decoders;
       decoders.emplace_back("sd", std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr));
       decoders.emplace_back("sjd", std::make_unique<SjdDecoder>(target, p, 6));
+      decoders.emplace_back("eagle2", std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{3, 2, 8},
+                                                                      AcceptanceParams{}, nullptr));
+      decoders.emplace_back("lantern", std::make_unique<Eagle2Decoder>("lantern", target, eagle, p, TreeShape{2, 3, 8},
+                                                                       lantern, random_neighbours(target, lantern.k)));
+      decoders.emplace_back(
+          "eagle1", std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p, named_static_tree("naive_extend_57"),
+                                                    AcceptanceParams{}, nullptr));
+      decoders.emplace_back(
+          "coolsd", std::make_unique<Eagle1Decoder>("coolsd", target, eagle, p, named_static_tree("naive_extend_57"),
+                                                    cool, nullptr));
       for (auto& [name, decoder] : decoders) {
         const auto r = test::requests(0, 3);
         const auto want = decoder->decode(r).tokens;

@@ -45,7 +45,10 @@ class CfgModel {
   void keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths,
                   const torch::Tensor& on_device = {}) const;
   void shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device = {}) const;
-  // Its two halves (KvCache::shift_lengths_on_device, _on_host), for an iteration replayed as a graph.
+  // Their two halves (KvCache::keep_rows_on_device, _on_host, shift_lengths_on_device, _on_host), for an
+  // iteration replayed as a graph.
+  void keep_paths_on_device(KvCache& cache, const torch::Tensor& on_device) const;
+  void keep_paths_on_host(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const;
   void shift_lengths_on_device(KvCache& cache, const torch::Tensor& on_device) const;
   void shift_lengths_on_host(KvCache& cache, const std::vector<int64_t>& delta) const;
   // The device lengths of the pooled static cache that `cache` copies: a tensor that outlives every copy, for

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "decoding/floor/sampler.h"
 #include "decoding/floor/verify.h"
 #include "kernels/keyed_uniforms.h"
@@ -15,18 +16,20 @@ torch::Tensor read_to_host(const torch::Tensor& t) {
   return t.to(torch::kCPU);
 }
 
-DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device, Buffers* buffers)
+DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device, Buffers* buffers,
+                       int64_t path_width)
     : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), seed_(request.seed) {
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const int64_t B = request.batch();
   Buffers own;
   auto& b = buffers ? *buffers : own;
-  if (!b.tokens.defined() || b.tokens.size(0) != B || b.tokens.size(1) != cells + pad || b.tokens.device() != device) {
+  if (!b.tokens.defined() || b.tokens.size(0) != B || b.tokens.size(1) != cells + pad || b.tokens.device() != device ||
+      b.read.size(1) != 3 + path_width) {
     b.tokens = torch::empty({B, cells + pad}, i64);
     b.n = torch::empty({B}, i64);
     b.iteration = torch::empty({1}, i64);
     b.sample_ids = torch::empty({B}, i64);
-    b.read = torch::zeros({B, 3}, i64);
+    b.read = torch::zeros({B, 3 + path_width}, i64);
   }
   // In place: a decode of this shape after another leaves every buffer where it was.
   tokens = b.tokens.zero_();
@@ -105,26 +108,16 @@ torch::Tensor DecodeRows::commit_on_device(const torch::Tensor& drafts, const Ch
   return columns;
 }
 
-torch::Tensor DecodeRows::commit(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
-                                 int64_t limit, const torch::Tensor& extra, Advance& advance) {
-  const auto below = active(limit);
-  const auto columns = commit_on_device(drafts, verdict, count, limit, extra);
-  advance.on_device = columns.select(1, 0);
-  const auto host = read_to_host(columns).contiguous();
-  settle(host, below, advance);
-  return host.narrow(1, 3, host.size(1) - 3);
-}
-
 torch::Tensor DecodeRows::commit_chain_on_device(const torch::Tensor& drafts, const ChainVerdict& verdict,
                                                  const torch::Tensor& count, int64_t limit) {
-  read_.copy_(commit_on_device(drafts, verdict, count, limit, torch::Tensor()));
+  read_.narrow(1, 0, 3).copy_(commit_on_device(drafts, verdict, count, limit, torch::Tensor()));
   return read_.select(1, 0);
 }
 
 DecodeRows::Advance DecodeRows::settle_chain(int64_t limit) {
   Advance advance;
   advance.on_device = read_.select(1, 0);
-  settle(read_to_host(read_).contiguous(), active(limit), advance);
+  settle(read_to_host(read_.narrow(1, 0, 3)).contiguous(), active(limit), advance);
   return advance;
 }
 
@@ -147,20 +140,34 @@ DecodeRows::Advance DecodeRows::commit_chain(const torch::Tensor& drafts, const 
   return settle_chain(limit);
 }
 
-std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& verdict,
-                                                          const torch::Tensor& node_tokens) {
-  const auto walked = active();
+void DecodeRows::commit_tree_on_device(const TreeVerdict& verdict, const torch::Tensor& node_tokens) {
   const int64_t P = verdict.path.size(1);
+  VISPEC_ASSERT(3 + P <= read_.size(1), "a walk's paths of ", P, " entries where the decode rows read ",
+                read_.size(1) - 3);
   // The accepted nodes after the root, as a chain of drafts (-1 past the path's end reads the root: never kept).
   const auto drafts = node_tokens.gather(1, verdict.path.narrow(1, 1, P - 1).clamp_min(0));
+  read_.narrow(1, 0, 3 + P)
+      .copy_(
+          commit_on_device(drafts, ChainVerdict{verdict.accepted, verdict.next}, verdict.tried, cells_, verdict.path));
+  if (3 + P < read_.size(1)) read_.narrow(1, 3 + P, read_.size(1) - 3 - P).fill_(-1);
+}
+
+std::vector<std::vector<int64_t>> DecodeRows::settle_tree() {
+  const auto walked = active();
   Advance advance;
-  const auto host =
-      commit(drafts, ChainVerdict{verdict.accepted, verdict.next}, verdict.tried, cells_, verdict.path, advance);
+  const auto host = read_to_host(read_).contiguous();
+  settle(host, walked, advance);
   const auto h = host.accessor<int64_t, 2>();
   std::vector<std::vector<int64_t>> paths(static_cast<size_t>(batch()));
   for (int64_t b : walked)
-    for (int64_t j = 0; j < P && h[b][j] >= 0; ++j) paths[size_t(b)].push_back(h[b][j]);
+    for (int64_t j = 3; j < host.size(1) && h[b][j] >= 0; ++j) paths[size_t(b)].push_back(h[b][j]);
   return paths;
+}
+
+std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& verdict,
+                                                          const torch::Tensor& node_tokens) {
+  commit_tree_on_device(verdict, node_tokens);
+  return settle_tree();
 }
 
 DecodeResult DecodeRows::result() {

@@ -44,12 +44,13 @@ class DecodeRows {
   // which writes it in place: a graph finds the state where it was captured.
   struct Buffers {
     torch::Tensor tokens, n, iteration, sample_ids;
-    torch::Tensor read;  // [B, 3] int64: what commit_chain_on_device leaves for the host to read
+    torch::Tensor read;  // [B, 3 + path_width] int64: what a commit's device half leaves for the host to read
   };
-  // `pad` columns past the image take writes that fall beyond it (a chain of G drafts: G + 1). buffers: where
-  // the state lives (made there on first use); null: tensors of this decode's own.
-  DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device,
-             Buffers* buffers = nullptr);
+  // `pad` columns past the image take writes that fall beyond it (a chain of G drafts: G + 1). path_width: for
+  // a tree decoder, the widest walk verdict's path (TreeVerdict::path's columns), which its commit reads.
+  // buffers: where the state lives (made there on first use); null: tensors of this decode's own.
+  DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device, Buffers* buffers = nullptr,
+             int64_t path_width = 0);
 
   int64_t batch() const { return int64_t(committed.size()); }
   int64_t cells() const { return cells_; }
@@ -100,6 +101,10 @@ class DecodeRows {
   // children tested). One read, the iteration's only wait. Returns each row's accepted path, root first (empty
   // for rows that had finished).
   std::vector<std::vector<int64_t>> commit_tree(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
+  // commit_tree in two halves, as commit_chain's: the device writes, the verdict's paths left in the read buffer
+  // (its path_width columns); then the read and the statistics.
+  void commit_tree_on_device(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
+  std::vector<std::vector<int64_t>> settle_tree();
 
   // tokens [B, cells] on the CPU and the statistics, every row's `tokens` set.
   DecodeResult result();
@@ -111,13 +116,9 @@ class DecodeRows {
   std::vector<SampleStats> stats;
 
  private:
-  // What both commits share: the chain written at n, n advanced (not past `limit`), and ONE read of the
-  // advances (into `advance`), the accepted counts, `count` and `extra` [B, E] int64 (returned, on the host);
-  // the statistics counted for the rows that were below `limit`.
-  torch::Tensor commit(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
-                       int64_t limit, const torch::Tensor& extra, Advance& advance);
-  // commit()'s halves: the device writes and the columns [B, 3 + E] to read (advance, accepted, count, extra);
-  // the host's bookkeeping from their host copy (rows `below` the limit, as of the last read, get statistics).
+  // What both commits share, in two halves: the chain written at n, n advanced (not past `limit`), and the
+  // columns [B, 3 + E] to read (advance, accepted, `count`, `extra` [B, E] int64); then the host's bookkeeping
+  // from their host copy (rows `below` the limit, as of the last read, get statistics).
   torch::Tensor commit_on_device(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
                                  int64_t limit, const torch::Tensor& extra);
   void settle(const torch::Tensor& host, const std::vector<int64_t>& below, Advance& advance);
@@ -125,7 +126,7 @@ class DecodeRows {
   int64_t cells_;
   uint64_t seed_;
   torch::Tensor sample_ids_;                            // [B] int64, device
-  torch::Tensor read_;                                  // [B, 3] int64, device: commit_chain_on_device's columns
+  torch::Tensor read_;                                  // [B, 3 + path_width] int64, device: the commits' columns
   std::optional<at::RecordFunction> iteration_record_;  // the current "vispec::iteration"
 };
 

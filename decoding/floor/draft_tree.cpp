@@ -81,21 +81,33 @@ std::vector<DraftTree> build_dynamic_trees(const torch::Tensor& root_log_probs, 
 // root's K children; level l + 1: the K^2 children of level l's frontier). Rows may ask for different shapes
 // (ADT-Tree): the blocks are sized by the largest; in a smaller row the candidates beyond its own top_k or
 // depth score -inf, so they are expanded with the rest but never chosen.
-TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
-                                  const TreeExpand& expand) {
-  const int64_t B = root_log_probs.size(0);
-  int64_t K = 1, D = 0;
+torch::Tensor tree_shape_table(const std::vector<TreeShape>& shapes) {
   std::vector<int64_t> own_shape;  // per row: top_k, depth, nodes to choose
   for (const auto& s : shapes) {
     VISPEC_ASSERT(s.top_k >= 1 && s.depth >= 0 && s.total_tokens >= 1, "tree shape");
+    own_shape.insert(own_shape.end(), {s.top_k, s.depth, s.total_tokens - 1});
+  }
+  return torch::tensor(own_shape, torch::kInt64).view({int64_t(shapes.size()), 3});
+}
+
+TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
+                                  const TreeExpand& expand) {
+  return grow_dynamic_trees(root_log_probs, shapes, tree_shape_table(shapes).to(root_log_probs.device()), expand);
+}
+
+TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
+                                  const torch::Tensor& own, const TreeExpand& expand) {
+  const int64_t B = root_log_probs.size(0);
+  VISPEC_ASSERT(int64_t(shapes.size()) == B && own.size(0) == B && own.size(1) == 3, "tree shapes of ", shapes.size(),
+                " rows for ", B);
+  int64_t K = 1, D = 0;
+  for (const auto& s : shapes) {
     K = std::max(K, s.top_k);
     D = std::max(D, s.depth);
-    own_shape.insert(own_shape.end(), {s.top_k, s.depth, s.total_tokens - 1});
   }
   const auto device = root_log_probs.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const double kNone = -std::numeric_limits<double>::infinity();
-  const auto own = torch::tensor(own_shape, torch::kInt64).view({B, 3}).to(device);  // one upload
   const auto own_k = own.select(1, 0), own_depth = own.select(1, 1), own_nodes = own.select(1, 2);
   const auto j = torch::arange(K, i64);
   const auto beyond_k = j.view({1, K}).ge(own_k.view({B, 1}));  // [B, K]: slot j is past the row's top_k

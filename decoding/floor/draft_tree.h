@@ -72,6 +72,12 @@ struct TreeCandidates {
 // width).
 TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
                                   const TreeExpand& expand);
+// The same with the shapes also on the device, own_shapes = tree_shape_table(shapes) there, so that nothing is
+// uploaded (an iteration replayed as a graph).
+TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
+                                  const torch::Tensor& own_shapes, const TreeExpand& expand);
+// Each row's top_k, depth and nodes to choose (total_tokens - 1): [B, 3] int64 on the CPU.
+torch::Tensor tree_shape_table(const std::vector<TreeShape>& shapes);
 
 // The grown trees as the target's inputs and the walk's tables, built on the device from the candidates
 // (nothing read, nothing uploaded), padded to T nodes: T at least 1 + the most candidates a row keeps.

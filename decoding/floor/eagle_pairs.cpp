@@ -23,14 +23,20 @@ torch::Tensor EaglePairs::draft(KvCache& dcache, const torch::Tensor& features, 
       })[0];
 }
 
-void EaglePairs::start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows) {
+void EaglePairs::start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows,
+                       IterationGraphs& graphs) {
   auto pre = target_.prefill(tcache_, request.conditions);
   tcache_.keep_all();
   rows.start(pre.logits, params);
   // [R, W, D]: the first token's pair, repeated as padding
-  features_ = gpt_->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1)).expand({R_, W_, -1}).contiguous();
+  const auto first = gpt_->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));
+  features_ = graphs.state(rows, "eagle_features", {R_, W_, first.size(2)}, first.options());
+  features_.copy_(first.expand({R_, W_, -1}));
+  seed_ = request.seed;
   std::fill(waiting_.begin(), waiting_.end(), 1);  // the first token
-  waiting_device_ = torch::ones({B_}, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device()));
+  waiting_device_ =
+      graphs.state(rows, "eagle_waiting", {B_}, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device()));
+  waiting_device_.fill_(1);
   for (auto& s : rows.stats) s.target_forwards = 1;
 }
 
@@ -46,40 +52,68 @@ torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {
   const auto real = j.lt(n).repeat({S, 1});  // [R, W]
   const auto tokens = torch::where(real, rows.tokens.repeat({S, 1}).gather(1, cells), 0);
   auto out = draft(dcache, features_, tokens, cells, causal_mask(W, gpt_->device()));
-  // The pairs stay where they were written: bookkeeping, no data moves.
-  std::vector<int64_t> kept;
-  for (int64_t row = 0; row < R_; ++row) kept.push_back(waiting_[size_t(row % B_)]);
-  const auto real_pairs = real.sum(1);  // [R]: the same counts on the device, so nothing is uploaded
-  dcache.shift_lengths(kept, real_pairs);
+  // The pairs stay where they were written: bookkeeping, no data moves. The device counts the real pairs; the
+  // host counts every entry, whatever was accepted (so that a replayed iteration moves the host lengths as the
+  // recorded one did), and settle() takes the padding back.
+  const auto real_pairs = real.sum(1);  // [R]
+  dcache.shift_lengths_on_host(std::vector<int64_t>(size_t(R_), W));
+  dcache.shift_lengths_on_device(real_pairs);
   // Each row's newest pair: its last real one (the first, in a finished row that has none).
   const auto newest = (real_pairs.unsqueeze(1) - 1).clamp_min(0);
   return out.gather(1, newest.unsqueeze(-1).expand({R_, 1, out.size(2)})).squeeze(1);
 }
 
-void EaglePairs::keep_paths(const DecodeRows& rows, std::vector<std::vector<int64_t>> paths, const torch::Tensor& path,
-                            const torch::Tensor& hidden) {
+void EaglePairs::keep_paths_on_device(const DecodeRows& rows, const torch::Tensor& path, const torch::Tensor& hidden) {
   // The walk's verdict is levels + 2 wide, its last column -1 (a path holds the root and at most `levels`
   // accepted nodes): W_ = levels + 1 columns hold every path.
   VISPEC_ASSERT(path.size(0) == B_ && path.size(1) <= W_ + 1, "EaglePairs: paths of ", path.size(1),
                 " entries for a width of ", W_);
-  for (const auto& p : paths) VISPEC_ASSERT(int64_t(p.size()) <= W_, "EaglePairs: a path of ", p.size(), " entries");
   const auto finished = rows.n.ge(rows.cells()).view({B_, 1});  // nothing more to read
-  for (int64_t b = 0; b < B_; ++b) {
-    if (rows.committed[size_t(b)] >= rows.cells()) paths[size_t(b)].clear();
-    waiting_[size_t(b)] = int64_t(paths[size_t(b)].size());
-  }
-  // The same paths on the device, W wide: -1 past each end, and in finished rows.
+  // The paths W wide: -1 past each end, and in finished rows.
   auto p = path.size(1) < W_ ? torch::cat({path, torch::full({B_, W_ - path.size(1)}, -1, path.options())}, 1)
                              : path.narrow(1, 0, W_);
   p = p.masked_fill(finished, -1);
-  target_.keep_paths(tcache_, paths, p);
-  waiting_device_ = p.ge(0).sum(1);
+  target_.keep_paths_on_device(tcache_, p);
+  waiting_device_.copy_(p.ge(0).sum(1));
   // Row b's pairs read the hidden states at its path's entries (padding repeats the last one); their tokens,
   // the path's drafts and the token sampled after them, are the row's newest waiting ones.
   const auto j = torch::arange(W_, p.options()).view({1, W_});
   const auto idx = p.gather(1, torch::minimum(j, (waiting_device_.view({B_, 1}) - 1).clamp_min(0))).clamp_min(0);
   const auto at = idx.repeat({R_ / B_, 1}).unsqueeze(-1).expand({R_, W_, hidden.size(2)});
-  features_ = gpt_->norm(hidden.gather(1, at));
+  features_.copy_(gpt_->norm(hidden.gather(1, at)));
+}
+
+void EaglePairs::settle(KvCache& dcache, const DecodeRows& rows, std::vector<std::vector<int64_t>> paths) {
+  std::vector<int64_t> padding;  // the catch-up's: W entries counted per row, waiting_ of them pairs
+  for (int64_t row = 0; row < R_; ++row) padding.push_back(waiting_[size_t(row % B_)] - W_);
+  dcache.shift_lengths_on_host(padding);
+  for (int64_t b = 0; b < B_; ++b) {
+    auto& p = paths[size_t(b)];
+    VISPEC_ASSERT(int64_t(p.size()) <= W_, "EaglePairs: a path of ", p.size(), " entries");
+    if (rows.committed[size_t(b)] >= rows.cells()) p.clear();
+    waiting_[size_t(b)] = int64_t(p.size());
+  }
+  target_.keep_paths_on_host(tcache_, paths);
+}
+
+std::vector<std::vector<int64_t>> EaglePairs::iterate(IterationGraphs& graphs, DecodeRows& rows, KvCache& dcache,
+                                                      int64_t tree_nodes, const std::vector<int64_t>& drafter_widths,
+                                                      bool fixed_shape, IterationTimes& times, PhaseClock& clock,
+                                                      const std::function<void()>& body) {
+  const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(tcache_), steps_.pooled_lengths(dcache)};
+  if (fixed_shape && pooled[0] && pooled[1] && tcache_.lengths_current() && dcache.lengths_current()) {
+    // The tree blocks are planned after the catch-up has counted W_ entries on the host.
+    StepKey key{B_, tcache_.bucket_for(tree_nodes), dcache.bucket_for(W_)};
+    for (int64_t width : drafter_widths) key.push_back(dcache.bucket_for(W_ + width));
+    key.push_back(int64_t(seed_));
+    graphs.run(rows, key, pooled, {&tcache_, &dcache}, body);
+  } else {
+    body();
+  }
+  auto paths = rows.settle_tree();  // the iteration's one read
+  times.end_device_half(clock);
+  settle(dcache, rows, paths);
+  return paths;
 }
 
 }  // namespace vispec

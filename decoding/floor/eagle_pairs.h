@@ -6,16 +6,22 @@
 //               the token the one committed after it; EAGLE drafts from the newest pair's output.
 // A row's newest token (the tree's root) is not in the target's cache yet: each verification forward runs it
 // first, before the tree's nodes. Every drafter forward (the catch-up, each tree level) is a static step on a
-// pooled static cache (decoding/floor/static_forwards.h), replayed as a CUDA graph on a GPU.
+// pooled static cache (decoding/floor/static_forwards.h), replayed as a CUDA graph on a GPU, and the pairs'
+// device state lives in the decoder's IterationGraphs, so that a whole iteration can be one graph too: its
+// device half is catch_up .. keep_paths_on_device, its host half settle().
 #pragma once
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 #include "decoding/floor/cfg_model.h"
 #include "decoding/floor/decode_rows.h"
 #include "decoding/floor/decoder.h"
+#include "decoding/floor/iteration_graphs.h"
+#include "decoding/floor/iteration_stats.h"
+#include "decoding/floor/phase_clock.h"
 #include "decoding/floor/static_forwards.h"
 #include "models/drafters/eagle_drafter.h"
 #include "models/gpt/gpt.h"
@@ -39,19 +45,34 @@ class EaglePairs {
   torch::Tensor draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
                       const torch::Tensor& cells, const torch::Tensor& mask);
 
-  // The decode's start: the target's prefill, every row's first token (rows.start) and the first pairs.
-  void start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows);
+  // The decode's start: the target's prefill, every row's first token (rows.start) and the first pairs, whose
+  // device state is kept in `graphs`' buffers for `rows` (made by graphs.rows()).
+  void start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows, IterationGraphs& graphs);
   // Feeds every row's waiting pairs to the drafter as one block of path_width entries (padded; the padding is
   // not kept), keeps them in its cache `dcache`, and returns the drafter's output at each row's newest pair
-  // [R, D]. Nothing is read or uploaded.
+  // [R, D]. Nothing is read or uploaded. The device lengths count the pairs; the host's count the whole block
+  // (an upper bound, the same in every iteration, which plans the tree's blocks), until settle().
   torch::Tensor catch_up(KvCache& dcache, const DecodeRows& rows);
-  // After a walk committed (DecodeRows::commit_tree): every row still decoding keeps its accepted path (root
-  // first) in the target's cache, and its pairs wait for the drafter: the path's hidden states in the
-  // verification forward [R, T, D] (pre-norm) and the tokens just committed (the path's drafts, the sampled one).
-  // paths: commit_tree's host copy; path: the walk's [B, <= path_width] on the device (TreeVerdict::path), from
-  // which the cache and the pairs are gathered there, so nothing is uploaded.
-  void keep_paths(const DecodeRows& rows, std::vector<std::vector<int64_t>> paths, const torch::Tensor& path,
-                  const torch::Tensor& hidden);
+  // After a walk's commit (DecodeRows::commit_tree_on_device): every row still decoding keeps its accepted path
+  // (root first) in the target's cache, and its pairs wait for the drafter: the path's hidden states in the
+  // verification forward [R, T, D] (pre-norm) and the tokens just committed (the path's drafts, the sampled
+  // one). path: the walk's [B, <= path_width + 1] (TreeVerdict::path), from which the cache and the pairs are
+  // gathered on the device: nothing is read or uploaded.
+  void keep_paths_on_device(const DecodeRows& rows, const torch::Tensor& path, const torch::Tensor& hidden);
+  // The host half, after the iteration's read (DecodeRows::settle_tree's paths): the target cache's host
+  // lengths, the drafter cache's (the catch-up's padding taken back) and the pairs each row waits with.
+  void settle(KvCache& dcache, const DecodeRows& rows, std::vector<std::vector<int64_t>> paths);
+
+  // A tree decoder's iteration: `body` (catch_up .. DecodeRows::commit_tree_on_device, keep_paths_on_device)
+  // through `graphs` where it is steady (static caches and a tree shape fixed for the decode), keyed by the
+  // bucket of every forward in it: the verification's over `tree_nodes` entries, the catch-up's and the
+  // drafter's tree blocks, whose widths (pending entries once written) are `drafter_widths`; otherwise
+  // eagerly. Then the iteration's one read (DecodeRows::settle_tree; `times` ends its device half there) and
+  // settle(). Returns every row's accepted path, root first.
+  std::vector<std::vector<int64_t>> iterate(IterationGraphs& graphs, DecodeRows& rows, KvCache& dcache,
+                                            int64_t tree_nodes, const std::vector<int64_t>& drafter_widths,
+                                            bool fixed_shape, IterationTimes& times, PhaseClock& clock,
+                                            const std::function<void()>& body);
 
  private:
   CfgModel& target_;
@@ -60,9 +81,10 @@ class EaglePairs {
   EagleDrafter drafter_;
   StaticForwards& steps_;
   int64_t B_, R_, W_;             // W_: path_width
+  uint64_t seed_ = 0;             // the decode's (start), in every iteration's key
   std::vector<int64_t> waiting_;  // per row, the pairs the drafter has not read: its newest committed tokens
-  torch::Tensor waiting_device_;  // [B] int64: the same on the device
-  torch::Tensor features_;        // [R, W, D] their post-norm features (row r's first waiting_ valid)
+  torch::Tensor waiting_device_;  // [B] int64: the same on the device (a buffer of the IterationGraphs)
+  torch::Tensor features_;        // [R, W, D] their post-norm features (row r's first waiting_ valid; likewise)
 };
 
 }  // namespace vispec

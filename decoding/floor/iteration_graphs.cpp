@@ -4,10 +4,11 @@
 
 namespace vispec {
 
-DecodeRows IterationGraphs::rows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device) {
-  auto& set = sets_[{request.batch(), cells + pad, int64_t(device.type()), int64_t(device.index())}];
+DecodeRows IterationGraphs::rows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device,
+                                 int64_t path_width) {
+  auto& set = sets_[{request.batch(), cells + pad, path_width, int64_t(device.type()), int64_t(device.index())}];
   if (!set) set = std::make_unique<Set>();
-  return DecodeRows(request, cells, pad, device, &set->rows);
+  return DecodeRows(request, cells, pad, device, &set->rows, path_width);
 }
 
 IterationGraphs::Set& IterationGraphs::set_of(const DecodeRows& rows) {

@@ -33,7 +33,8 @@ namespace vispec {
 class IterationGraphs {
  public:
   // `request`'s decode state in this owner's buffers for its shape (see DecodeRows).
-  DecodeRows rows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device);
+  DecodeRows rows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device,
+                  int64_t path_width = 0);
   // A tensor of the decoder's own state that outlives an iteration (SJD's carried drafts), kept with `rows`'s
   // buffers: made once per batch shape, zeroed at each call (once per decode, before its loop); the body
   // writes it in place. Part of every graph's state.
@@ -56,7 +57,7 @@ class IterationGraphs {
     std::map<std::string, torch::Tensor> own;  // state()'s
   };
   Set& set_of(const DecodeRows& rows);
-  std::map<std::vector<int64_t>, std::unique_ptr<Set>> sets_;               // by (rows, columns, device)
+  std::map<std::vector<int64_t>, std::unique_ptr<Set>> sets_;               // by (rows, columns, paths, device)
   std::map<std::vector<const void*>, std::unique_ptr<StepGraphs>> graphs_;  // by the state's storage
   bool failed_ = false;                                                     // a check fell back to eager
 };

@@ -263,23 +263,40 @@ std::vector<int64_t> KvCache::entries_of(int64_t row, const std::vector<int64_t>
 }
 
 void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows, const torch::Tensor& on_device) {
-  VISPEC_ASSERT(int64_t(rows.size()) == batch(), "keep_rows of ", rows.size(), " rows in a cache of ", batch());
-  if (on_device.defined() && device_lengths() && node_starts_.empty() && !lengths_stale_) {
-    VISPEC_ASSERT(on_device.dim() == 2 && on_device.size(0) == batch() && on_device.size(1) <= capacity_,
-                  "keep_rows: device rows of shape ", on_device.sizes());
-    for (int64_t b = 0; b < batch(); ++b) {
-      const auto& r = rows[size_t(b)];
-      VISPEC_ASSERT(int64_t(r.size()) <= on_device.size(1) && length_[b] + int64_t(r.size()) <= capacity_ &&
-                        std::all_of(r.begin(), r.end(), [&](int64_t i) { return i >= 0 && i < pending_; }),
-                    "keep_rows: row ", b, " keeps ", r.size(), " entries of a block of ", pending_);
-      length_[b] += int64_t(r.size());
-    }
-    return keep_device_rows(on_device);
+  if (on_device.defined() && device_lengths() && !lengths_stale_) {
+    VISPEC_ASSERT(on_device.dim() == 2 && on_device.size(0) == batch(), "keep_rows: device rows of shape ",
+                  on_device.sizes());
+    for (const auto& r : rows)
+      VISPEC_ASSERT(int64_t(r.size()) <= on_device.size(1), "keep_rows: a row of ", r.size(),
+                    " entries in device rows of ", on_device.size(1));
+    keep_rows_on_device(on_device);
+    return keep_rows_on_host(rows);
   }
+  VISPEC_ASSERT(int64_t(rows.size()) == batch(), "keep_rows of ", rows.size(), " rows in a cache of ", batch());
   std::vector<std::vector<int64_t>> entries;
   for (size_t b = 0; b < rows.size(); ++b) entries.push_back(entries_of(int64_t(b), rows[b]));
   keep_entry_rows(entries);
   upload_lengths();
+}
+
+void KvCache::keep_rows_on_device(const torch::Tensor& on_device) {
+  if (!device_lengths()) return;  // a dynamic cache: its host half is the whole commit
+  VISPEC_ASSERT(lengths_current() && node_starts_.empty() && on_device.dim() == 2 && on_device.size(0) == batch() &&
+                    on_device.size(1) <= capacity_,
+                "keep_rows: device rows of shape ", on_device.sizes(), " for current device lengths of ", batch());
+  keep_device_rows(on_device);
+}
+
+void KvCache::keep_rows_on_host(const std::vector<std::vector<int64_t>>& rows) {
+  VISPEC_ASSERT(int64_t(rows.size()) == batch(), "keep_rows of ", rows.size(), " rows in a cache of ", batch());
+  if (!device_lengths()) return keep_rows(rows);
+  for (int64_t b = 0; b < batch(); ++b) {
+    const auto& r = rows[size_t(b)];
+    VISPEC_ASSERT(length_[b] + int64_t(r.size()) <= capacity_ &&
+                      std::all_of(r.begin(), r.end(), [&](int64_t i) { return i >= 0 && i < pending_; }),
+                  "keep_rows: row ", b, " keeps ", r.size(), " entries of a block of ", pending_);
+    length_[b] += int64_t(r.size());
+  }
 }
 
 // keep_entry_rows' moves from device numbers: row b's entry j < n_b moves from L_b + rows[b][j] to L_b + j; the

@@ -91,6 +91,11 @@ class KvCache {
   // entry per node moves the entries and adds the counts on the device: nothing is uploaded, and the
   // operators depend on W alone.
   void keep_rows(const std::vector<std::vector<int64_t>>& rows, const torch::Tensor& on_device = {});
+  // keep_rows() in two halves, for an iteration whose device half is replayed (a static cache, lengths current):
+  // the entries moved and the counts added on the device (inside the graph), then the host's lengths (after its
+  // read). On a dynamic cache the device half does nothing and the host half is keep_rows().
+  void keep_rows_on_device(const torch::Tensor& on_device);
+  void keep_rows_on_host(const std::vector<std::vector<int64_t>>& rows);
   // Moves every row's committed length by delta[b] at once: a positive delta commits the first delta[b] entries
   // (nodes) of the pending block where they already are, a negative one drops the row's last committed
   // entries; no data moves. How chain decoders keep [newest, accepted drafts] and roll their drafter back.
