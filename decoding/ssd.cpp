@@ -71,10 +71,8 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   const auto device = gpt->device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const bool greedy = params_.greedy();
-  DecodeRows rows(request, N, K + 1, device);
+  auto rows = graphs_.rows(request, N, K + 1, device);
   auto& stats = rows.stats;
-  // h_pre of every cell (both CFG streams) [R, N + 1, D], filled as cells are committed.
-  torch::Tensor states;
   // A head's drafts from source states [R, M, D] and tokens [B, M] for the cells `cells` [B, M]: the guided,
   // processed q [B, M, V] (undefined at T = 0) and the drafted tokens [B, M] (the argmax at T = 0).
   auto draft = [&](int64_t head, const torch::Tensor& src_states, const torch::Tensor& src_tokens,
@@ -92,50 +90,61 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   auto cache = target_.make_cache(B, std::max(K + 1, ssd_.kv * W), /*static_steps=*/true);
   const auto pre = target_.prefill(cache, request.conditions);
   cache.keep_all();
-  states = torch::zeros({R, N + 1, D}, pre.hidden.options());
+  // h_pre of every cell (both CFG streams) [R, N + 1, D], filled as cells are committed: state of the decode
+  // that a replayed first-row iteration writes in place.
+  const auto states = graphs_.state(rows, "ssd_states", {R, N + 1, D}, pre.hidden.options());
   states.select(1, 0).copy_(pre.hidden.select(1, pre.hidden.size(1) - 1));
   rows.start(pre.logits, params_);
   for (auto& s : stats) s.target_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 
   // ---- first row: speculative decoding with the horizontal heads. rows.n[b]: tokens committed; the newest is
-  // pending (not in the cache yet).
-  const auto first_row_mask = causal_mask(1 + K, device);
-  const auto block_index = torch::arange(K + 1, i64).view({1, K + 1});
+  // pending (not in the cache yet). As SD's, a steady iteration (the cache static) runs on the device up to its
+  // one read, and is replayed as one CUDA graph (decoding/floor/iteration_graphs.h).
+  const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(cache)};
   while (rows.next_iteration(W)) {
     const auto active = rows.active(W);
     IterationTimes times;
+    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
     clock.restart();
-    // Every stream of sample b drafts from the state and token of b's newest cell.
-    const auto n_streams = rows.n.repeat({R / B}).view({R, 1});
-    const auto src_states = states.gather(1, (n_streams - 1).unsqueeze(-1).expand({R, 1, D}));
-    const auto src_tokens = rows.tokens_at(-1);
-    std::vector<torch::Tensor> q_heads, x_heads;
-    for (int64_t k = 0; k < K; ++k) {
-      auto [q, x] = draft(k, src_states, src_tokens, rows.positions(k, 1));
-      if (q.defined()) q_heads.push_back(q.select(1, 0));
-      x_heads.push_back(x.select(1, 0));
-    }
-    const auto drafts = torch::stack(x_heads, 1);  // [B, K]
-    times.draft = clock.lap();
+    const auto iteration = [&] {
+      // Every stream of sample b drafts from the state and token of b's newest cell.
+      const auto n_streams = rows.n.repeat({R / B}).view({R, 1});
+      const auto src_states = states.gather(1, (n_streams - 1).unsqueeze(-1).expand({R, 1, D}));
+      const auto src_tokens = rows.tokens_at(-1);
+      std::vector<torch::Tensor> q_heads, x_heads;
+      for (int64_t k = 0; k < K; ++k) {
+        auto [q, x] = draft(k, src_states, src_tokens, rows.positions(k, 1));
+        if (q.defined()) q_heads.push_back(q.select(1, 0));
+        x_heads.push_back(x.select(1, 0));
+      }
+      const auto drafts = torch::stack(x_heads, 1);  // [B, K]
+      times.end(times.draft, clock);
 
-    // The pending token, then the drafts: p at cells n .. n + K.
-    const auto out =
-        target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), rows.positions(-1, K + 1), first_row_mask);
-    times.verify = clock.lap();
-    const auto count = (W - rows.n).clamp(0, K);  // drafts past the row's end take no part
-    const auto u = chain_uniforms(rows, K, first_row_rule_, greedy);
-    const auto verdict = greedy ? verify_chain_greedy(first_row_rule_, greedy_tokens(out.logits), drafts, count, u)
-                                : verify_chain(first_row_rule_, target_probs(out.logits, params_),
-                                               torch::stack(q_heads, 1), drafts, count, u);
-    const auto kept = rows.commit_chain(drafts, verdict, count, W);  // no bonus past the row's end
-    // Block entries j < kept hold cells n - 1 + j (n as the iteration began), whose contexts are all committed:
-    // their outputs are the states of cells n + j.
-    const auto cols = (n_streams + block_index).clamp_max(N).unsqueeze(-1).expand({R, K + 1, D});
-    const auto fresh = block_index.lt(kept.on_device.repeat({R / B}).view({R, 1})).unsqueeze(-1);
-    states.scatter_(1, cols, torch::where(fresh, out.hidden, states.gather(1, cols)));
-    times.resample = clock.lap();
-    target_.shift_lengths(cache, kept.host, kept.on_device);
+      // The pending token, then the drafts: p at cells n .. n + K.
+      const auto out = target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), rows.positions(-1, K + 1),
+                                            causal_mask(1 + K, device));
+      times.end(times.verify, clock);
+      const auto count = (W - rows.n).clamp(0, K);  // drafts past the row's end take no part
+      const auto u = chain_uniforms(rows, K, first_row_rule_, greedy);
+      const auto verdict = greedy ? verify_chain_greedy(first_row_rule_, greedy_tokens(out.logits), drafts, count, u)
+                                  : verify_chain(first_row_rule_, target_probs(out.logits, params_),
+                                                 torch::stack(q_heads, 1), drafts, count, u);
+      const auto kept = rows.commit_chain_on_device(drafts, verdict, count, W);  // no bonus past the row's end
+      // Block entries j < kept hold cells n - 1 + j (n as the iteration began), whose contexts are all committed:
+      // their outputs are the states of cells n + j.
+      const auto block_index = torch::arange(K + 1, i64).view({1, K + 1});
+      const auto cols = (n_streams + block_index).clamp_max(N).unsqueeze(-1).expand({R, K + 1, D});
+      const auto fresh = block_index.lt(kept.repeat({R / B}).view({R, 1})).unsqueeze(-1);
+      states.scatter_(1, cols, torch::where(fresh, out.hidden, states.gather(1, cols)));
+      target_.shift_lengths_on_device(cache, kept);
+    };
+    if (pooled[0] && cache.lengths_current())
+      graphs_.run(rows, {B, K, cache.bucket_for(K + 1), int64_t(request.seed)}, pooled, {&cache}, iteration);
+    else iteration();
+    const auto kept = rows.settle_chain(W);  // the iteration's one read
+    times.end_device_half(clock);
+    target_.shift_lengths_on_host(cache, kept.host);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, 1);
   }

@@ -6,6 +6,7 @@
 
 #include "decoding/floor/cfg_model.h"
 #include "decoding/floor/decoder.h"
+#include "decoding/floor/iteration_graphs.h"
 #include "decoding/floor/verify.h"
 #include "models/drafters/ssd_heads.h"
 
@@ -34,6 +35,7 @@ class SsdDecoder : public Decoder {
   SsdParams ssd_;
   ChainRule first_row_rule_;  // a chain of kh drafts
   ChainRule cell_rule_;       // one cell, verified on its own
+  IterationGraphs graphs_;    // the decode state's buffers and the first row's iteration graphs
 };
 
 // Target forwards for one image when every first-row iteration commits `first_row_forwards` forwards' worth:

@@ -8,6 +8,7 @@
 #include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
+#include "decoding/ssd.h"
 #include "models/gpt/step_graph.h"
 #include "exact_distribution.h"
 #include "tiny_models.h"
@@ -39,6 +40,9 @@ TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
   lantern.delta = 0.2;
   AcceptanceParams cool;
   cool.rule = AcceptRule::kCoolSd;
+  torch::manual_seed(3);
+  SsdHeads heads(target->config(), 3, 2);
+  heads->eval();
   for (double temperature : {0.0, 1.0}) {
     for (double cfg : {1.0, 3.0}) {  // one stream and both CFG streams
       auto p = test::guided_sampling(temperature);
@@ -46,6 +50,7 @@ TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
       std::vector<std::pair<std::string, std::unique_ptr<Decoder>>> decoders;
       decoders.emplace_back("sd", std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr));
       decoders.emplace_back("sjd", std::make_unique<SjdDecoder>(target, p, 6));
+      decoders.emplace_back("ssd", std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1}));
       decoders.emplace_back("eagle2", std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{3, 2, 8},
                                                                       AcceptanceParams{}, nullptr));
       decoders.emplace_back("lantern", std::make_unique<Eagle2Decoder>("lantern", target, eagle, p, TreeShape{2, 3, 8},
