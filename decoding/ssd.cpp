@@ -26,7 +26,8 @@
 // At T = 0 a round sets every cell to the target's argmax there (what min(1, p/q) and the residual do with
 // one-hot p and q), with no vocabulary-wide tensors.
 // Nothing loops over rows: the first row reads its accepted counts once per iteration, the later rows never
-// wait for the host until the image is done.
+// wait for the host until the image is done. On a GPU each first-row iteration and each block of later rows is
+// replayed as one CUDA graph (decoding/floor/iteration_graphs.h).
 // Randomness per (seed, sample id, raster index): kSample for token 0 and bonus tokens, kDraft for drafts,
 // kAccept/kResample (first row; later rows with draw = round).
 #include "decoding/ssd.h"
@@ -160,77 +161,105 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   };
   const auto all = all_rows(B);
   clock.restart();
-  auto next_logits = commit(W - 1, 1);  // the first row's last token
+  // The guided logits of the next row's first cell: state of the decode, rewritten in place by every block.
+  auto next_logits = graphs_.state(rows, "ssd_next_logits", {B, V}, torch::TensorOptions().device(device));
+  next_logits.copy_(commit(W - 1, 1));  // the first row's last token
   {
     IterationTimes times;
     times.verify = clock.lap();
     charge_iteration(clock, stats, all, times, 0);
   }
 
-  // ---- later rows: vertical drafts, rounds of verify-and-correct, commits
-  auto first_round_kept = torch::zeros({B}, i64);  // the drafts' own acceptance, read once at the end
+  // ---- later rows: vertical drafts, rounds of verify-and-correct, commits, kv rows at a time. A block's work is
+  // fixed by its first row: the host plans its rounds and counts its forwards, the device runs it without a
+  // read (on a GPU one CUDA graph per block, keyed by its row and the cache's lengths), and the drafts' own
+  // acceptance, counted on the device, is read once at the end.
+  const auto first_round_kept = graphs_.state(rows, "ssd_first_round_kept", {B}, i64);
+  const bool timed = !graphs_.replays(device);  // a replayed block's phases are not timed apart
   for (int64_t y = 1; y < H;) {
     const int64_t drafted_rows = std::min(ssd_.kv, H - y);
-    IterationTimes times;
+    // The block's rounds: (the first row they verify, how many), before each commit but the last.
+    std::vector<std::pair<int64_t, int64_t>> plan{{y, drafted_rows == 1 && ssd_.kv == 1 ? ssd_.r : ssd_.b}};
+    for (int64_t k = 1; k < drafted_rows; ++k) plan.emplace_back(y + k, ssd_.i);
+    std::vector<std::pair<Lap, double SampleStats::*>> laps;  // the phases, where timed
+    const auto lap = [&](double SampleStats::*phase) {
+      if (timed) laps.emplace_back(clock.lap(), phase);
+    };
     clock.restart();
-    // Draft rows y .. y + drafted_rows - 1 from row y - 1: q [B, drafted_rows W, V].
-    const auto src_tokens = rows.tokens.narrow(1, (y - 1) * W, W);
-    const auto src_states = states.narrow(1, (y - 1) * W, W);
-    std::vector<torch::Tensor> qs;
-    for (int64_t k = 0; k < drafted_rows; ++k) {
-      const auto cells = torch::arange((y + k) * W, (y + k + 1) * W, i64).unsqueeze(0).expand({B, W});
-      auto [q, x] = draft(heads_->horizontal_count() + k, src_states, src_tokens, cells);
-      rows.tokens.narrow(1, (y + k) * W, W).copy_(x);
-      if (q.defined()) qs.push_back(q);
-    }
-    auto q = greedy ? torch::Tensor() : torch::cat(qs, 1);
-    times.draft = clock.lap();
-    charge_iteration(clock, stats, all, times, 1, 0);
+    const auto block = [&] {
+      // Draft rows y .. y + drafted_rows - 1 from row y - 1: q [B, drafted_rows W, V].
+      const auto src_tokens = rows.tokens.narrow(1, (y - 1) * W, W);
+      const auto src_states = states.narrow(1, (y - 1) * W, W);
+      std::vector<torch::Tensor> qs;
+      for (int64_t k = 0; k < drafted_rows; ++k) {
+        const auto cells = torch::arange((y + k) * W, (y + k + 1) * W, i64).unsqueeze(0).expand({B, W});
+        auto [q, x] = draft(heads_->horizontal_count() + k, src_states, src_tokens, cells);
+        rows.tokens.narrow(1, (y + k) * W, W).copy_(x);
+        if (q.defined()) qs.push_back(q);
+      }
+      auto q = greedy ? torch::Tensor() : torch::cat(qs, 1);
+      lap(&SampleStats::draft_ms);
 
-    // `rounds` rounds of verify-and-correct on rows from .. y + drafted_rows - 1, q_rows [B, T, V].
-    int64_t round_index = 0;
-    auto verify_rounds = [&](int64_t from, int64_t rounds, torch::Tensor& q_rows) {
-      const int64_t first = from * W, T = (y + drafted_rows - from) * W;
-      const auto pos = torch::arange(first, first + T, i64).unsqueeze(0).expand({B, T}).contiguous();
-      for (int64_t j = 0; j < rounds; ++j, ++round_index) {
-        IterationTimes rt;
-        clock.restart();
-        auto x = rows.tokens.narrow(1, first, T);
-        const auto out = target_.decode_block(cache, x, pos, causal_mask(T, device));
-        // The logits of cell first + m: next_logits for m = 0, else this forward's output at m - 1.
-        const auto logits = torch::cat({next_logits.unsqueeze(1), out.logits.narrow(1, 0, T - 1)}, 1);
-        rt.verify = clock.lap();
-        CellVerdict verdict;
-        if (greedy) {  // one-hot p and q: every cell becomes the target's argmax, kept where it already was
-          verdict.tokens = greedy_tokens(logits);
-          verdict.kept = verdict.tokens.eq(x);
-        } else {
-          const auto p = target_probs(logits, params_);
-          verdict = verify_cells(cell_rule_, p, q_rows, x, rows.uniforms(pos, Purpose::kAccept, round_index),
-                                 rows.uniforms(pos, Purpose::kResample, round_index));
-          q_rows = p;  // every cell is now a draw from this round's p
+      // `rounds` rounds of verify-and-correct on rows from .. y + drafted_rows - 1, q_rows [B, T, V]; the
+      // block's first round counts the drafts' own acceptance (round j draws with index j of the block).
+      int64_t round_index = 0;
+      auto verify_rounds = [&](int64_t from, int64_t rounds, torch::Tensor& q_rows) {
+        const int64_t first = from * W, T = (y + drafted_rows - from) * W;
+        const auto pos = torch::arange(first, first + T, i64).unsqueeze(0).expand({B, T}).contiguous();
+        for (int64_t j = 0; j < rounds; ++j, ++round_index) {
+          auto x = rows.tokens.narrow(1, first, T);
+          const auto out = target_.decode_block(cache, x, pos, causal_mask(T, device));
+          // The logits of cell first + m: next_logits for m = 0, else this forward's output at m - 1.
+          const auto logits = torch::cat({next_logits.unsqueeze(1), out.logits.narrow(1, 0, T - 1)}, 1);
+          lap(&SampleStats::verify_ms);
+          CellVerdict verdict;
+          if (greedy) {  // one-hot p and q: every cell becomes the target's argmax, kept where it already was
+            verdict.tokens = greedy_tokens(logits);
+            verdict.kept = verdict.tokens.eq(x);
+          } else {
+            const auto p = target_probs(logits, params_);
+            verdict = verify_cells(cell_rule_, p, q_rows, x, rows.uniforms(pos, Purpose::kAccept, round_index),
+                                   rows.uniforms(pos, Purpose::kResample, round_index));
+            q_rows = p;  // every cell is now a draw from this round's p
+          }
+          if (round_index == 0) first_round_kept.add_(verdict.kept.sum(1));  // r = 0 verifies none
+          x.copy_(verdict.tokens);
+          lap(&SampleStats::resample_ms);
         }
-        if (round_index == 0) {  // the first round's verdicts (r = 0 verifies none)
-          for (auto& s : stats) s.drafted += T;
-          first_round_kept += verdict.kept.sum(1);
+      };
+      verify_rounds(plan[0].first, plan[0].second, q);
+      for (int64_t k = 0; k < drafted_rows; ++k) {
+        next_logits.copy_(commit((y + k) * W, W));
+        lap(&SampleStats::verify_ms);
+        if (k + 1 < drafted_rows) {
+          auto rest = greedy ? torch::Tensor() : q.narrow(1, (k + 1) * W, (drafted_rows - k - 1) * W).contiguous();
+          verify_rounds(plan[size_t(k + 1)].first, plan[size_t(k + 1)].second, rest);
+          if (!greedy) q = torch::cat({q.narrow(1, 0, (k + 1) * W), rest}, 1);
         }
-        x.copy_(verdict.tokens);
-        rt.resample = clock.lap();
-        charge_iteration(clock, stats, all, rt, 0);
       }
     };
-    verify_rounds(y, drafted_rows == 1 && ssd_.kv == 1 ? ssd_.r : ssd_.b, q);
-    for (int64_t k = 0; k < drafted_rows; ++k) {
-      IterationTimes ct;
-      clock.restart();
-      next_logits = commit((y + k) * W, W);
-      ct.verify = clock.lap();
-      charge_iteration(clock, stats, all, ct, 0);
-      if (k + 1 < drafted_rows) {
-        auto rest = greedy ? torch::Tensor() : q.narrow(1, (k + 1) * W, (drafted_rows - k - 1) * W).contiguous();
-        verify_rounds(y + k + 1, ssd_.i, rest);
-        if (!greedy) q = torch::cat({q.narrow(1, 0, (k + 1) * W), rest}, 1);
-      }
+    if (pooled[0] && cache.lengths_current()) {
+      StepKey key{B, y, int64_t(request.seed)};  // with the lengths, every forward's bucket
+      for (int64_t row = 0; row < cache.batch(); ++row) key.push_back(cache.length(row));
+      graphs_.run(rows, key, pooled, {&cache}, block);
+    } else {
+      block();
+    }
+    // What the block did, from its plan: one drafting, its rounds and commits; the first round's cells drafted.
+    int64_t rounds = 0, first_round_cells = 0;
+    for (const auto& [from, n] : plan) {
+      if (rounds == 0 && n > 0) first_round_cells = (y + drafted_rows - from) * W;
+      rounds += n;
+    }
+    for (auto& s : stats) {
+      s.drafted += first_round_cells;
+      s.draft_forwards += 1;
+      s.target_forwards += rounds + drafted_rows;
+    }
+    if (timed) {
+      for (const auto& [l, phase] : laps) clock.charge(l, all, phase);
+    } else {
+      clock.charge(clock.lap(), all, &SampleStats::verify_ms);
     }
     y += drafted_rows;
   }
