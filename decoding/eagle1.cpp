@@ -267,7 +267,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);
     };
     const auto paths =
-        pairs.iterate(graphs_, rows, dcache, T, tab.drafter_widths, /*fixed_shape=*/true, times, clock, iteration);
+        pairs.iterate(graphs_, rows, dcache, /*shape=*/{}, T, tab.drafter_widths, times, clock, iteration);
     for (int64_t b : active) stats[size_t(b)].tree_depth += double(L);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, tab.draft_forwards);

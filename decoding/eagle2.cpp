@@ -14,8 +14,8 @@
 //             (decoding/floor/verify's tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
 // Everything up to the walk's one read touches only the device (EaglePairs::iterate), so on a GPU a steady
-// iteration is replayed as one CUDA graph (decoding/floor/iteration_graphs.h); ADT-Tree's, whose tree shapes
-// change with each iteration, run eagerly, each forward still a graph.
+// iteration is replayed as one CUDA graph (decoding/floor/iteration_graphs.h); ADT-Tree's rows' shapes are
+// uploaded before it, and its graphs are keyed by the widest of them.
 // With the exact rule this samples the target exactly (each child is accepted with its current residual
 // probability: sequential sampling without replacement); at temperature 0 it gives AR's greedy tokens.
 // Randomness per (seed, sample id, position): kSample for the first root and bonus tokens, kAccept (draw =
@@ -142,10 +142,14 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
       pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);
     };
-    std::vector<int64_t> drafter_widths;  // each expansion's block: K more nodes
-    for (int64_t level = 1; level <= expansions; ++level) drafter_widths.push_back(shape_.top_k * level);
-    const auto paths = pairs.iterate(graphs_, rows, dcache, shape_.total_tokens, drafter_widths,
-                                     /*fixed_shape=*/!adt_, times, clock, iteration);
+    // The body's host numbers are the widest top_k and depth (its blocks' sizes), the walk's levels and each
+    // row's draft length (Cool-SD's weights); ADT-Tree's rows' own shapes are on the device (own_shapes).
+    StepKey shape{slots, levels};
+    shape.insert(shape.end(), lengths.begin(), lengths.end());
+    std::vector<int64_t> drafter_widths;  // each expansion's block: the widest top_k more nodes
+    for (int64_t level = 1; level <= expansions; ++level) drafter_widths.push_back(slots * level);
+    const auto paths =
+        pairs.iterate(graphs_, rows, dcache, shape, shape_.total_tokens, drafter_widths, times, clock, iteration);
     for (int64_t b : active) {
       if (adt_)
         policies[size_t(b)].record(root_index[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);

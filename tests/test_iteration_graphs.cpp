@@ -40,6 +40,11 @@ TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
   lantern.delta = 0.2;
   AcceptanceParams cool;
   cool.rule = AcceptRule::kCoolSd;
+  AdtParams adt;  // ADT-Tree's shapes move within depth 1 .. 4 and top-k 2 .. 4
+  adt.step_k = 1;
+  adt.min_k = 2;
+  adt.max_k = 4;
+  adt.max_depth = 4;
   torch::manual_seed(3);
   SsdHeads heads(target->config(), 3, 2);
   heads->eval();
@@ -61,6 +66,12 @@ TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
       decoders.emplace_back(
           "coolsd", std::make_unique<Eagle1Decoder>("coolsd", target, eagle, p, named_static_tree("naive_extend_57"),
                                                     cool, nullptr));
+      decoders.emplace_back("adt_tree",
+                            std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{3, 3, 10},
+                                                            AcceptanceParams{}, nullptr, adt));
+      decoders.emplace_back(
+          "adt_tree-coolsd",
+          std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{3, 3, 10}, cool, nullptr, adt));
       for (auto& [name, decoder] : decoders) {
         const auto r = test::requests(0, 3);
         const auto want = decoder->decode(r).tokens;

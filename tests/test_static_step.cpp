@@ -343,6 +343,13 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
                           std::make_unique<Eagle1Decoder>("coolsd", target, eagle, p,
                                                           named_static_tree("naive_extend_57"), cool, nullptr));
     decoders.emplace_back("sd-coolsd", std::make_unique<SdDecoder>(target, drafter, p, 4, cool, nullptr));
+    AdtParams adt;  // ADT-Tree: its rows' shapes move, its graphs are keyed by the widest
+    adt.step_k = 1;
+    adt.min_k = 2;
+    adt.max_k = 4;
+    adt.max_depth = 4;
+    decoders.emplace_back("adt_tree", std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{2, 3, 8},
+                                                                      AcceptanceParams{}, nullptr, adt));
     for (auto& [name, decoder] : decoders) {
       const auto r = test::requests(0, 3);
       decoder->decode(r);  // the pooled caches and their buffers are made once
@@ -350,7 +357,7 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
       const auto out = decoder->decode(r);
       const auto& its = trace.iterations;
       ASSERT_GE(its.size(), 3u) << name;
-      if (name.rfind("eagle", 0) == 0) {
+      if (name.rfind("eagle", 0) == 0 || name == "adt_tree") {
         int64_t target_forwards = 0;
         for (const auto& s : out.stats) target_forwards = std::max(target_forwards, s.target_forwards);
         EXPECT_EQ(int64_t(its.size()), target_forwards - 1) << name << ": one iteration per verification";

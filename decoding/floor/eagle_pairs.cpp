@@ -97,15 +97,15 @@ void EaglePairs::settle(KvCache& dcache, const DecodeRows& rows, std::vector<std
 }
 
 std::vector<std::vector<int64_t>> EaglePairs::iterate(IterationGraphs& graphs, DecodeRows& rows, KvCache& dcache,
-                                                      int64_t tree_nodes, const std::vector<int64_t>& drafter_widths,
-                                                      bool fixed_shape, IterationTimes& times, PhaseClock& clock,
-                                                      const std::function<void()>& body) {
+                                                      const StepKey& shape, int64_t tree_nodes,
+                                                      const std::vector<int64_t>& drafter_widths, IterationTimes& times,
+                                                      PhaseClock& clock, const std::function<void()>& body) {
   const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(tcache_), steps_.pooled_lengths(dcache)};
-  if (fixed_shape && pooled[0] && pooled[1] && tcache_.lengths_current() && dcache.lengths_current()) {
+  if (pooled[0] && pooled[1] && tcache_.lengths_current() && dcache.lengths_current()) {
     // The tree blocks are planned after the catch-up has counted W_ entries on the host.
-    StepKey key{B_, tcache_.bucket_for(tree_nodes), dcache.bucket_for(W_)};
+    StepKey key{B_, int64_t(seed_), tcache_.bucket_for(tree_nodes), dcache.bucket_for(W_)};
     for (int64_t width : drafter_widths) key.push_back(dcache.bucket_for(W_ + width));
-    key.push_back(int64_t(seed_));
+    key.insert(key.end(), shape.begin(), shape.end());
     graphs.run(rows, key, pooled, {&tcache_, &dcache}, body);
   } else {
     body();

@@ -64,15 +64,16 @@ class EaglePairs {
   void settle(KvCache& dcache, const DecodeRows& rows, std::vector<std::vector<int64_t>> paths);
 
   // A tree decoder's iteration: `body` (catch_up .. DecodeRows::commit_tree_on_device, keep_paths_on_device)
-  // through `graphs` where it is steady (static caches and a tree shape fixed for the decode), keyed by the
-  // bucket of every forward in it: the verification's over `tree_nodes` entries, the catch-up's and the
-  // drafter's tree blocks, whose widths (pending entries once written) are `drafter_widths`; otherwise
-  // eagerly. Then the iteration's one read (DecodeRows::settle_tree; `times` ends its device half there) and
-  // settle(). Returns every row's accepted path, root first.
+  // through `graphs` where its caches are static, keyed by `shape` (what fixes the tree's host numbers: the
+  // widest top_k, the walk's levels and each row's draft length) and by the bucket of every forward in it: the
+  // verification's over `tree_nodes` entries, the catch-up's and the drafter's tree blocks, whose widths
+  // (pending entries once written) are `drafter_widths`; otherwise eagerly. Then the iteration's one read
+  // (DecodeRows::settle_tree; `times` ends its device half there) and settle(). Returns every row's accepted
+  // path, root first.
   std::vector<std::vector<int64_t>> iterate(IterationGraphs& graphs, DecodeRows& rows, KvCache& dcache,
-                                            int64_t tree_nodes, const std::vector<int64_t>& drafter_widths,
-                                            bool fixed_shape, IterationTimes& times, PhaseClock& clock,
-                                            const std::function<void()>& body);
+                                            const StepKey& shape, int64_t tree_nodes,
+                                            const std::vector<int64_t>& drafter_widths, IterationTimes& times,
+                                            PhaseClock& clock, const std::function<void()>& body);
 
  private:
   CfgModel& target_;
