@@ -348,6 +348,18 @@ step() {
 tests_line="" tests_runner="" skipped=0 torch_python="" torch_lib="" gpu="" binaries="none" binaries_reason=""
 binaries_commit=""
 json_or_null() { [ -s "$1" ] && cat "$1" || echo null; }
+# Per step's log, how many owners of CUDA graphs fell back to eager decoding (StepGraphs' self-check warns once
+# when a graph does not reproduce its eager step; the images are then the eager ones, only the speed is lost):
+# {} when none did.
+graph_fallbacks_json() {
+  local out="" f n
+  for f in "$logs"/*.log; do
+    [ -f "$f" ] || continue
+    n=$(grep -c "cuda_graphs: decoding eagerly from here on" "$f" || true)
+    [ "${n:-0}" -gt 0 ] && out="$out${out:+, }\"$(basename "$f" .log)\": $n"
+  done
+  echo "{$out}"
+}
 write_summary() {
   {
     echo "{"
@@ -367,6 +379,7 @@ write_summary() {
     echo "  \"step_cost\": $(json_or_null "$outdir/step-cost-$device.json"),"
     echo "  \"step_profile\": $(json_or_null "$outdir/step-profile-$device.json"),"
     echo "  \"bench\": {\"batch_1\": $(json_or_null "$logs/bench-b1/gpu-quick.json"), \"batch_8\": $(json_or_null "$logs/bench-b8/gpu-quick.json")},"
+    echo "  \"graph_fallbacks\": $(graph_fallbacks_json),"
     echo "  \"deadline\": $deadline, \"seconds\": $(( $(date +%s) - started )), \"failed\": $failed"
     echo "}"
   } > "$outdir/summary.json"

@@ -37,6 +37,7 @@ for step in ["binaries", "cuda_tests", "step_cost", "step_profile", "bench_b1", 
     assert s["steps"][step]["exit"] == 0, (step, s["steps"])
 assert "configure" not in s["steps"] and "build" not in s["steps"], s["steps"]
 assert "PASSED" in s["tests"] and "FAILED" not in s["tests"], s["tests"]
+assert s["graph_fallbacks"] == {}, s["graph_fallbacks"]  # a CPU captures no graph, so none falls back
 for demo, dtype in [("demo_fp32", "fp32"), ("demo_bf16", "bf16")]:
     d = s[demo]
     assert d["images"] == 40 and d["complete"] and d["device"] == "cpu" and d["dtype"] == dtype, d

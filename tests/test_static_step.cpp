@@ -505,8 +505,9 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokens) {
 }
 
 // The speculative decoders' static forwards (target and drafters: SD's draft GPT, SSD's heads around its target,
-// the EAGLE drafter's catch-up and tree levels) replayed as graphs pick the tokens of the same decoders run
-// eagerly, bit for bit, in fp32 and bf16 at T = 0 and 1: a second decode replays only.
+// the EAGLE drafter's catch-up and tree levels) and their whole iterations (SD, SJD, SSD, EAGLE-2, ADT-Tree,
+// EAGLE-1) replayed as graphs pick the tokens of the same decoders run eagerly, bit for bit, in fp32 and bf16 at
+// T = 0 and 1: a second decode replays only.
 TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
   if (!cuda_usable())
     GTEST_SKIP() << "no CUDA device here: graph replay is checked by scripts/gpu_check.sh on a GPU machine";
@@ -519,6 +520,11 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
     heads->to(cuda, dtype);
     auto eagle = test::tiny_eagle_drafter(target->config(), 4);
     eagle->to(cuda, dtype);
+    AdtParams adt;  // ADT-Tree: each row's shape moves, the graphs are keyed by the batch's widest
+    adt.step_k = 1;
+    adt.min_k = 2;
+    adt.max_k = 4;
+    adt.max_depth = 4;
     for (double temperature : {0.0, 1.0}) {
       const auto p = test::guided_sampling(temperature);
       const auto make = [&](const std::string& name) -> std::unique_ptr<Decoder> {
@@ -528,11 +534,14 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
         if (name == "eagle2")
           return std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{},
                                                  nullptr);
+        if (name == "adt_tree")
+          return std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{},
+                                                 nullptr, adt);
         return std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p,
                                                static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
                                                AcceptanceParams{}, nullptr);
       };
-      for (const std::string name : {"sd", "sjd", "ssd", "eagle2", "eagle1"}) {
+      for (const std::string name : {"sd", "sjd", "ssd", "eagle2", "adt_tree", "eagle1"}) {
         const auto r = test::requests(0, 3);
         set_cuda_graphs(false);
         const auto want = make(name)->decode(r).tokens;
