@@ -162,8 +162,9 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   const auto all = all_rows(B);
   clock.restart();
   // The guided logits of the next row's first cell: state of the decode, rewritten in place by every block.
-  auto next_logits = graphs_.state(rows, "ssd_next_logits", {B, V}, torch::TensorOptions().device(device));
-  next_logits.copy_(commit(W - 1, 1));  // the first row's last token
+  const auto last = commit(W - 1, 1);  // the first row's last token
+  auto next_logits = graphs_.state(rows, "ssd_next_logits", {B, V}, last.options());
+  next_logits.copy_(last);
   {
     IterationTimes times;
     times.verify = clock.lap();

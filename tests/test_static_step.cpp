@@ -453,30 +453,39 @@ TEST(StaticStep, AnExtendedStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
 
 // A tree decoder's commit from the walk's device paths (keep_rows with its device rows: -1 past each path's
 // end, a row keeping nothing all -1): the next block sees the same committed entries as after the dynamic
-// cache's host keep, and the static cache's device lengths moved without an upload.
+// cache's host keep, and the static cache's device lengths moved without an upload; likewise in its two halves
+// (keep_rows_on_device inside an iteration graph, keep_rows_on_host after its read).
 TEST(StaticStep, KeepingPathsFromDeviceRowsEqualsTheDynamicCache) {
   auto gpt = bucketed_gpt(10);
   torch::NoGradGuard no_grad;
   const auto cond = gpt->embed_classes(torch::tensor({2, 0}, torch::kInt64));
   const auto i64 = [](std::vector<int64_t> v, int64_t T) { return torch::tensor(v, torch::kInt64).view({2, T}); };
   const auto tree = torch::tensor({1, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1}, torch::kBool).view({4, 4});
+  enum Keep { kDynamic, kStatic, kStaticHalves };
   for (const auto& paths : std::vector<std::vector<std::vector<int64_t>>>{{{0, 1}, {0, 2, 3}}, {{0, 1, 3}, {}}}) {
     std::vector<GptOutput> outs;
-    for (bool static_block : {false, true}) {
-      auto cache = ragged_cache(gpt, cond, static_block, 8);
+    for (Keep keep : {kDynamic, kStatic, kStaticHalves}) {
+      auto cache = ragged_cache(gpt, cond, keep != kDynamic, 8);
       gpt->decode_block(cache, i64({9, 10, 11, 12, 13, 14, 15, 16}, 4), i64({3, 4, 4, 5, 1, 2, 2, 3}, 4), tree);
       auto rows = torch::full({2, 4}, -1, torch::kInt64);
       for (int64_t b = 0; b < 2; ++b)
         for (size_t j = 0; j < paths[size_t(b)].size(); ++j) rows[b][int64_t(j)] = paths[size_t(b)][j];
-      cache.keep_rows(paths, static_block ? rows : torch::Tensor());
+      if (keep == kStaticHalves) {
+        cache.keep_rows_on_device(rows);
+        EXPECT_EQ(cache.length(0), 4);  // the host's lengths wait for the host half
+        cache.keep_rows_on_host(paths);
+      } else {
+        cache.keep_rows(paths, keep == kStatic ? rows : torch::Tensor());
+      }
       EXPECT_EQ(cache.length(0), 4 + int64_t(paths[0].size()));
-      if (static_block)  // already moved on the device: a host keep would leave them for the next block to upload
+      if (keep != kDynamic)  // already moved on the device: a host keep would leave them for the next block to upload
         EXPECT_TRUE(
             torch::equal(cache.lengths_on_device(), torch::tensor({cache.length(0), cache.length(1)}, torch::kInt64)));
       outs.push_back(gpt->decode_block(cache, i64({17, 18}, 1), i64({6, 4}, 1), torch::Tensor()));
     }
-    EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
-        << (outs[0].logits - outs[1].logits).abs().max().item<double>();
+    for (size_t i = 1; i < outs.size(); ++i)
+      EXPECT_TRUE(torch::allclose(outs[0].logits, outs[i].logits, 1e-5, 1e-5))
+          << i << ": " << (outs[0].logits - outs[i].logits).abs().max().item<double>();
   }
 }
 
