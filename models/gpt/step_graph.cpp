@@ -46,6 +46,20 @@ std::string key_text(const StepKey& key) {
   return s;
 }
 
+// For the host check: a step starts from caches whose host lengths are their device lengths (the iteration
+// before it finished its host half), or the step's bookkeeping would start from numbers a replay does not have.
+void check_lengths_agree(const std::vector<KvCache*>& caches, const StepKey& key) {
+  for (size_t i = 0; i < caches.size(); ++i) {
+    const auto& c = *caches[i];
+    if (!c.lengths_current()) continue;  // an upload pending: the device catches up at the next block
+    const auto device = c.lengths_on_device().to(torch::kCPU);
+    for (int64_t b = 0; b < c.batch(); ++b)
+      VISPEC_ASSERT(device[b].item<int64_t>() == c.length(b), "a step (", key_text(key), ") starts with cache ", i,
+                    "'s row ", b, " at ", c.length(b), " entries on the host and ", device[b].item<int64_t>(),
+                    " on the device");
+  }
+}
+
 std::vector<at::Tensor> clones_of(const std::vector<const at::Tensor*>& tensors) {
   std::vector<at::Tensor> out;
   for (const auto* t : tensors) out.push_back(t->defined() ? t->clone() : at::Tensor());
@@ -225,6 +239,7 @@ void StepGraphs::run(const StepKey& key, const std::function<void()>& step, cons
     return;
   }
   // The CPU's proof of follow_host: what a replay would leave on the host is what the step leaves.
+  check_lengths_agree(caches, key);
   const auto before = host_states(caches);
   step();
   const auto it = impl_->recorded.find(key);

@@ -39,8 +39,9 @@ namespace vispec {
 void set_cuda_graphs(bool enabled);
 bool cuda_graphs_enabled();
 
-// For the tests: on every eager run of a step given caches, check that a replay would leave their host state
-// as the step does (process-wide; off by default).
+// For the tests: on every eager run of a step given caches, check that the step starts from caches whose host
+// lengths are their device lengths and that a replay would leave their host state as the step does
+// (process-wide; off by default).
 void set_step_graph_host_check(bool enabled);
 
 class KvCache;
