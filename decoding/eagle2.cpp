@@ -95,9 +95,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       slots = std::max(slots, shapes[size_t(b)].top_k);
       expansions = std::max(expansions, shapes[size_t(b)].depth);
     }
-    IterationTimes times;
-    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
-    clock.restart();
+    auto times = IterationTimes::start(clock, graphs_.replays(device));
 
     // The iteration on the device: catch up, build, verify, walk, commit. Nothing in it reads the host.
     const auto iteration = [&] {

@@ -55,9 +55,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
 
   while (rows.next_iteration()) {
     const auto active = rows.active();
-    IterationTimes times;
-    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
-    clock.restart();
+    auto times = IterationTimes::start(clock, graphs_.replays(device));
     // The iteration on the device: draft, verify, accept, commit. Nothing in it reads the host.
     const auto iteration = [&] {
       // ---- draft

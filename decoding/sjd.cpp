@@ -59,9 +59,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
 
   while (rows.next_iteration()) {
     const auto active = rows.active();
-    IterationTimes times;
-    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
-    clock.restart();
+    auto times = IterationTimes::start(clock, graphs_.replays(device));
     // The iteration on the device: window, verify, accept, carry, commit. Nothing in it reads the host.
     const auto iteration = [&] {
       // ---- the window of every row: newest, carried drafts, new uniform drafts

@@ -105,9 +105,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(cache)};
   while (rows.next_iteration(W)) {
     const auto active = rows.active(W);
-    IterationTimes times;
-    times.timed = !graphs_.replays(device);  // a replayed iteration's phases are not timed apart
-    clock.restart();
+    auto times = IterationTimes::start(clock, graphs_.replays(device));
     const auto iteration = [&] {
       // Every stream of sample b drafts from the state and token of b's newest cell.
       const auto n_streams = rows.n.repeat({R / B}).view({R, 1});

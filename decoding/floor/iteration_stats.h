@@ -22,6 +22,14 @@ struct IterationTimes {
   // The end of the device half, its read done: the resample, or where not timed apart the whole half, charged
   // to verify.
   void end_device_half(PhaseClock& clock) { (timed ? resample : verify) = clock.lap(); }
+  // An iteration's times from now (the clock restarted); `replayed`: its device half may be replayed as one
+  // graph (IterationGraphs::replays), so its phases are not timed apart.
+  static IterationTimes start(PhaseClock& clock, bool replayed) {
+    clock.restart();
+    IterationTimes t;
+    t.timed = !replayed;
+    return t;
+  }
 };
 
 // One target forward (or `target_forwards`) and `draft_forwards` drafter forwards for every active row now,
