@@ -39,7 +39,11 @@ TEST(DecodeRows, PositionsAdvanceAndTheFirstTokenIsArs) {
   rows.n.copy_(i64({1, 1, 13}));
   rows.committed = {1, 1, 13};
   const auto drafts = i64({21, 22, 23, 31, 32, 33, 41, 42, 43}).view({3, 3});
-  const auto kept = rows.commit_chain(drafts, ChainVerdict{i64({1, 0, 3}), i64({50, 51, 52})}, i64({2, 0, 3}), 16);
+  const auto advance =
+      rows.commit_chain_on_device(drafts, ChainVerdict{i64({1, 0, 3}), i64({50, 51, 52})}, i64({2, 0, 3}), 16);
+  EXPECT_EQ(rows.committed, (std::vector<int64_t>{1, 1, 13}));  // the host's counts wait for the read
+  const auto kept = rows.settle_chain(16);
+  EXPECT_TRUE(torch::equal(advance, kept.on_device));
   EXPECT_EQ(kept.host, (std::vector<int64_t>{2, 1, 3}));
   EXPECT_TRUE(torch::equal(kept.on_device, i64({2, 1, 3})));
   EXPECT_EQ(rows.committed, (std::vector<int64_t>{3, 2, 16}));
@@ -83,7 +87,8 @@ TEST(DecodeRows, ATreeWalksAcceptedPathIsCommittedAsAChain) {
   v.next = i64({60, 61, 62});
   v.sampled = torch::tensor(std::vector<uint8_t>{1, 0, 1}).to(torch::kBool);
   v.tried = i64({2, 2, 3});
-  const auto paths = rows.commit_tree(v, node_tokens);
+  rows.commit_tree_on_device(v, node_tokens);
+  const auto paths = rows.settle_tree();
   EXPECT_EQ(paths, (std::vector<std::vector<int64_t>>{{0, 2}, {0, 1, 3}, {}}));
   EXPECT_EQ(rows.committed, (std::vector<int64_t>{3, 16, 16}));
   EXPECT_TRUE(torch::equal(rows.n, i64({3, 16, 16})));
@@ -118,7 +123,8 @@ TEST(CfgModel, GuidedLogitsMixTheTwoStreamsAndCommitsKeepBoth) {
   // A block of 3, then row 0 keeps 2 entries and row 1 none: both streams of each sample follow.
   guided.decode_block(cache, i64({5, 6, 7, 8, 9, 10}).view({2, 3}), i64({0, 1, 2, 0, 1, 2}).view({2, 3}),
                       causal_mask(3));
-  guided.keep_paths(cache, {{0, 1}, {}});
+  guided.keep_paths_on_device(cache, torch::tensor(std::vector<int64_t>{0, 1, -1, -1}).view({2, 2}));
+  guided.keep_paths_on_host(cache, {{0, 1}, {}});
   EXPECT_EQ(cache.length(0), 3);
   EXPECT_EQ(cache.length(2), 3);
   EXPECT_EQ(cache.length(1), 1);

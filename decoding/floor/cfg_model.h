@@ -39,16 +39,14 @@ class CfgModel {
   // tokens, positions [B, T]; block_mask [T, T] or [B, T, T] (see Gpt::decode_block).
   CfgOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                          const torch::Tensor& block_mask);
-  // The cache's commits (models/gpt/kv_cache.h) for B samples, given to both streams: every sample's path (block
-  // indices; empty: none), or every sample's length moved by delta[b] (`on_device`: the same [B] counts on the
-  // device, so that a static cache adds them there; for paths, the same [B, W] on the device, -1 past each end).
-  void keep_paths(KvCache& cache, const std::vector<std::vector<int64_t>>& paths,
-                  const torch::Tensor& on_device = {}) const;
-  void shift_lengths(KvCache& cache, const std::vector<int64_t>& delta, const torch::Tensor& on_device = {}) const;
-  // Their two halves (KvCache::keep_rows_on_device, _on_host, shift_lengths_on_device, _on_host), for an
-  // iteration replayed as a graph.
+  // The cache's commits (models/gpt/kv_cache.h) for B samples, given to both streams. Every sample's path (block
+  // indices; empty: none) in two halves: on the device, [B, W] with -1 past each end (KvCache::keep_rows_on_device,
+  // inside an iteration's graph), then on the host (keep_rows_on_host, after its read). Every sample's length
+  // moved by delta[b]: on the host only (shift_lengths: a static cache uploads it at its next block), or in two
+  // halves, the same counts on the device then on the host.
   void keep_paths_on_device(KvCache& cache, const torch::Tensor& on_device) const;
   void keep_paths_on_host(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const;
+  void shift_lengths(KvCache& cache, const std::vector<int64_t>& delta) const;
   void shift_lengths_on_device(KvCache& cache, const torch::Tensor& on_device) const;
   void shift_lengths_on_host(KvCache& cache, const std::vector<int64_t>& delta) const;
   // The device lengths of the pooled static cache that `cache` copies: a tensor that outlives every copy, for

@@ -134,12 +134,6 @@ void DecodeRows::settle(const torch::Tensor& host, const std::vector<int64_t>& b
   }
 }
 
-DecodeRows::Advance DecodeRows::commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict,
-                                             const torch::Tensor& count, int64_t limit) {
-  commit_chain_on_device(drafts, verdict, count, limit);
-  return settle_chain(limit);
-}
-
 void DecodeRows::commit_tree_on_device(const TreeVerdict& verdict, const torch::Tensor& node_tokens) {
   const int64_t P = verdict.path.size(1);
   VISPEC_ASSERT(3 + P <= read_.size(1), "a walk's paths of ", P, " entries where the decode rows read ",
@@ -162,12 +156,6 @@ std::vector<std::vector<int64_t>> DecodeRows::settle_tree() {
   for (int64_t b : walked)
     for (int64_t j = 3; j < host.size(1) && h[b][j] >= 0; ++j) paths[size_t(b)].push_back(h[b][j]);
   return paths;
-}
-
-std::vector<std::vector<int64_t>> DecodeRows::commit_tree(const TreeVerdict& verdict,
-                                                          const torch::Tensor& node_tokens) {
-  commit_tree_on_device(verdict, node_tokens);
-  return settle_tree();
 }
 
 DecodeResult DecodeRows::result() {

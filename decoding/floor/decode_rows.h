@@ -77,32 +77,28 @@ class DecodeRows {
   // tests and of profiles) and counted in `iteration` on the device.
   bool next_iteration(int64_t limit = -1);
 
+  // Every commit comes in two halves, so that an iteration can be replayed as one graph: the device half (inside
+  // the graph) writes the tokens, advances n and leaves what the host needs in a buffer that never moves; the
+  // host half (after the graph) reads that buffer, the iteration's only wait, and counts the statistics of the
+  // rows that were below the limit.
+  //
   // The chain decoders' commit (SD, SJD, SSD's first row) after a chain verdict on drafts [B, G]: each row's
   // accepted drafts and next token written at its next cells below `limit` (the image's end, or its image
-  // row's), the row advanced by as many, its statistics counted (count [B]: the drafts it verified). One read,
-  // the iteration's only wait, brings the advances to the host. They are also the block entries each row
-  // keeps, [newest, accepted drafts] (a row reaching `limit` keeps none past it): pass both to the cache.
+  // row's), the row advanced by as many (count [B]: the drafts it verified, for the statistics). The advances
+  // are also the block entries each row keeps, [newest, accepted drafts] (a row reaching `limit` keeps none past
+  // it): the device half returns them on the device (a view of the buffer), the host half on both.
   struct Advance {
     torch::Tensor on_device;    // [B] int64
     std::vector<int64_t> host;  // the same
   };
-  Advance commit_chain(const torch::Tensor& drafts, const ChainVerdict& verdict, const torch::Tensor& count,
-                       int64_t limit);
-  // commit_chain in two halves, for an iteration replayed as a graph: the device half (inside the graph) writes
-  // the tokens, advances n and leaves the advances, accepted counts and `count` in a buffer that never moves;
-  // it returns the advances, [B] on the device (a view of that buffer). The host half (after the graph) reads
-  // the buffer, the iteration's only wait, and counts the statistics of the rows that were below `limit`.
   torch::Tensor commit_chain_on_device(const torch::Tensor& drafts, const ChainVerdict& verdict,
                                        const torch::Tensor& count, int64_t limit);
   Advance settle_chain(int64_t limit);
   // The tree decoders' commit (EAGLE-1/2, LANTERN, ADT-Tree) after a walk (decoding/floor/verify.h) of trees whose
   // node tokens are node_tokens [B, T]: the accepted path after the root is a chain, written with the sampled
-  // token as commit_chain writes one (the pad must hold T columns), its statistics counted (drafted: the
-  // children tested). One read, the iteration's only wait. Returns each row's accepted path, root first (empty
-  // for rows that had finished).
-  std::vector<std::vector<int64_t>> commit_tree(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
-  // commit_tree in two halves, as commit_chain's: the device writes, the verdict's paths left in the read buffer
-  // (its path_width columns); then the read and the statistics.
+  // token as a chain's (the pad must hold T columns), its statistics counted (drafted: the children tested);
+  // the verdict's paths wait in the read buffer (its path_width columns). settle_tree returns each row's
+  // accepted path, root first (empty for rows that had finished).
   void commit_tree_on_device(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
   std::vector<std::vector<int64_t>> settle_tree();
 
