@@ -20,11 +20,13 @@
 #include "decoding/zipar.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/check.h"
 #include "core/rng.h"
 #include "decoding/floor/decode_rows.h"
 #include "decoding/floor/decoder_registry.h"
+#include "decoding/floor/sampler.h"
 #include "models/gpt/sequence_layout.h"
 
 namespace vispec {
@@ -35,11 +37,6 @@ int64_t zipar_forwards(int64_t height, int64_t width, int64_t window) {
 }
 
 namespace {
-// An entry of the target's cache (the same for every sample: the schedule does not depend on the tokens).
-struct CacheEntry {
-  int64_t position;  // raster index; -1 for the condition
-  bool alive;        // false once a placeholder's cell got its real token
-};
 // One input of a step: the token at raster cell `position` of every sample, and the row whose next token its
 // output gives (-1: the output is not used).
 struct Feed {
@@ -57,22 +54,21 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   const int64_t s = std::clamp<int64_t>(window_, 1, W);
   const auto device = target_.gpt()->device();
   const bool row_ends = target_.gpt()->config().row_ends();
-  auto cache = target_.make_cache(B, H + 1);  // room for the placeholders
+  auto cache = target_.make_cache(B, H + 1, /*static_steps=*/true);  // room for the placeholders
+  const int64_t C = cache.capacity();
   // Tokens and every cell's uniform live on the device: a step's inputs are gathered there and its samples
   // written there, so the loop never waits for the host (the schedule does not depend on the tokens).
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  auto tokens = torch::zeros({B, N}, i64);
-  const auto u = uniform_table(request.seed, request.sample_ids, uint32_t(N), Purpose::kSample).to(device);
-  // logits [B, k, V] -> tokens at raster indices `cells` (k of them)
-  auto sample = [&](const torch::Tensor& logits, const std::vector<int64_t>& cells) {
-    const auto at = torch::tensor(cells, torch::kInt64).to(device);
-    tokens.index_copy_(1, at, sample_from_probs(target_probs(logits, params_), u.index_select(1, at)));
-  };
-
-  auto out = target_.prefill(cache, request.conditions);
+  auto rows = graphs_.rows(request, N, 0, device);
+  const auto table = uniform_table(request.seed, request.sample_ids, uint32_t(N), Purpose::kSample);
+  const auto u = graphs_.state(rows, "zipar_uniforms", {B, N}, table.options().device(device));
+  u.copy_(table);
+  rows.start(target_.prefill(cache, request.conditions).logits, params_);  // token 0, as AR draws it
   cache.keep_all();
-  std::vector<CacheEntry> entries(size_t(out.hidden.size(1)), CacheEntry{-1, true});
-  sample(out.logits.narrow(1, out.logits.size(1) - 1, 1), {0});
+  const auto* pooled = target_.pooled_lengths(cache);
+  // The raster position of every committed entry of the cache, in the cache's order (the condition's: -1); the
+  // slots after them, and a placeholder's once its cell got its real token, are never seen (kUnseen).
+  constexpr int64_t kUnseen = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> entries(size_t(cache.length(0)), -1);
   std::vector<int64_t> count(size_t(H), 0);  // tokens sampled per row
   std::vector<char> started(size_t(H), 0);
   count[0] = 1;
@@ -80,7 +76,7 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   int64_t forwards = 1;
   std::vector<int64_t> finished;  // rows completed by the last step, whose last cell is not written yet
 
-  while (count[size_t(H - 1)] < W) {
+  while (rows.next_iteration()) {  // until the last row is complete (then every row's `committed` is the image)
     std::vector<Feed> feeds;
     for (int64_t r = 0; r < H; ++r) {
       if (!started[size_t(r)] || count[size_t(r)] == W) continue;
@@ -100,58 +96,70 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
 
     // A real token replaces the placeholder at its cell for every query from now on.
     for (const auto& f : feeds)
-      if (!f.placeholder)
-        for (auto& e : entries)
-          if (e.position == f.position) e.alive = false;
-    const int64_t T = int64_t(feeds.size()), L = int64_t(entries.size());
-    auto committed = torch::zeros({T, L}, torch::kBool), block = torch::zeros({T, T}, torch::kBool);
-    auto ca = committed.accessor<bool, 2>();
-    auto ba = block.accessor<bool, 2>();
-    std::vector<int64_t> source, position;
-    for (int64_t i = 0; i < T; ++i) {
-      for (int64_t j = 0; j < L; ++j)
-        ca[i][j] = entries[size_t(j)].alive && entries[size_t(j)].position < feeds[size_t(i)].position;
-      for (int64_t j = 0; j <= i; ++j) ba[i][j] = true;  // feeds are in raster order
-      source.push_back(feeds[size_t(i)].source);
-      position.push_back(feeds[size_t(i)].position);
-    }
-    auto tok = tokens.index_select(1, torch::tensor(source, torch::kInt64).to(device));
-    auto pos = torch::tensor(position, torch::kInt64).to(device).unsqueeze(0).expand({B, T});
-    cache.restrict_committed(committed);
-    out = target_.decode_block(cache, tok, pos, block);
-    cache.keep_all();
-    ++forwards;
-    // A fed token that ends a row brought its end-of-line entry into the cache right after it (models/
-    // sequence_layout.h): the same cell for every rule above, so it lives and dies with its token.
+      if (!f.placeholder) std::replace(entries.begin(), entries.end(), f.position, kUnseen);
+    // The step's inputs, planned here and uploaded at once into a buffer of their shape: the fed cells' sources
+    // and positions, the outputs that give a row's next token and its cell, every slot's raster position.
+    std::vector<int64_t> source, position, outputs, cells;
     for (const auto& f : feeds) {
-      entries.push_back({f.position, true});
-      if (row_ends && ends_row(f.position, W, N)) entries.push_back({f.position, true});
+      source.push_back(f.source);
+      position.push_back(f.position);
     }
-
-    std::vector<int64_t> outputs, cells;  // the feeds whose outputs give a row's next token, and its cell
-    for (int64_t i = 0; i < T; ++i) {
-      const int64_t r = feeds[size_t(i)].predicts_row;
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const int64_t r = feeds[i].predicts_row;
       if (r < 0) continue;
-      outputs.push_back(i);
+      outputs.push_back(int64_t(i));
       cells.push_back(r * W + count[size_t(r)]);
       started[size_t(r)] = 1;
       if (++count[size_t(r)] == W && r + 1 < H) finished.push_back(r);
     }
-    sample(out.logits.index_select(1, torch::tensor(outputs, torch::kInt64).to(device)), cells);
+    const int64_t T = int64_t(feeds.size()), K = int64_t(outputs.size());
+    std::vector<int64_t> plan(source);
+    for (const auto* part : {&position, &outputs, &cells, &entries})
+      plan.insert(plan.end(), part->begin(), part->end());
+    plan.resize(size_t(2 * T + 2 * K + C), kUnseen);
+    auto& inputs = step_inputs_[{T, K, C, int64_t(device.type()), int64_t(device.index())}];
+    if (!inputs.defined())
+      inputs = torch::empty({2 * T + 2 * K + C}, torch::TensorOptions(torch::kInt64).device(device));
+    upload_to(inputs, torch::tensor(plan, torch::kInt64));
+
+    // The step on the device: one forward feeding every active row's newest cell, each query seeing the
+    // committed entries at earlier raster positions, then one sampled token per row.
+    const auto step = [&] {
+      const auto from = inputs.narrow(0, 2 * T, K), to = inputs.narrow(0, 2 * T + K, K);
+      const auto fed = inputs.narrow(0, T, T);
+      const auto seen = inputs.narrow(0, 2 * T + 2 * K, C).view({1, C}).lt(fed.view({T, 1}));  // [T, C]
+      const auto out = target_.decode_block(cache, rows.tokens.index_select(1, inputs.narrow(0, 0, T)),
+                                            fed.unsqueeze(0).expand({B, T}), causal_mask(T, device), seen);
+      cache.keep_all();
+      const auto logits = out.logits.index_select(1, from);  // [B, K, V]
+      const auto next =
+          next_tokens(logits.reshape({B * K, logits.size(2)}), params_, u.index_select(1, to).reshape(-1));
+      rows.tokens.index_copy_(1, to, next.view({B, K}));
+    };
+    if (pooled && cache.lengths_current()) {
+      graphs_.run(rows, {B, T, K, cache.bucket_for(T)}, {pooled}, {&cache}, step);
+    } else {
+      step();
+    }
+    ++forwards;
+    // A fed token that ends a row brought its end-of-line entry into the cache right after it (models/
+    // sequence_layout.h): the same cell for every rule above, so it lives and dies with its token.
+    for (const auto& f : feeds) {
+      entries.push_back(f.position);
+      if (row_ends && ends_row(f.position, W, N)) entries.push_back(f.position);
+    }
     // Rows that may start now: row 1 once row 0 is complete, row r + 1 once row r has s tokens.
     for (int64_t r = 0; r + 1 < H; ++r)
       if (!started[size_t(r + 1)] && count[size_t(r)] >= (r == 0 ? W : s)) {
         started[size_t(r + 1)] = 1;
         break;  // one row starts per step: the row below waits for this one's s tokens
       }
+    if (count[size_t(H - 1)] == W) std::fill(rows.committed.begin(), rows.committed.end(), N);
   }
   VISPEC_ASSERT(forwards == zipar_forwards(H, W, s), "ZipAR took ", forwards, " forwards, schedule says ",
                 zipar_forwards(H, W, s));
-  DecodeResult result{read_to_host(tokens), std::vector<SampleStats>(size_t(B))};
-  for (auto& st : result.stats) {
-    st.target_forwards = forwards;
-    st.tokens = N;
-  }
+  auto result = rows.result();
+  for (auto& st : result.stats) st.target_forwards = forwards;
   return result;
 }
 

@@ -1,8 +1,12 @@
 // ZipAR (He et al., ICML 2025): training-free parallel decoding of the raster by rows, with a fixed window s.
 #pragma once
 
+#include <map>
+#include <vector>
+
 #include "decoding/floor/cfg_model.h"
 #include "decoding/floor/decoder.h"
+#include "decoding/floor/iteration_graphs.h"
 
 namespace vispec {
 
@@ -18,6 +22,10 @@ class ZipArDecoder : public Decoder {
   CfgModel target_;
   SamplingParams params_;
   int64_t window_;
+  IterationGraphs graphs_;  // the decode state's buffers and the steps' graphs
+  // Each step shape's inputs on the device (T fed cells, K sampled, C cache slots): a buffer that never moves,
+  // rewritten by an upload before every step of that shape, which its graph reads.
+  std::map<std::vector<int64_t>, torch::Tensor> step_inputs_;
 };
 
 // Target forwards ZipAR takes on an H x W grid with window s (prefill included): W for row 0, then a row

@@ -9,6 +9,7 @@
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "decoding/ssd.h"
+#include "decoding/zipar.h"
 #include "models/gpt/step_graph.h"
 #include "exact_distribution.h"
 #include "tiny_models.h"
@@ -72,6 +73,7 @@ TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
       decoders.emplace_back(
           "adt_tree-coolsd",
           std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{3, 3, 10}, cool, nullptr, adt));
+      decoders.emplace_back("zipar", std::make_unique<ZipArDecoder>(target, p, 3));
       for (auto& [name, decoder] : decoders) {
         const auto r = test::requests(0, 3);
         const auto want = decoder->decode(r).tokens;

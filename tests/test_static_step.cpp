@@ -25,6 +25,7 @@
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "decoding/ssd.h"
+#include "decoding/zipar.h"
 #include "exact_distribution.h"
 #include "models/checkpoints/load.h"
 #include "models/model_config.h"
@@ -280,6 +281,7 @@ TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
                                                 static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
                                                 AcceptanceParams{}, nullptr));
   decoders.emplace_back("mulo_sd", std::make_unique<MuloSdDecoder>(tiny_mulo.decoder(p, mp)));
+  decoders.emplace_back("zipar", std::make_unique<ZipArDecoder>(target, p, 3));
   for (auto& [name, decoder] : decoders) {
     const auto r = test::requests(0, 3);
     const auto first = decoder->decode(r).tokens;  // the pooled caches and their buffers are made once
@@ -304,7 +306,8 @@ TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
   }
 }
 
-// Whole iterations of the chain decoders (SD, SJD, SSD's first row) and of the tree decoders (EAGLE-2, EAGLE-1),
+// Whole iterations of the chain decoders (SD, SJD, SSD's first row), of the tree decoders (EAGLE-2, EAGLE-1) and
+// ZipAR's steps,
 // with the exact rule and with Cool-SD's (whose weight table the rule keeps on the device):
 // two consecutive iterations whose static steps have the same keys (rows, width, bucket) issue the same
 // operators with the same shapes and scalars. Nothing from the host leaks into an iteration: SJD's draw index
@@ -350,6 +353,7 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
     adt.max_depth = 4;
     decoders.emplace_back("adt_tree", std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{2, 3, 8},
                                                                       AcceptanceParams{}, nullptr, adt));
+    decoders.emplace_back("zipar", std::make_unique<ZipArDecoder>(target, p, 3));
     for (auto& [name, decoder] : decoders) {
       const auto r = test::requests(0, 3);
       decoder->decode(r);  // the pooled caches and their buffers are made once
@@ -362,10 +366,13 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
         for (const auto& s : out.stats) target_forwards = std::max(target_forwards, s.target_forwards);
         EXPECT_EQ(int64_t(its.size()), target_forwards - 1) << name << ": one iteration per verification";
       }
+      // ZipAR's schedule does not depend on the tokens: it reads nothing, and uploads each step's planned inputs
+      // (which cells, which entries each sees) before the step's graph.
+      const int64_t reads = name == "zipar" ? 0 : 1, uploads = name == "zipar" ? 1 : 0;
       size_t compared = 0;
       for (size_t i = 0; i < its.size(); ++i) {
-        EXPECT_EQ(std::count(its[i].begin(), its[i].end(), "HOST_READ"), 1) << name << " iteration " << i;
-        EXPECT_EQ(std::count(its[i].begin(), its[i].end(), "HOST_UPLOAD"), 0) << name << " iteration " << i;
+        EXPECT_EQ(std::count(its[i].begin(), its[i].end(), "HOST_READ"), reads) << name << " iteration " << i;
+        EXPECT_EQ(std::count(its[i].begin(), its[i].end(), "HOST_UPLOAD"), uploads) << name << " iteration " << i;
         EXPECT_FALSE(keys(its[i]).empty()) << name << ": an iteration without a static step";
         if (i == 0 || keys(its[i]) != keys(its[i - 1])) continue;
         ++compared;
@@ -451,6 +458,36 @@ TEST(StaticStep, AnExtendedStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
       << (outs[0].logits - outs[1].logits).abs().max().item<double>();
 }
 
+// ZipAR's blocks see only some committed entries (restrict_committed): a static block reads that restriction on
+// the device through its length bucket and attends as the dynamic cache does, and without it attends otherwise.
+TEST(StaticStep, ARestrictedStaticBlockEqualsTheDynamicCache) {
+  auto gpt = bucketed_gpt(11);
+  torch::NoGradGuard no_grad;
+  const auto cond = gpt->embed_classes(torch::tensor({1, 2}, torch::kInt64));
+  const auto i64 = [](std::vector<int64_t> v, int64_t T) { return torch::tensor(v, torch::kInt64).view({2, T}); };
+  enum Block { kDynamic, kStatic, kStaticUnrestricted };
+  std::vector<GptOutput> outs;
+  for (Block block : {kDynamic, kStatic, kStaticUnrestricted}) {
+    auto cache = gpt->make_cache(2, 4);
+    gpt->prefill(cache, cond);
+    cache.keep_all();
+    if (block != kDynamic) cache.use_device_lengths();
+    gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}, 3), i64({0, 1, 2, 0, 1, 2}, 3), torch::Tensor());
+    cache.keep_all();
+    const int64_t L = cache.length(0);
+    // Over the whole capacity: query 0 sees every committed entry but the block's second, query 1 the condition's.
+    auto seen = torch::zeros({2, cache.capacity()}, torch::kBool);
+    seen[0].narrow(0, 0, L).fill_(true);
+    seen[0][L - 2] = false;
+    seen[1].narrow(0, 0, L - 3).fill_(true);
+    if (block != kStaticUnrestricted) cache.restrict_committed(seen);
+    outs.push_back(gpt->decode_block(cache, i64({9, 10, 11, 12}, 2), i64({3, 4, 3, 4}, 2), torch::Tensor()));
+  }
+  EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
+      << (outs[0].logits - outs[1].logits).abs().max().item<double>();
+  EXPECT_FALSE(torch::allclose(outs[0].logits, outs[2].logits, 1e-3, 1e-3)) << "the restriction was not read";
+}
+
 // A tree decoder's commit from the walk's device paths (keep_rows with its device rows: -1 past each path's
 // end, a row keeping nothing all -1): the next block sees the same committed entries as after the dynamic
 // cache's host keep, and the static cache's device lengths moved without an upload; likewise in its two halves
@@ -515,7 +552,7 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokens) {
 
 // The speculative decoders' static forwards (target and drafters: SD's draft GPT, SSD's heads around its target,
 // the EAGLE drafter's catch-up and tree levels) and their whole iterations (SD, SJD, SSD, EAGLE-2, ADT-Tree,
-// EAGLE-1) replayed as graphs pick the tokens of the same decoders run eagerly, bit for bit, in fp32 and bf16 at
+// EAGLE-1, ZipAR's steps) replayed as graphs pick the tokens of the same decoders run eagerly, bit for bit, in fp32 and bf16 at
 // T = 0 and 1: a second decode replays only.
 TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
   if (!cuda_usable())
@@ -539,6 +576,7 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
       const auto make = [&](const std::string& name) -> std::unique_ptr<Decoder> {
         if (name == "sd") return std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr);
         if (name == "sjd") return std::make_unique<SjdDecoder>(target, p, 6);
+        if (name == "zipar") return std::make_unique<ZipArDecoder>(target, p, 3);
         if (name == "ssd") return std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1});
         if (name == "eagle2")
           return std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{},
@@ -550,7 +588,7 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
                                                static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
                                                AcceptanceParams{}, nullptr);
       };
-      for (const std::string name : {"sd", "sjd", "ssd", "eagle2", "adt_tree", "eagle1"}) {
+      for (const std::string name : {"sd", "sjd", "ssd", "eagle2", "adt_tree", "eagle1", "zipar"}) {
         const auto r = test::requests(0, 3);
         set_cuda_graphs(false);
         const auto want = make(name)->decode(r).tokens;

@@ -27,18 +27,20 @@ KvCache CfgModel::make_cache(int64_t batch, int64_t extra, bool static_steps) co
 }
 
 CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
-                                 const torch::Tensor& block_mask) {
+                                 const torch::Tensor& block_mask, const torch::Tensor& committed) {
   const auto device = gpt_->device();
-  const auto forward = [&](const torch::Tensor& t, const torch::Tensor& p, const torch::Tensor& m) {
+  const auto forward = [&](const torch::Tensor& t, const torch::Tensor& p, const torch::Tensor& m,
+                           const torch::Tensor& c) {
     const auto mask = m.defined() && m.dim() == 3 ? twice(m) : m;
+    if (c.defined()) cache.restrict_committed(c.dim() == 3 ? twice(c) : c);
     const auto out = combine(gpt_->decode_block(cache, twice(t.to(device)), twice(p.to(device)), mask));
     return GptOutput{out.logits, out.hidden};
   };
   if (!statics_->owns(cache)) {
-    const auto out = forward(tokens, positions, block_mask);
+    const auto out = forward(tokens, positions, block_mask, committed);
     return {out.logits, out.hidden};
   }
-  const auto out = statics_->forward(cache, tokens, positions, block_mask, forward);
+  const auto out = statics_->forward(cache, tokens, positions, block_mask, committed, forward);
   return {out.logits, out.hidden};
 }
 

@@ -30,15 +30,16 @@ class CfgModel {
   const Gpt& gpt() const { return gpt_; }
 
   // static_steps: a pooled static cache, whose forwards are static steps replayed as CUDA graphs on a GPU
-  // (decoding/floor/static_forwards.h), for a decoder that neither extends pending blocks nor restricts committed
-  // entries in it; a model whose rows end in an end-of-line token gets a dynamic cache either way.
+  // (decoding/floor/static_forwards.h); a model whose rows end in an end-of-line token gets a dynamic cache either
+  // way.
   KvCache make_cache(int64_t batch, int64_t extra = 0, bool static_steps = false) const;
   // B conditions -> outputs at the condition positions; the last predicts image token 0. The unconditional
   // rows take the null class, or uncond_embedding under their conditional row's caption mask.
   CfgOutput prefill(KvCache& cache, const Conditions& conditions);
-  // tokens, positions [B, T]; block_mask [T, T] or [B, T, T] (see Gpt::decode_block).
+  // tokens, positions [B, T]; block_mask [T, T] or [B, T, T] (see Gpt::decode_block); committed: [T, C] bool
+  // on the device, the committed entries each query sees (KvCache::restrict_committed; undefined: all).
   CfgOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
-                         const torch::Tensor& block_mask);
+                         const torch::Tensor& block_mask, const torch::Tensor& committed = {});
   // The cache's commits (models/gpt/kv_cache.h) for B samples, given to both streams. Every sample's path (block
   // indices; empty: none) in two halves: on the device, [B, W] with -1 past each end (KvCache::keep_rows_on_device,
   // inside an iteration's graph), then on the host (keep_rows_on_host, after its read). Every sample's length

@@ -16,6 +16,16 @@ torch::Tensor read_to_host(const torch::Tensor& t) {
   return t.to(torch::kCPU);
 }
 
+void upload_to(const torch::Tensor& buffer, const torch::Tensor& host) {
+  RECORD_FUNCTION("vispec::host_upload", std::vector<c10::IValue>());
+  if (!buffer.is_cuda()) {
+    buffer.copy_(host);
+    return;
+  }
+  // The caching host allocator keeps the pinned block until the copy has run, so the host goes on at once.
+  buffer.copy_(host.pin_memory(), /*non_blocking=*/true);
+}
+
 DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device, Buffers* buffers,
                        int64_t path_width)
     : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), seed_(request.seed) {

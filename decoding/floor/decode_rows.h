@@ -24,6 +24,10 @@ struct TreeVerdict;
 // A device-to-host copy that a decoder waits for, recorded as "vispec::host_read" so profiles and the op-count
 // tests see every one (item() shows up as aten::_local_scalar_dense).
 torch::Tensor read_to_host(const torch::Tensor& t);
+// A host-to-device copy into a buffer that never moves (the inputs a decoder plans on the host before a step
+// that a graph replays), recorded as "vispec::host_upload" for the traces and profiles. On CUDA it goes through
+// pinned memory without waiting for the device.
+void upload_to(const torch::Tensor& buffer, const torch::Tensor& host);
 // A float64 tensor can share one read with int64 ones as its bits (t.view(torch::kInt64)); this undoes that
 // for one element.
 inline double double_from_bits(int64_t bits) {

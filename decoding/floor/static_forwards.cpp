@@ -107,12 +107,12 @@ std::vector<torch::Tensor> StaticForwards::forward(KvCache& cache, int64_t T, co
 }
 
 GptOutput StaticForwards::forward(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
-                                  const torch::Tensor& block_mask, const Forward& run) {
-  const auto out =
-      forward(cache, tokens.size(1), {tokens, positions, block_mask}, [&](const std::vector<torch::Tensor>& in) {
-        const auto o = run(in[0], in[1], in[2]);
-        return std::vector<torch::Tensor>{o.logits, o.hidden};
-      });
+                                  const torch::Tensor& block_mask, const torch::Tensor& committed, const Forward& run) {
+  const auto out = forward(cache, tokens.size(1), {tokens, positions, block_mask, committed},
+                           [&](const std::vector<torch::Tensor>& in) {
+                             const auto o = run(in[0], in[1], in[2], in[3]);
+                             return std::vector<torch::Tensor>{o.logits, o.hidden};
+                           });
   return {out[0], out[1]};
 }
 

@@ -10,9 +10,8 @@
 // A pooled cache in use (a copy of it alive) is never handed out twice. A forward may extend the pending block
 // (extend_pending before it: an EAGLE drafter's tree level); its inputs' shapes, the mask's width among them,
 // tell its graphs apart from the block's first forward.
-// A static cache does not restrict the committed entries (ZipAR), and models whose rows end in an end-of-line
-// token cannot have one: those decoders ask for a dynamic cache (CfgModel::make_cache with static_steps false,
-// or a model whose rows end so).
+// Models whose rows end in an end-of-line token cannot have a static cache: their decoders get a dynamic one
+// (CfgModel::make_cache gives it whatever they ask).
 #pragma once
 
 #include <functional>
@@ -43,10 +42,12 @@ class StaticForwards {
   using Run = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>;
   std::vector<torch::Tensor> forward(KvCache& cache, int64_t T, const std::vector<torch::Tensor>& inputs,
                                      const Run& run);
-  // A GPT's forward: run(tokens, positions, mask) -> its logits and hidden states.
-  using Forward = std::function<GptOutput(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
+  // A GPT's forward: run(tokens, positions, block mask, committed mask) -> its logits and hidden states (the
+  // committed mask, undefined or on the device, as KvCache::restrict_committed takes it).
+  using Forward =
+      std::function<GptOutput(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
   GptOutput forward(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
-                    const torch::Tensor& block_mask, const Forward& run);
+                    const torch::Tensor& block_mask, const torch::Tensor& committed, const Forward& run);
 
  private:
   // The buffers and graphs of one block key (T and the inputs' shapes) on one pooled cache.

@@ -71,7 +71,9 @@ AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
     const int64_t L = length_[0];
     auto committed = torch::ones({B, T, L}, torch::TensorOptions().dtype(torch::kBool).device(device));
     if (restricted.defined()) {
-      committed = restricted.to(device, torch::kBool);
+      VISPEC_ASSERT(restricted.size(-1) >= L, "a committed mask of ", restricted.size(-1), " columns over ", L,
+                    " committed entries");
+      committed = restricted.to(device, torch::kBool).narrow(-1, 0, L);
       if (committed.dim() == 2) committed = committed.unsqueeze(0).expand({B, T, L});
       VISPEC_ASSERT(committed.size(0) == B && committed.size(1) == T && committed.size(2) == L, "committed mask shape");
     }
@@ -125,7 +127,6 @@ void KvCache::sync_lengths() {
 
 int64_t KvCache::plan_static_block(int64_t T) {
   VISPEC_ASSERT(device_lengths(), "a static block needs use_device_lengths()");
-  VISPEC_ASSERT(!committed_mask_.defined(), "a static block does not restrict the committed entries");
   VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
   const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
   extend_ = false;
@@ -143,7 +144,8 @@ int64_t KvCache::plan_static_block(int64_t T) {
 // Every shape below is (B, T, P, bucket) and every scalar T or P: the same at every step of a bucket. Row b's
 // block sits at slots [L_b, L_b + W) with L_b = lengths_device_[b], this forward's entries at [L_b + P, L_b + W)
 // (P > 0: it extends the pending block); key slot s is seen where s < L_b (committed) or where the block mask
-// lets the query see block entry s - L_b.
+// lets the query see block entry s - L_b. A restriction of the committed entries (restrict_committed, on the
+// device) hides the committed keys it does not show, read through the same bucket.
 AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_mask) {
   // A held plan is the block a runner planned before its step, which it may run, warm up and capture: each
   // begins the same block.
@@ -165,6 +167,17 @@ AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_
     const auto in_block = rel.ge(0).logical_and(rel.lt(W));
     const auto block_seen = bm.gather(2, rel.clamp(0, W - 1).expand({B, T, S})).logical_and(in_block);
     mask = rel.lt(0).logical_or(block_seen);  // [B, T, S]
+  }
+  if (committed_mask_.defined()) {
+    const auto restricted = std::move(committed_mask_);
+    committed_mask_ = torch::Tensor();
+    VISPEC_ASSERT(restricted.device() == device && restricted.size(-1) >= S,
+                  "a static block's committed mask must be "
+                  "on the cache's device and span its length bucket (",
+                  S, " slots)");
+    auto seen = restricted.to(torch::kBool).narrow(-1, 0, S);
+    if (seen.dim() == 2) seen = seen.unsqueeze(0);
+    mask = mask.logical_and(seen.logical_or(rel.ge(0)));  // a committed key (rel < 0) only where shown
   }
   if (prefix_visible_.defined()) mask = apply_prefix_visibility(mask, prefix_visible_, slot_index_.view({B, T}));
   return {mask.unsqueeze(1)};

@@ -19,7 +19,7 @@
 // view of the cache (the length bucket: the longest row plus the block, rounded up to kLengthBucket keys)
 // masked by each row's length. A forward then has the same operators, shapes and scalars at every step of a
 // bucket and reads nothing from the host, which is what a CUDA graph (models/gpt/step_graph.h) replays. A static
-// block may extend the pending block as a dynamic one does; it may not restrict the committed entries.
+// block may extend the pending block and restrict the committed entries as a dynamic one does.
 // The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
 #pragma once
 
@@ -70,8 +70,10 @@ class KvCache {
 
   // --- used by the decoder ---
   void extend_pending() { extend_ = true; }
-  // Which committed entries the next block's queries see: [T, L] or [B, T, L] bool, L = the (equal) committed
-  // length of every row.
+  // Which committed entries the next block's queries see: [T, C] or [B, T, C] bool over the first C slots, C at
+  // least the (equal) committed length of every row; the columns past it are not read. A static block reads
+  // it on the device through its length bucket, so there C is the capacity (a mask made on the device, e.g. by
+  // comparing positions, keeps the block free of uploads).
   void restrict_committed(const torch::Tensor& mask) { committed_mask_ = mask; }
   // visible [B, C] bool: from now until reset(), entry j < C of row b is seen only where visible[b][j], or by
   // the query at that same entry (LlamaGen's emb_mask keeps the diagonal, so a padded position still attends
