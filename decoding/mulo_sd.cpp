@@ -112,9 +112,12 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   // The tokens live on the device: final high-res tokens, then the span's drafts; the low-res grid, D_2's rows
   // above the span and the drafts in it. The host holds the schedule (what each row has fed, which positions
   // it resamples) and reads the verdicts once per span; the tokens come back once, at the end.
-  auto tokens = torch::zeros({B, N}, i64);
-  auto low = torch::zeros({B, Wl * Wl}, i64);
-  std::vector<SampleStats> stats(static_cast<size_t>(B));
+  // Both grids, and the drafter's newest logits, are state of the decode in IterationGraphs' buffers: a span's
+  // drafting is replayed as one graph that finds them where it was captured.
+  auto rows = graphs_.rows(request, N, 0, device);
+  auto& tokens = rows.tokens;
+  const auto low = graphs_.state(rows, "mulo_low", {B, Wl * Wl}, i64);
+  auto& stats = rows.stats;
   std::vector<int64_t> fed(static_cast<size_t>(B), 0);  // final tokens in each row's target cache
   int64_t low_fed = 0;                                  // low-res tokens in the drafter's cache (every row)
   auto key = [&](int64_t b) { return RngKey{request.seed, request.sample_ids[size_t(b)]}; };
@@ -124,56 +127,71 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
        dcache = drafter_.make_cache(B, 0, /*static_steps=*/true);
   const auto p_first = target_probs(target_.prefill(tcache, request.conditions).logits.select(1, -1), params_);
   tcache.keep_all();
-  auto q_logits = drafter_.prefill(dcache, request.drafter_conditions_or_target()).logits.select(1, -1);
+  const auto prefilled = drafter_.prefill(dcache, request.drafter_conditions_or_target()).logits.select(1, -1);
+  const auto q_logits = graphs_.state(rows, "mulo_q_logits", prefilled.sizes(), prefilled.options());
+  q_logits.copy_(prefilled);
   dcache.keep_all();
+  const auto* drafter_lengths = drafter_.pooled_lengths(dcache);
+  const auto one = torch::ones({1, 1}, i64.dtype(torch::kBool));  // a drafter step's block mask
   for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 
   for (int64_t n = 0; n < N;) {
     const int64_t end = std::min(n + L, N), span = end - n;
     const int64_t low_begin = n / (2 * W) * Wl, low_count = span / (2 * W) * Wl;
-    IterationTimes times;
+    auto times = IterationTimes::start(clock, graphs_.replays(device));
     Lap down_lap, up_lap, accept_lap;  // MuLo-SD's own phases, reported beside the four
     int64_t draft_forwards = low_count - 1;
 
-    // ---- 7 down-sample the rows the last iteration finished; 1 the drafter reads them, then drafts
+    // ---- 7 down-sample the rows the last iteration finished; 1 the drafter reads them, then drafts; 2 up-sample.
+    // Their shapes and the drafter's lengths follow from the span alone: one graph per span, read by nothing.
+    const int64_t drafter_committed = dcache.length(0) + (low_begin - low_fed);
+    const auto draft_span = [&] {
+      if (n > 0) {
+        auto high = vq_->code_vectors(tokens.narrow(1, 0, n), n / W, W);
+        const auto down = vq_->nearest(resamplers_->down(high)).second;  // [B, low_begin]
+        const int64_t T = low_begin - low_fed;
+        low.narrow(1, low_fed, T).copy_(down.narrow(1, low_fed, T));
+        times.end(down_lap, clock);
+        auto pos = torch::arange(low_fed, low_begin, i64).expand({B, T});
+        q_logits.copy_(
+            drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1));
+        dcache.keep_all();
+      }
+      const auto du = rows.uniforms(  // every low-res position's uniforms, [B, low_count]
+          torch::arange(low_begin, low_begin + low_count, i64).view({1, low_count}).expand({B, low_count}),
+          Purpose::kDraft);
+      for (int64_t j = 0; j < low_count; ++j) {
+        const int64_t at = low_begin + j;
+        const auto y = sample_from_probs(target_probs(q_logits, params_), du.select(1, j));
+        low.select(1, at).copy_(y);
+        if (j + 1 == low_count) break;
+        auto pos = torch::full({B, 1}, at, i64);
+        q_logits.copy_(drafter_.decode_block(dcache, y.view({B, 1}), pos, one).logits.select(1, 0));
+        dcache.keep_all();
+      }
+      // The drafts leave the drafter's cache: its next prefix comes from D_2.
+      const int64_t back = drafter_committed - dcache.length(0);
+      drafter_.shift_lengths_on_device(dcache, torch::full({B}, back, i64));
+      drafter_.shift_lengths_on_host(dcache, std::vector<int64_t>(size_t(B), back));
+      times.end(times.draft, clock);
+
+      const int64_t low_rows = (low_begin + low_count) / Wl;
+      auto up = resamplers_->up(vq_->code_vectors(low.narrow(1, 0, low_rows * Wl), low_rows, Wl));
+      tokens.narrow(1, n, span).copy_(vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second);
+      times.end(up_lap, clock);
+    };
+    if (drafter_lengths && dcache.lengths_current()) {
+      graphs_.run(rows, {B, n, dcache.length(0), int64_t(request.seed)}, {drafter_lengths}, {&dcache}, draft_span);
+    } else {
+      draft_span();
+    }
     if (n > 0) {
-      auto high = vq_->code_vectors(tokens.narrow(1, 0, n), n / W, W);
-      const auto down = vq_->nearest(resamplers_->down(high)).second;  // [B, low_begin]
-      const int64_t T = low_begin - low_fed;
-      low.narrow(1, low_fed, T).copy_(down.narrow(1, low_fed, T));
-      down_lap = clock.lap();
-      auto pos = torch::arange(low_fed, low_begin, i64).expand({B, T});
-      q_logits =
-          drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1);
-      dcache.keep_all();
       low_fed = low_begin;
       ++draft_forwards;
     }
-    const int64_t drafter_committed = dcache.length(0);
-    const auto one = torch::ones({1, 1}, torch::kBool);
-    std::vector<torch::Tensor> draft_u;  // every low-res position's uniforms, uploaded at once
-    for (int64_t j = 0; j < low_count; ++j)
-      draft_u.push_back(uniforms(request.seed, request.sample_ids, uint32_t(low_begin + j), Purpose::kDraft));
-    const auto du = torch::stack(draft_u, 1).to(device);  // [B, low_count]
-    for (int64_t j = 0; j < low_count; ++j) {
-      const int64_t at = low_begin + j;
-      const auto y = sample_from_probs(target_probs(q_logits, params_), du.select(1, j));
-      low.select(1, at).copy_(y);
-      if (j + 1 == low_count) break;
-      auto pos = torch::full({B, 1}, at, i64);
-      q_logits = drafter_.decode_block(dcache, y.view({B, 1}), pos, one).logits.select(1, 0);
-      dcache.keep_all();
-    }
-    drafter_.shift_lengths(dcache, std::vector<int64_t>(size_t(B), drafter_committed - dcache.length(0)));
-    times.draft = clock.lap();
-
-    // ---- 2 up-sample: the low-res rows so far -> the span's high-res rows
-    const int64_t low_rows = (low_begin + low_count) / Wl;
-    auto up = resamplers_->up(vq_->code_vectors(low.narrow(1, 0, low_rows * Wl), low_rows, Wl));
-    const auto drafts = vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second;  // [B, span]
-    tokens.narrow(1, n, span).copy_(drafts);
-    up_lap = clock.lap();
+    if (!times.timed) times.draft = clock.lap();  // a replayed span's drafting, re-sampling included, timed whole
+    const auto drafts = tokens.narrow(1, n, span);
 
     // ---- 3 verify: one target forward; p_t at drafted position n + t is output n + t - 1 - fed (the
     // prefill's for position 0, where every row has fed nothing)
@@ -271,10 +289,9 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     clock.charge(down_lap, all, "downsample_ms");  // none in the first span: charged 0
     n = end;
   }
-  for (auto& s : stats) s.tokens = N;
-  auto host_tokens = read_to_host(tokens);
-  clock.settle(stats);
-  return {host_tokens, stats};
+  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
+  clock.settle(result.stats);
+  return result;
 }
 
 namespace {

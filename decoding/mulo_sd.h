@@ -9,6 +9,7 @@
 #include "decoding/floor/cfg_model.h"
 #include "decoding/floor/codebook_neighbours.h"
 #include "decoding/floor/decoder.h"
+#include "decoding/floor/iteration_graphs.h"
 #include "models/drafters/mulo_resamplers.h"
 #include "models/vq/vq.h"
 
@@ -47,6 +48,7 @@ class MuloSdDecoder : public Decoder {
   MuloParams mulo_;
   std::shared_ptr<const CodebookNeighbours> neighbours_;
   torch::Tensor neighbour_table_;  // [codes, columns] int64 on the target's device
+  IterationGraphs graphs_;         // the decode state's buffers and the spans' drafting graphs
 };
 
 }  // namespace vispec

@@ -6,6 +6,7 @@
 
 #include "decoding/eagle1.h"
 #include "decoding/eagle2.h"
+#include "decoding/mulo_sd.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "decoding/ssd.h"
@@ -49,6 +50,10 @@ TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
   torch::manual_seed(3);
   SsdHeads heads(target->config(), 3, 2);
   heads->eval();
+  const test::TinyMulo tiny_mulo;  // MuLo-SD's spans draft as one graph each (a 4x4 image: 2 rows per span)
+  MuloParams mulo;
+  mulo.tau = 0.08;
+  mulo.radius = 1;
   for (double temperature : {0.0, 1.0}) {
     for (double cfg : {1.0, 3.0}) {  // one stream and both CFG streams
       auto p = test::guided_sampling(temperature);
@@ -74,6 +79,7 @@ TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
           "adt_tree-coolsd",
           std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{3, 3, 10}, cool, nullptr, adt));
       decoders.emplace_back("zipar", std::make_unique<ZipArDecoder>(target, p, 3));
+      decoders.emplace_back("mulo_sd", std::make_unique<MuloSdDecoder>(tiny_mulo.decoder(p, mulo)));
       for (auto& [name, decoder] : decoders) {
         const auto r = test::requests(0, 3);
         const auto want = decoder->decode(r).tokens;
