@@ -552,8 +552,8 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokens) {
 
 // The speculative decoders' static forwards (target and drafters: SD's draft GPT, SSD's heads around its target,
 // the EAGLE drafter's catch-up and tree levels) and their whole iterations (SD, SJD, SSD, EAGLE-2, ADT-Tree,
-// EAGLE-1, ZipAR's steps) replayed as graphs pick the tokens of the same decoders run eagerly, bit for bit, in fp32 and bf16 at
-// T = 0 and 1: a second decode replays only.
+// EAGLE-1, ZipAR's steps) replayed as graphs pick the tokens of the same decoders run eagerly, bit for bit, in fp32 and
+// bf16 at T = 0 and 1: a second decode replays only.
 TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
   if (!cuda_usable())
     GTEST_SKIP() << "no CUDA device here: graph replay is checked by scripts/gpu_check.sh on a GPU machine";
