@@ -13,6 +13,7 @@
 #include "decoding/ar.h"
 #include "io/atomic_file.h"
 #include "models/checkpoints/load.h"
+#include "models/checkpoints/file_extras.h"
 #include "models/model_config.h"
 #include "models/gpt/step_graph.h"
 
@@ -236,7 +237,7 @@ std::string run_step_cost(const StepCostOptions& o) {
     const auto options = torch::TensorOptions().device(device).dtype(model_dtype(dtype));
     std::vector<Case> cases;
     cases.push_back({"embedded (" + model.name + ")", dtype, Gpt(model.gpt, options, /*random_init=*/false)});
-    load_weights(*cases.back().gpt, model.gpt_weights);
+    load_weights(*cases.back().gpt, model.gpt_weights, kGptFileExtras, model.gpt_keys);
     torch::manual_seed(0);
     cases.push_back({"GPT-XL shape", dtype, Gpt(xl, options)});
     for (auto& c : cases) {

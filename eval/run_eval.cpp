@@ -14,6 +14,7 @@
 #include "io/run_layout.h"
 #include "io/sample_images.h"
 #include "models/checkpoints/load.h"
+#include "models/checkpoints/file_extras.h"
 #include "models/vq/vq.h"
 
 namespace vispec {
@@ -80,7 +81,7 @@ nlohmann::json measure_floors(const std::string& model_config, const std::vector
   const auto model = load_model_config(model_config);
   QualityJudge judge(model, device);
   VqModel vq(model.vq);
-  load_weights(*vq, model.vq_weights, {}, model.vq_keys);
+  load_weights(*vq, model.vq_weights, kVqFileExtras, model.vq_keys);
   vq->to(device);
   vq->eval();
   const auto train = load_fashion_tensors("train", model.image_size());

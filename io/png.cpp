@@ -51,12 +51,21 @@ std::vector<uint8_t> decode_png(const std::string& bytes, const std::string& whe
   std::memset(&image, 0, sizeof(image));
   image.version = PNG_IMAGE_VERSION;
   VISPEC_CHECK(png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()), where, ": not a readable PNG");
-  channels = PNG_IMAGE_SAMPLE_CHANNELS(image.format) == 1 ? 1 : 3;
-  image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+  const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0, alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
+  channels = color ? 3 : 1;
+  // Alpha is read and dropped, not composited onto black as libpng would: PIL's convert("RGB") does that, and so
+  // do the image folders of LlamaGen's trainers.
+  image.format = color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY);
   std::vector<uint8_t> out(PNG_IMAGE_SIZE(image));
   VISPEC_CHECK(png_image_finish_read(&image, nullptr, out.data(), 0, nullptr), where, ": PNG decode failed");
   width = int(image.width);
   height = int(image.height);
+  if (alpha) {
+    const size_t pixels = size_t(width) * size_t(height), in = size_t(channels) + 1;
+    for (size_t i = 0; i < pixels; ++i)
+      std::memmove(out.data() + i * size_t(channels), out.data() + i * in, size_t(channels));
+    out.resize(pixels * size_t(channels));
+  }
   return out;
 }
 

@@ -13,8 +13,9 @@ namespace vispec {
 std::string encode_png(const std::vector<uint8_t>& pixels, int width, int height, int channels);
 FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels, int width, int height, int channels,
                      bool sync_directory = true);
-// Decodes a PNG (for tests and tools): fills width/height/channels. decode_png takes the file's bytes, and
-// `where` names them in its errors (an archive member).
+// Decodes a PNG (for tests, tools and training images): fills width/height/channels (1: gray, 3: RGB; any alpha
+// dropped, any bit depth or palette made 8-bit). decode_png takes the file's bytes, and `where` names them in its
+// errors (an archive member).
 std::vector<uint8_t> read_png(const std::string& path, int& width, int& height, int& channels);
 std::vector<uint8_t> decode_png(const std::string& bytes, const std::string& where, int& width, int& height,
                                 int& channels);

@@ -7,10 +7,12 @@ namespace vispec {
 
 void check_fashion_model(const ModelConfig& model, const std::string& trainer) {
   constexpr int64_t kFashionSide = 28;
-  VISPEC_CHECK(model.vq.in_channels == 1 && model.image_size() >= kFashionSide, model.file, ": ", trainer,
-               " trains on Fashion-MNIST (1-channel 28x28 images) only, and this model's images are ",
-               model.vq.in_channels, "-channel at ", model.image_size(), "x", model.image_size(),
-               " px; its drafter heads train on its own distillation data (train eagle-head, train ssd-heads)");
+  VISPEC_CHECK(
+      model.vq.in_channels == 1 && model.image_size() >= kFashionSide, model.file, ": ", trainer,
+      " trains on Fashion-MNIST (1-channel 28x28 images) only, and this model's images are ", model.vq.in_channels,
+      "-channel at ", model.image_size(), "x", model.image_size(),
+      " px (train gpt and train mulo-resamplers read an image folder with --images; the heads train on distillation "
+      "data)");
 }
 
 }  // namespace vispec

@@ -6,6 +6,7 @@
 
 #include "io/distill_schema.h"
 #include "models/checkpoints/load.h"
+#include "models/checkpoints/file_extras.h"
 
 namespace vispec {
 
@@ -19,7 +20,7 @@ HeadTraining prepare_head_training(const HeadTrainOptions& o) {
   t.target = Gpt(t.target_config.gpt, torch::TensorOptions(), /*random_init=*/false);
   {
     ShareWeightsOnNode scope(o.node_weights.get());
-    load_weights(*t.target, t.target_config.gpt_weights, {}, t.target_config.gpt_keys);
+    load_weights(*t.target, t.target_config.gpt_weights, kGptFileExtras, t.target_config.gpt_keys);
   }
   t.target->to(t.device);
   t.target->eval();

@@ -44,6 +44,8 @@ struct TrainOptions {
   bool resume_with_other_options = false;  // resume a checkpoint trained with another batch size, lr or seed
   bool drafter = false;                    // train gpt: the config's drafters.gpt instead of its target
   bool mulo = false;                       // train gpt: drafters.mulo.gpt on half-resolution images instead
+  std::string images;  // train gpt, mulo-resamplers: an image folder in ImageNet's layout (train/image_folder.h)
+  std::string codes;   // train gpt: LlamaGen's extracted code files (train/token_data.h)
   std::shared_ptr<DataParallel> parallel;  // the ranks (none: a single process)
   int local_rank = 0;                      // on this node: picks the GPU (device auto or cuda)
   // every_rank | once_per_node: whether the frozen models a trainer loads (a head trainer's target, the

@@ -1,6 +1,7 @@
 // Trains MuLo-SD's resamplers (the MuLo-SD paper, supplementary "Implementation Details";
-// models/drafters/mulo_resamplers.h) with the VQ frozen, on Fashion-MNIST at both resolutions (32x32 images -> 16x16
-// grid, their 2x2 average pooling 16x16 -> 8x8 grid, both tokenised by the same VQ):
+// models/drafters/mulo_resamplers.h) with the VQ frozen, on images at both resolutions (Fashion-MNIST, or an image
+// folder with --images: the model's images, e.g. 32x32 -> a 16x16 grid, and their 2x2 average pooling, 16x16 -> an
+// 8x8 grid, both tokenised by the same VQ):
 //   U_2: low-res codes  -> high-res latent; loss MSE(VQ decoder(latent), the 32x32 image) + commitment
 //   D_2: high-res codes -> low-res latent;  loss MSE(VQ decoder(latent), the 16x16 image) + commitment
 // "commitment" is beta |z - sg(nearest code of z)|^2 on the (L2-normalised, as the VQ looks up) output z: it
@@ -14,14 +15,19 @@
 // own tokens of the other resolution, and the pixel MSE of decoding them.
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/fashion_data.h"
 #include "models/checkpoints/load.h"
+#include "models/checkpoints/safetensors.h"
+#include "models/checkpoints/file_extras.h"
 #include "models/model_config.h"
 #include "models/drafters/mulo_resamplers.h"
 #include "models/vq/vq.h"
 #include "train/fashion_only.h"
+#include "train/image_folder.h"
 #include "train/trainers.h"
 
 namespace vispec {
@@ -34,22 +40,54 @@ struct Resolutions {
   torch::Tensor high_codes, low_codes;  // VQ tokens [N, 256] and [N, 64] int32
 };
 
-// Images of a split at both resolutions, with their tokens (cached in the run directory).
-Resolutions load_split(const std::string& split, int64_t limit, VqModel& vq, const ModelConfig& model,
-                       const std::string& out_dir) {
+// The images held in memory at once: a folder's are bounded by --max-images.
+constexpr int64_t kMaxImageBytes = int64_t(16) << 30;
+
+// A split's images at the model's size: Fashion-MNIST's, or an image folder's (its held-out images for "test";
+// train/image_folder.h), at most `limit` (0: all).
+torch::Tensor split_images(const TrainOptions& o, const ModelConfig& model, const std::string& split, int64_t limit) {
+  if (o.images.empty()) {
+    auto x = load_fashion_tensors(split, model.image_size()).images;
+    return limit > 0 ? x.narrow(0, 0, std::min(limit, x.size(0))) : x;
+  }
+  const auto folder = scan_image_folder(o.images, std::max<int64_t>(model.gpt.num_classes, 1));
+  const size_t n = folder.images.size();
+  std::vector<size_t> picked;
+  for (size_t i = 0; i < n && (limit <= 0 || int64_t(picked.size()) < limit); ++i)
+    if (n < 10 || held_out(i, n) == (split == "test")) picked.push_back(i);
+  const int64_t S = model.image_size(), bytes = int64_t(picked.size()) * model.vq.in_channels * S * S * 4;
+  VISPEC_CHECK(bytes <= kMaxImageBytes, o.images, ": ", picked.size(), " ", split, " images of ", S, " px are ",
+               bytes >> 20, " MiB in memory, more than ", kMaxImageBytes >> 20, " MiB: pass --max-images");
+  std::vector<torch::Tensor> images;
+  for (size_t i : picked) images.push_back(load_folder_image(folder.images[i].path, S, model.vq.in_channels));
+  return torch::stack(images);
+}
+
+// Images of a split at both resolutions, with their tokens (cached in the run directory, with what they are of:
+// a cache of other images is refused, never overwritten).
+Resolutions load_split(const TrainOptions& o, const std::string& split, int64_t limit, VqModel& vq,
+                       const ModelConfig& model) {
   Resolutions r;
-  r.high = load_fashion_tensors(split, model.image_size()).images;
-  if (limit > 0) r.high = r.high.narrow(0, 0, std::min(limit, r.high.size(0)));
+  r.high = split_images(o, model, split, limit);
   r.low = half_resolution(r.high);
-  const std::string cache = out_dir + "/" + split + "_tokens.safetensors";
+  const std::string cache = o.out_dir + "/" + split + "_tokens.safetensors";
+  const std::string source = std::to_string(r.high.size(0)) + " images of " +
+                             (o.images.empty() ? "Fashion-MNIST" : std::filesystem::absolute(o.images).string()) +
+                             " at " + std::to_string(model.image_size()) + " px, VQ " + model.vq_weights;
   if (!file_exists(cache)) {
     spdlog::info("tokenising {} {} images at both resolutions", r.high.size(0), split);
-    write_safetensors(cache, {{"high", tokenize_images(vq, r.high)}, {"low", tokenize_images(vq, r.low)}});
+    write_safetensors(cache, {{"high", tokenize_images(vq, r.high)}, {"low", tokenize_images(vq, r.low)}},
+                      {{"source", source}});
   }
-  auto t = read_safetensors(cache);
+  Metadata made;
+  auto t = read_safetensors(cache, &made);
   r.high_codes = t.at("high");
   r.low_codes = t.at("low");
-  VISPEC_CHECK(r.high_codes.size(0) == r.high.size(0), cache, ": holds tokens of another dataset; delete it");
+  // (A cache from before caches said what they were of: Fashion-MNIST's, when it has as many images.)
+  const bool same =
+      made.count("source") ? made["source"] == source : o.images.empty() && r.high_codes.size(0) == r.high.size(0);
+  VISPEC_CHECK(same, cache, ": tokens of ", made.count("source") ? made["source"] : "other images", ", not of ", source,
+               "; train into another --out");
   return r;
 }
 
@@ -78,23 +116,22 @@ torch::Tensor token_loss(VqModel& vq, const ResampledLatent& r, const torch::Ten
 
 void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
   const auto model = load_model_config(o.config);
-  check_fashion_model(model, "train mulo-resamplers");
+  if (o.images.empty()) check_fashion_model(model, "train mulo-resamplers without --images");
   VISPEC_CHECK(model.has_mulo(), o.config, ": no drafters.mulo section (MuLo-SD's resamplers) to train");
   const auto device = prepare_training(o);
   VqModel vq(model.vq);
   {
     ShareWeightsOnNode scope(o.node_weights.get());
-    load_weights(*vq, model.vq_weights, {}, model.vq_keys);
+    load_weights(*vq, model.vq_weights, kVqFileExtras, model.vq_keys);
   }
   vq->to(device);
   vq->eval();
   for (auto& p : vq->parameters()) p.requires_grad_(false);
   // Rank 0 tokenises into the run directory's caches; the other ranks read them.
-  if (o.writes())
-    load_split("train", o.max_images, vq, model, o.out_dir), load_split("test", 1000, vq, model, o.out_dir);
+  if (o.writes()) load_split(o, "train", o.max_images, vq, model), load_split(o, "test", 1000, vq, model);
   o.ranks().barrier();
-  const auto train = load_split("train", o.max_images, vq, model, o.out_dir);
-  const auto test = load_split("test", 1000, vq, model, o.out_dir);
+  const auto train = load_split(o, "train", o.max_images, vq, model);
+  const auto test = load_split(o, "test", 1000, vq, model);
   const int64_t g = model.gpt.grid_size, gl = model.mulo.gpt.grid_size;
 
   MuloResamplers net(model.mulo.resamplers);

@@ -3,6 +3,7 @@
 #include "decoding/floor/decoder_registry.h"
 #include "decoding/floor/drafter_registry.h"
 #include "models/checkpoints/load.h"
+#include "models/checkpoints/file_extras.h"
 
 namespace vispec {
 namespace {
@@ -16,12 +17,12 @@ DrafterEntry draft_gpt_entry() {
     return std::map<std::string, std::string>{{"draft_gpt", m.draft_gpt_weights}};
   };
   e.check_weights = [](const ModelConfig& m) {
-    check_weights_file(*Gpt(m.draft_gpt, torch::TensorOptions().device(torch::kMeta)), m.draft_gpt_weights, {},
-                       m.draft_gpt_keys);
+    check_weights_file(*Gpt(m.draft_gpt, torch::TensorOptions().device(torch::kMeta)), m.draft_gpt_weights,
+                       kGptFileExtras, m.draft_gpt_keys);
   };
   e.load = [](const ModelConfig& m, const VqModel&, const c10::TensorOptions& options, DecoderModels& models) {
     models.draft_gpt = Gpt(m.draft_gpt, options, /*random_init=*/false);
-    load_weights(*models.draft_gpt, m.draft_gpt_weights, {}, m.draft_gpt_keys);
+    load_weights(*models.draft_gpt, m.draft_gpt_weights, kGptFileExtras, m.draft_gpt_keys);
     models.draft_gpt->eval();
   };
   return e;

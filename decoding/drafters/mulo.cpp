@@ -4,6 +4,7 @@
 #include "decoding/floor/decoder_registry.h"
 #include "decoding/floor/drafter_registry.h"
 #include "models/checkpoints/load.h"
+#include "models/checkpoints/file_extras.h"
 
 namespace vispec {
 namespace {
@@ -18,13 +19,13 @@ DrafterEntry mulo_entry() {
                                               {"mulo_resamplers", m.mulo.resamplers_weights}};
   };
   e.check_weights = [](const ModelConfig& m) {
-    check_weights_file(*Gpt(m.mulo.gpt, torch::TensorOptions().device(torch::kMeta)), m.mulo.gpt_weights, {},
-                       m.mulo.gpt_keys);
+    check_weights_file(*Gpt(m.mulo.gpt, torch::TensorOptions().device(torch::kMeta)), m.mulo.gpt_weights,
+                       kGptFileExtras, m.mulo.gpt_keys);
     check_weights_file(*MuloResamplers(m.mulo.resamplers), m.mulo.resamplers_weights);
   };
   e.load = [](const ModelConfig& m, const VqModel& vq, const c10::TensorOptions& options, DecoderModels& models) {
     models.mulo_gpt = Gpt(m.mulo.gpt, options, /*random_init=*/false);
-    load_weights(*models.mulo_gpt, m.mulo.gpt_weights, {}, m.mulo.gpt_keys);
+    load_weights(*models.mulo_gpt, m.mulo.gpt_weights, kGptFileExtras, m.mulo.gpt_keys);
     models.mulo_gpt->eval();
     models.mulo_resamplers = MuloResamplers(m.mulo.resamplers);
     load_weights(*models.mulo_resamplers, m.mulo.resamplers_weights);

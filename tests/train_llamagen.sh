@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The trainers on a LlamaGen-family model (the tiny class-conditional GPT and VQ-16 of ../shared/fixtures/llamagen,
+# 8x8 tokens of 128 px images), from an image folder in ImageNet's layout made here and from code files in the
+# layout of LlamaGen's extract_codes_c2i.py:
+#   1. `train gpt --images` trains the target, `--drafter` SD's draft GPT and `--mulo` MuLo-SD's half-resolution
+#      GPT, and `train mulo-resamplers --images` U_2 / D_2, through the fixture VQ (which carries LlamaGen's
+#      codebook-usage buffer); images of other sizes and gray ones are cropped and resized as LlamaGen does;
+#   2. `vispec run` decodes with the trained drafters: SD's greedy tokens are AR's (lossless), MuLo-SD's with tau
+#      above 1 too (every draft rejected), and both sample at T = 1;
+#   3. `train gpt --codes` reads LlamaGen's code files, every augmentation a sequence;
+#   4. bad input is one line and exit 2, with nothing written or deleted: a JPEG in a class folder, a token cache
+#      of another folder, code files of another grid, `train vq` on a model whose images are not Fashion-MNIST's.
+set -euo pipefail
+vispec=$1 src=$2
+torch_py=${VISPEC_TORCH_PYTHON:?the virtual environment python (numpy, Pillow, safetensors)}
+fixtures=$src/../shared/fixtures/llamagen
+[ -d "$fixtures" ] || { echo "SKIP: no $fixtures"; exit 0; }
+fixtures=$(cd "$fixtures" && pwd)
+work=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cd "$work"
+
+# Two classes of six images: 128 px RGB, one 200x150 (cropped and resized to 128) and one gray per class.
+"$torch_py" - <<'PY'
+import os
+import numpy as np
+from PIL import Image
+rng = np.random.default_rng(0)
+for c, name in enumerate(["n01_cat", "n02_dog"]):
+    os.makedirs(f"images/{name}")
+    for i in range(6):
+        h, w = (150, 200) if i == 0 else (128, 128)
+        yy, xx = np.mgrid[0:h, 0:w]
+        rgb = np.stack([(xx * (c + 1) + 10 * i) % 256, (2 * yy) % 256, np.full((h, w), 80 * c + 20 * i)], -1)
+        img = (rgb + rng.integers(0, 20, (h, w, 3))).clip(0, 255).astype(np.uint8)
+        Image.fromarray(img[:, :, 0] if i == 4 else img).save(f"images/{name}/{i:03d}.png")
+PY
+cat > model.yaml <<YAML
+name: llamagen-fixture-c2i
+gpt: {weights: $fixtures/c2i_gpt.safetensors, vocab_size: 256, dim: 64, n_layer: 2, n_head: 4, multiple_of: 32, grid_size: 8, num_classes: 10, cls_token_num: 1}
+vq: {weights: $fixtures/vq.safetensors, codebook_size: 256, codebook_embed_dim: 8, ch: 32, ch_mult: [1, 1, 2, 2, 4], z_channels: 32, num_res_blocks: 2, norm_groups: 32}
+drafters:
+  gpt: {weights: draft_gpt.safetensors, dim: 32, n_layer: 1, n_head: 2, multiple_of: 32}
+  mulo:
+    gpt: {weights: mulo_gpt.safetensors}
+    resamplers: {weights: mulo_resamplers.safetensors, width: 32, blocks: 1}
+YAML
+train() { "$vispec" train "$@" --config model.yaml --steps 4 --batch-size 4 --threads 1 --log-every 2 --checkpoint-every 4 >> train.log 2>&1 || { cat train.log; fail "train $*"; }; }
+
+# 1. The four trainings from the folder.
+train gpt --images images --out target
+train gpt --images images --drafter --out draft --export draft_gpt.safetensors
+train gpt --images images --mulo --out mulo --export mulo_gpt.safetensors
+train mulo-resamplers --images images --out resamplers --export mulo_resamplers.safetensors
+grep -q "tokenising 12 images of 2 classes" train.log || fail "the folder's 12 images were not tokenised"
+"$torch_py" - <<'PY' || fail "token caches"
+from safetensors.numpy import load_file
+full, half = load_file("target/tokens.safetensors"), load_file("mulo/tokens.safetensors")
+# Every tenth image held out: 11 train sequences, 1 test; 64 tokens at 128 px, 16 at 64 px.
+assert full["train_tokens"].shape == (11, 64) and full["test_tokens"].shape == (1, 64), full["train_tokens"].shape
+assert half["train_tokens"].shape == (11, 16), half["train_tokens"].shape
+assert sorted(set(full["train_labels"].tolist())) == [0, 1] and full["test_labels"].tolist() == [1]
+assert (full["train_tokens"] >= 0).all() and (full["train_tokens"] < 256).all()
+assert len({bytes(t) for t in full["train_tokens"]}) == 11, "images tokenised alike"
+r = load_file("resamplers/train_tokens.safetensors")
+assert r["high"].shape == (11, 64) and r["low"].shape == (11, 16), (r["high"].shape, r["low"].shape)
+PY
+
+# 2. Decoding with them.
+printf '3\n7\n' > prompts.txt
+job() {  # job NAME DECODER
+  printf 'model: model.yaml\nprompts: prompts.txt\ndecoder: {%s}\nimages_per_prompt: 2\nseed: 0\nbatch_size: 4\nthreads: 1\ndevice: cpu\nout: %s\n' "$2" "$1" > "$1.yaml"
+  "$vispec" run "$1.yaml" >> run.log 2>&1 || { cat run.log; fail "run $1"; }
+  [ "$(ls "$1/tokens" | wc -l)" = 4 ] || fail "$1: not 4 images"
+}
+job ar "name: ar, cfg_scale: 4.0, temperature: 0"
+job sd "name: sd, gamma: 3, cfg_scale: 4.0, temperature: 0"
+job mulo_reject "name: mulo_sd, tau: 1.5, cfg_scale: 4.0, temperature: 0"
+diff -r ar/tokens sd/tokens > /dev/null || fail "SD with the trained draft GPT: greedy tokens differ from AR's"
+diff -r ar/tokens mulo_reject/tokens > /dev/null || fail "MuLo-SD rejecting every draft: tokens differ from AR's"
+job sd_sampled "name: sd, gamma: 3, cfg_scale: 4.0, temperature: 1.0"
+job mulo_sampled "name: mulo_sd, tau: 0.0, cfg_scale: 4.0, temperature: 1.0"
+
+# 3. LlamaGen's code files: 12 images, two augmentations each (an image and its flip), of the 8x8 grid.
+"$torch_py" - <<'PY'
+import os
+import numpy as np
+rng = np.random.default_rng(1)
+for d in ["codes/imagenet128_codes", "codes/imagenet128_labels", "wrong/imagenet128_codes", "wrong/imagenet128_labels"]:
+    os.makedirs(d)
+for i in range(12):
+    np.save(f"codes/imagenet128_codes/{i}.npy", rng.integers(0, 256, (1, 2, 64)))
+    np.save(f"codes/imagenet128_labels/{i}.npy", np.array([i % 3]))
+    np.save(f"wrong/imagenet128_codes/{i}.npy", rng.integers(0, 256, (1, 2, 256)))  # a 16x16 grid
+    np.save(f"wrong/imagenet128_labels/{i}.npy", np.array([0]))
+PY
+train gpt --codes codes --out from_codes
+"$torch_py" - <<'PY' || fail "code files"
+import numpy as np
+from safetensors.numpy import load_file
+t = load_file("from_codes/tokens.safetensors")
+assert t["train_tokens"].shape == (22, 64) and t["test_tokens"].shape == (2, 64), t["train_tokens"].shape
+first = np.load("codes/imagenet128_codes/0.npy").reshape(2, 64)
+assert (t["train_tokens"][:2] == first).all() and t["train_labels"][:4].tolist() == [0, 0, 1, 1]
+PY
+
+# 4. Bad input: one line, exit 2, nothing written or deleted.
+refused() {  # refused WHAT PATTERN COMMAND...: exit 2 and one error line matching PATTERN
+  local what=$1 pattern=$2 rc=0
+  shift 2
+  "$@" > out.txt 2> err.txt || rc=$?
+  [ "$rc" = 2 ] || { cat err.txt; fail "$what: exit $rc, not 2"; }
+  [ "$(grep -c '^vispec: error: ' err.txt)" = 1 ] && grep '^vispec: error: ' err.txt | grep -q "$pattern" ||
+    { cat err.txt; fail "$what: not one error line naming $pattern"; }
+}
+cp images/n01_cat/000.png images/n02_dog/photo.jpg
+refused "a JPEG" "images/n02_dog/photo.jpg" "$vispec" train gpt --config model.yaml --images images --out jpeg --steps 1
+[ ! -e jpeg/tokens.safetensors ] || fail "a refused folder left a token cache"
+rm images/n02_dog/photo.jpg
+mkdir -p few/a && cp images/n01_cat/00[1-3].png few/a/
+before=$(md5sum target/tokens.safetensors)
+refused "another folder's cache" "target/tokens.safetensors" "$vispec" train gpt --config model.yaml --images few --out target --steps 8
+[ "$(md5sum target/tokens.safetensors)" = "$before" ] || fail "a refused run changed the token cache"
+refused "codes of another grid" "wrong/imagenet128_codes/0.npy" "$vispec" train gpt --config model.yaml --codes wrong --out wrong_run --steps 1
+refused "train vq" "model.yaml" "$vispec" train vq --config model.yaml --out vq --steps 1
+echo "train_llamagen: ok"

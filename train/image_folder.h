@@ -1,0 +1,40 @@
+// Training images from a folder in ImageNet's layout (torchvision's ImageFolder, which LlamaGen's trainers
+// read): one sub-folder per class, classes numbered in the sorted order of their names, each image a file in
+// its class's folder. vispec reads PNG files (gray or colour, any bit depth, palettes; alpha is dropped as PIL's
+// convert("RGB") drops it); any other file in a class folder is refused with its name, so that no image is
+// silently left out.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vispec {
+
+struct ImageFolder {
+  std::string root;
+  std::vector<std::string> classes;  // sub-folder names, sorted: class i is classes[i]
+  struct Image {
+    std::string path;
+    int64_t label;
+  };
+  std::vector<Image> images;  // by class, then by file name
+};
+
+// Scans `root`. Throws one line naming the folder or file for: no class folders, an empty class, a file that is
+// not a PNG, more classes than `max_classes` (the model's).
+ImageFolder scan_image_folder(const std::string& root, int64_t max_classes);
+
+// One image as a VQ of `channels` channels reads it at `size` x `size` px: [channels, size, size] float32 in
+// [-1, 1]. LlamaGen's center_crop_arr: halved by 2x2 box averages while its short side is at least 2 size, then
+// resized (bicubic, antialiased) so that the short side is `size`, rounded to 8 bits, and cut out at the centre.
+// Gray images are repeated over three channels, and a 1-channel VQ gets the mean of RGB.
+torch::Tensor load_folder_image(const std::string& path, int64_t size, int64_t channels);
+
+// Which images are held out for evaluation: every tenth (index % 10 == 9), or none in a folder of fewer than ten,
+// where the trainers evaluate on the training images.
+bool held_out(size_t index, size_t count);
+
+}  // namespace vispec

@@ -1,0 +1,208 @@
+#include "train/token_data.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/fashion_data.h"
+#include "io/file_digest.h"
+#include "io/npy_tensor.h"
+#include "models/checkpoints/file_extras.h"
+#include "models/checkpoints/load.h"
+#include "models/checkpoints/safetensors.h"
+#include "models/drafters/mulo_resamplers.h"
+#include "models/model_config.h"
+#include "models/vq/vq.h"
+#include "train/fashion_only.h"
+#include "train/image_folder.h"
+
+namespace vispec {
+
+namespace {
+namespace fs = std::filesystem;
+
+VqModel load_vq(const ModelConfig& model, torch::Device device) {
+  VqModel vq(model.vq);
+  load_weights(*vq, model.vq_weights, kVqFileExtras, model.vq_keys);
+  vq->to(device);
+  vq->eval();
+  return vq;
+}
+
+TokenData from_map(const TensorMap& m) {
+  return {m.at("train_tokens"), m.at("train_labels"), m.at("test_tokens"), m.at("test_labels")};
+}
+
+// Fashion-MNIST's train and test sets (no flip augmentation: a CPU run sees less than two epochs, so more distinct
+// images would not be seen anyway).
+TensorMap tokenise_fashion(const ModelConfig& model, bool half, torch::Device device) {
+  auto vq = load_vq(model, device);
+  auto train = load_fashion_tensors("train", model.image_size());
+  auto test = load_fashion_tensors("test", model.image_size());
+  if (half) {
+    train.images = half_resolution(train.images);
+    test.images = half_resolution(test.images);
+  }
+  spdlog::info("tokenising {} + {} images with {}", train.images.size(0), test.images.size(0), model.vq_weights);
+  return {{"train_tokens", tokenize_images(vq, train.images)},
+          {"train_labels", train.labels},
+          {"test_tokens", tokenize_images(vq, test.images)},
+          {"test_labels", test.labels}};
+}
+
+// Splits sequences by held_out(index of their image or file), `per` sequences per image.
+TensorMap split(const std::vector<torch::Tensor>& tokens, const std::vector<int64_t>& labels, int64_t per) {
+  std::vector<int64_t> train, test;
+  for (size_t i = 0; i < labels.size(); ++i) (held_out(i, labels.size()) ? test : train).push_back(int64_t(i));
+  if (test.empty()) test = train;         // a folder of fewer than ten: the test loss is over the training images
+  const auto all = torch::stack(tokens);  // [images, per, T]
+  const auto label = torch::tensor(labels, torch::kInt64);
+  const auto take = [&](const std::vector<int64_t>& rows, torch::Tensor& t, torch::Tensor& l) {
+    const auto at = torch::tensor(rows, torch::kInt64);
+    t = all.index_select(0, at).reshape({-1, all.size(2)});
+    l = label.index_select(0, at).repeat_interleave(per);
+  };
+  TensorMap m;
+  take(train, m["train_tokens"], m["train_labels"]);
+  take(test, m["test_tokens"], m["test_labels"]);
+  return m;
+}
+
+TensorMap tokenise_folder(const ImageFolder& folder, const ModelConfig& model, bool half, torch::Device device) {
+  auto vq = load_vq(model, device);
+  spdlog::info("tokenising {} images of {} classes from {} with {}", folder.images.size(), folder.classes.size(),
+               folder.root, model.vq_weights);
+  constexpr size_t kChunk = 32;  // images in memory at once
+  std::vector<torch::Tensor> tokens;
+  std::vector<int64_t> labels;
+  for (size_t i = 0; i < folder.images.size(); i += kChunk) {
+    std::vector<torch::Tensor> images;
+    for (size_t j = i; j < std::min(i + kChunk, folder.images.size()); ++j) {
+      images.push_back(load_folder_image(folder.images[j].path, model.image_size(), model.vq.in_channels));
+      labels.push_back(folder.images[j].label);
+    }
+    auto x = torch::stack(images);
+    if (half) x = half_resolution(x);
+    for (const auto& t : tokenize_images(vq, x).unbind(0)) tokens.push_back(t.unsqueeze(0));
+    if ((i / kChunk) % 100 == 99) spdlog::info("tokenised {}/{}", i + kChunk, folder.images.size());
+  }
+  return split(tokens, labels, 1);
+}
+
+// The one `*_codes` folder of a LlamaGen code path (or the one of this image size), and its `*_labels` sibling.
+std::pair<fs::path, fs::path> code_folders(const std::string& root, int64_t image_size) {
+  std::error_code ec;
+  VISPEC_CHECK(fs::is_directory(root, ec), root, ": not a folder (--codes wants LlamaGen's --code-path)");
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_directory() && name.size() > 6 && name.compare(name.size() - 6, 6, "_codes") == 0)
+      found.push_back(entry.path());
+  }
+  if (found.size() > 1) {
+    const auto suffix = std::to_string(image_size) + "_codes";
+    std::vector<fs::path> sized;
+    for (const auto& f : found) {
+      const auto name = f.filename().string();
+      if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        sized.push_back(f);
+    }
+    found = sized;
+  }
+  VISPEC_CHECK(found.size() == 1, root, ": ", found.empty() ? "no" : "more than one",
+               " <dataset><size>_codes folder (LlamaGen's extract_codes_c2i.py writes one per image size)");
+  auto labels = found[0].string();
+  labels.replace(labels.size() - 6, 6, "_labels");
+  VISPEC_CHECK(fs::is_directory(labels, ec), labels, ": missing (the class of each code file)");
+  return {found[0], labels};
+}
+
+TensorMap read_codes(const std::string& root, const ModelConfig& model, int64_t T, int64_t num_classes) {
+  const auto [codes_dir, labels_dir] = code_folders(root, model.image_size());
+  int64_t files = 0;
+  for (const auto& entry : fs::directory_iterator(codes_dir))
+    if (entry.path().extension() == ".npy") ++files;
+  VISPEC_CHECK(files > 0, codes_dir.string(), ": no .npy code files");
+  spdlog::info("reading {} code files from {}", files, codes_dir.string());
+  std::vector<torch::Tensor> tokens;
+  std::vector<int64_t> labels;
+  int64_t per = -1;
+  const int64_t vocab = model.gpt.vocab_size;
+  for (int64_t i = 0; i < files; ++i) {
+    const auto name = std::to_string(i) + ".npy";
+    const auto path = (codes_dir / name).string();
+    VISPEC_CHECK(fs::exists(path), path, ": missing (code files are numbered 0 .. ", files - 1, ")");
+    auto codes = read_npy_tensor(path).to(torch::kInt64);
+    VISPEC_CHECK(codes.dim() >= 1 && codes.numel() > 0 && codes.size(-1) == T, path, ": codes of shape ", codes.sizes(),
+                 ", not [1, augmentations, ", T, "] (", T, ": the trained GPT's grid squared)");
+    codes = codes.reshape({-1, T});
+    if (per < 0) per = codes.size(0);
+    VISPEC_CHECK(codes.size(0) == per, path, ": ", codes.size(0), " augmentations where ",
+                 (codes_dir / "0.npy").string(), " has ", per);
+    VISPEC_CHECK(codes.min().item<int64_t>() >= 0 && codes.max().item<int64_t>() < vocab, path,
+                 ": a code outside the model's vocabulary of ", vocab);
+    const auto label_path = (labels_dir / name).string();
+    const auto label = read_npy_tensor(label_path).to(torch::kInt64).reshape(-1);
+    VISPEC_CHECK(label.numel() == 1, label_path, ": ", label.numel(), " values, not one class");
+    const int64_t y = label.item<int64_t>();
+    VISPEC_CHECK(y >= 0 && y < num_classes, label_path, ": class ", y, " outside the model's ", num_classes);
+    tokens.push_back(codes.to(vocab <= 32768 ? torch::kInt16 : torch::kInt32));
+    labels.push_back(y);
+  }
+  return split(tokens, labels, per);
+}
+
+// What a token cache was made from: the source, every image's path and size (or the code folder), the image size
+// and whether at half resolution.
+std::string cache_source(const TrainOptions& o, const ModelConfig& model, bool half, const ImageFolder* folder) {
+  uint64_t h = kFnv1aBasis;
+  if (folder)
+    for (const auto& image : folder->images) {
+      h = fnv1a(image.path.data(), image.path.size(), h);
+      const auto bytes = fs::file_size(image.path);
+      h = fnv1a(&bytes, sizeof bytes, h);
+    }
+  return (folder ? "images " + fs::absolute(o.images).string() : "codes " + fs::absolute(o.codes).string()) + " (" +
+         std::to_string(folder ? folder->images.size() : 0) + " files, hash " + std::to_string(h) + "), " +
+         std::to_string(model.image_size()) + " px" + (half ? " at half resolution" : "") + ", VQ " + model.vq_weights;
+}
+}  // namespace
+
+TokenData load_token_data(const TrainOptions& o, const ModelConfig& model, bool half, int64_t tokens,
+                          int64_t num_classes, torch::Device device) {
+  VISPEC_CHECK(o.images.empty() || o.codes.empty(), "--images or --codes, not both");
+  const std::string cache = o.out_dir + "/tokens.safetensors";
+  if (o.images.empty() && o.codes.empty()) {  // Fashion-MNIST
+    check_fashion_model(model, "train gpt without --images or --codes");
+    if (o.writes() && !file_exists(cache)) write_safetensors(cache, tokenise_fashion(model, half, device));
+    o.ranks().barrier();
+    return from_map(read_safetensors(cache));
+  }
+  VISPEC_CHECK(o.codes.empty() || !half, "--codes with --mulo: LlamaGen's codes are of full-resolution images");
+  std::unique_ptr<ImageFolder> folder;
+  if (!o.images.empty()) folder = std::make_unique<ImageFolder>(scan_image_folder(o.images, num_classes));
+  const auto source = cache_source(o, model, half, folder.get());
+  if (o.writes()) {
+    if (file_exists(cache)) {
+      Metadata made;
+      read_safetensors(cache, &made);
+      VISPEC_CHECK(made["source"] == source, cache, ": tokens of ",
+                   made.count("source") ? made["source"] : "Fashion-MNIST", ", not of ", source,
+                   "; train into another --out");
+    } else {
+      write_safetensors(
+          cache,
+          folder ? tokenise_folder(*folder, model, half, device) : read_codes(o.codes, model, tokens, num_classes),
+          {{"source", source}});
+    }
+  }
+  o.ranks().barrier();
+  auto data = from_map(read_safetensors(cache));
+  VISPEC_CHECK(data.train_tokens.size(1) == tokens, cache, ": sequences of ", data.train_tokens.size(1),
+               " tokens where the trained GPT has ", tokens);
+  return data;
+}
+
+}  // namespace vispec
