@@ -63,6 +63,7 @@ declare -A packages=(
   [cli11]="libcli11-dev"
   [gtest]="libgtest-dev"
   [png]="libpng-dev libpng16-16"
+  [jpeg]="libjpeg62-turbo-dev libjpeg62-turbo"
   [zlib]="zlib1g-dev"
   [sentencepiece]="libsentencepiece-dev libsentencepiece0"
   [pcre2]="libpcre2-dev libpcre2-8-0"

@@ -12,7 +12,7 @@
 #   bash scripts/gpu_check.sh --deps-only [--binaries DIR]   # prints the decisions below as JSON, and exits
 #
 # What comes from where, decided one by one (a machine may have MPI, HDF5 and spdlog but no pcre2.h):
-#   deps   per dependency (mpi hdf5 spdlog fmt yaml-cpp nlohmann-json cli11 gtest png zlib sentencepiece pcre2
+#   deps   per dependency (mpi hdf5 spdlog fmt yaml-cpp nlohmann-json cli11 gtest png jpeg zlib sentencepiece pcre2
 #          utf8proc fashion-mnist): "machine" when every header, link library, CMake package and tool the build
 #          and the tests need is on the machine (under /usr, or on PATH), else "prefix": .gpu-carry/debs/DEP,
 #          unpacked with dpkg -x into /tmp/vispec-prefix/DEP, which a fallback build finds through
@@ -97,7 +97,7 @@ prefix=${VISPEC_PREFIX:-/tmp/vispec-prefix}
 arch=x86_64-linux-gnu
 
 # --- deps: what the machine has, dependency by dependency ----------------------------------------------------
-deps=(mpi hdf5 spdlog fmt yaml-cpp nlohmann-json cli11 gtest png zlib sentencepiece pcre2 utf8proc fashion-mnist)
+deps=(mpi hdf5 spdlog fmt yaml-cpp nlohmann-json cli11 gtest png jpeg zlib sentencepiece pcre2 utf8proc fashion-mnist)
 # What "has it" means: every probe holds; a probe is KIND:ALTERNATIVE|ALTERNATIVE. h: a header under an include
 # directory, l: a library to link under a library directory, c: a CMake package (find_package in CMakeLists.txt
 # needs its config file), t: a tool, f: a file. Where CMakeLists.txt finds them decides the list.
@@ -112,6 +112,7 @@ dep_probes() {
     cli11) echo "h:CLI/CLI.hpp" ;;
     gtest) echo "h:gtest/gtest.h l:libgtest.a|libgtest.so" ;;
     png) echo "h:png.h l:libpng.so|libpng16.so" ;;
+    jpeg) echo "h:jpeglib.h l:libjpeg.so" ;;
     zlib) echo "h:zlib.h l:libz.so" ;;
     sentencepiece) echo "h:sentencepiece_processor.h l:libsentencepiece.so" ;;
     pcre2) echo "h:pcre2.h l:libpcre2-8.so" ;;

@@ -18,6 +18,7 @@ packages=(
   libyaml-cpp-dev
   libcli11-dev
   libpng-dev
+  libjpeg62-turbo-dev       # training images: ImageNet's folders are JPEG files
   libsentencepiece-dev      # T5's tokenizer: captions for text-to-image models
   libpcre2-dev libutf8proc-dev  # the LLM families' BPE tokenizers: Unicode regular expressions, NFC
   dataset-fashion-mnist     # real training data (IDX files)

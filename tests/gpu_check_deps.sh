@@ -33,6 +33,7 @@ fake_machine() {  # fake_machine ROOT DEP...: ROOT with what those dependencies 
       cli11) f="usr/include/CLI/CLI.hpp" ;;
       gtest) f="usr/include/gtest/gtest.h usr/lib/$arch/libgtest.a" ;;
       png) f="usr/include/png.h usr/lib/$arch/libpng16.so" ;;
+      jpeg) f="usr/include/jpeglib.h usr/lib/$arch/libjpeg.so" ;;
       zlib) f="usr/include/zlib.h usr/lib/$arch/libz.so" ;;
       sentencepiece) f="usr/include/sentencepiece_processor.h usr/lib/$arch/libsentencepiece.so" ;;
       pcre2) f="usr/include/pcre2.h usr/lib/$arch/libpcre2-8.so" ;;
@@ -44,7 +45,7 @@ fake_machine() {  # fake_machine ROOT DEP...: ROOT with what those dependencies 
   done
   chmod +x "$root/usr/bin/"* 2> /dev/null || true
 }
-all=(mpi hdf5 spdlog fmt yaml-cpp nlohmann-json cli11 gtest png zlib sentencepiece pcre2 utf8proc fashion-mnist)
+all=(mpi hdf5 spdlog fmt yaml-cpp nlohmann-json cli11 gtest png jpeg zlib sentencepiece pcre2 utf8proc fashion-mnist)
 deps_only() {  # deps_only NAME SYSROOT [--binaries DIR]: the JSON in $work/NAME.json
   local name=$1 root=$2
   shift 2
@@ -52,7 +53,7 @@ deps_only() {  # deps_only NAME SYSROOT [--binaries DIR]: the JSON in $work/NAME
     || { echo "FAIL: gpu_check.sh --deps-only ($name)"; cat "$work/$name.json"; exit 1; }
 }
 
-fake_machine "$work/no-pcre2" mpi hdf5 spdlog fmt yaml-cpp nlohmann-json cli11 gtest png zlib sentencepiece fashion-mnist
+fake_machine "$work/no-pcre2" mpi hdf5 spdlog fmt yaml-cpp nlohmann-json cli11 gtest png jpeg zlib sentencepiece fashion-mnist
 deps_only no-pcre2 "$work/no-pcre2"
 mkdir -p "$work/nothing"
 deps_only nothing "$work/nothing"
@@ -80,7 +81,7 @@ import json, os, subprocess, sys
 work, lib = sys.argv[1], sys.argv[2]
 def load(name):
     return json.load(open(f"{work}/{name}.json"))
-every = ["mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "gtest", "png", "zlib",
+every = ["mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "gtest", "png", "jpeg", "zlib",
          "sentencepiece", "pcre2", "utf8proc", "fashion-mnist"]
 d = load("no-pcre2")
 assert sorted(d["deps"]) == sorted(every), d["deps"]

@@ -3,12 +3,17 @@
 // bicubic), gray repeated over RGB and alpha dropped, and one line for what it cannot read.
 #include <gtest/gtest.h>
 #include <png.h>
+// jpeglib.h needs FILE and size_t first.
+#include <cstdio>
+#include <jpeglib.h>
 
 #include <cstring>
+#include <fstream>
 
 #include <filesystem>
 
 #include "core/check.h"
+#include "io/jpeg.h"
 #include "io/png.h"
 #include "train/image_folder.h"
 #include "temp_dir_test.h"
@@ -72,6 +77,51 @@ TEST_F(ImageFolderTest, AlphaIsDroppedAndAOneChannelVqGetsTheMeanOfRgb) {
   EXPECT_TRUE(torch::allclose(load_folder_image(path, 4, 1), torch::full({1, 4, 4}, 60 / 127.5 - 1.0), 0, 1e-6));
 }
 
+// A JPEG written here by libjpeg at quality 100: RGB (within the codec's rounding), gray, and CMYK (inverted ink,
+// as Photoshop and PIL write it) converted as PIL converts it.
+std::string write_jpeg(const std::string& path, int components, J_COLOR_SPACE space,
+                       const std::vector<uint8_t>& pixel) {
+  jpeg_compress_struct info;
+  jpeg_error_mgr err;
+  info.err = jpeg_std_error(&err);
+  jpeg_create_compress(&info);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  jpeg_stdio_dest(&info, f);
+  info.image_width = info.image_height = 16;
+  info.input_components = components;
+  info.in_color_space = space;
+  jpeg_set_defaults(&info);
+  jpeg_set_quality(&info, 100, TRUE);
+  jpeg_start_compress(&info, TRUE);
+  std::vector<uint8_t> row;
+  for (int x = 0; x < 16; ++x) row.insert(row.end(), pixel.begin(), pixel.end());
+  while (info.next_scanline < info.image_height) {
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&info, &r, 1);
+  }
+  jpeg_finish_compress(&info);
+  jpeg_destroy_compress(&info);
+  std::fclose(f);
+  return path;
+}
+
+TEST_F(ImageFolderTest, JpegImagesAreReadAsPilReadsThem) {
+  const auto rgb = load_folder_image(write_jpeg((dir / "rgb.jpg").string(), 3, JCS_RGB, {200, 100, 50}), 16, 3);
+  for (int c = 0; c < 3; ++c)
+    EXPECT_NEAR(rgb[c].mean().item<double>(), (c == 0 ? 200 : c == 1 ? 100 : 50) / 127.5 - 1.0, 2 / 127.5) << c;
+  const auto gray = load_folder_image(write_jpeg((dir / "gray.JPEG").string(), 1, JCS_GRAYSCALE, {90}), 16, 3);
+  EXPECT_TRUE(torch::allclose(gray[0], gray[2])) << "gray is repeated over RGB";
+  EXPECT_NEAR(gray.mean().item<double>(), 90 / 127.5 - 1.0, 1 / 127.5);
+  // Stored inverted: C = 255 - 205 = 50, M = 100, Y = 150, K = 255 - 235 = 20: PIL's R = (255 - K) -
+  // C (255 - K) / 255 = 235 - 46 = 189, G = 235 - 92 = 143, B = 235 - 138 = 97.
+  int width = 0, height = 0, channels = 0;
+  const auto cmyk =
+      read_jpeg(write_jpeg((dir / "cmyk.jpg").string(), 4, JCS_CMYK, {205, 155, 105, 235}), width, height, channels);
+  ASSERT_EQ(channels, 3);
+  for (int c = 0; c < 3; ++c)
+    EXPECT_NEAR(int(cmyk[size_t(8 * 16 * 3 + 8 * 3 + c)]), c == 0 ? 189 : c == 1 ? 143 : 97, 2) << c;
+}
+
 TEST_F(ImageFolderTest, ClassesAreTheSortedFoldersAndEveryTenthImageIsHeldOut) {
   const auto f = [](int, int, int) { return 0; };
   for (int i = 0; i < 3; ++i) png("zebra/" + std::to_string(i) + ".png", 2, 2, 1, f);
@@ -100,8 +150,19 @@ TEST_F(ImageFolderTest, WhatCannotBeReadIsOneLineNamingIt) {
     return std::string("(accepted)");
   };
   EXPECT_NE(message().find((dir / "dog").string() + ": a class folder without images"), std::string::npos) << message();
-  std::filesystem::copy_file(dir / "cat/0.png", dir / "dog/1.jpg");
-  EXPECT_NE(message().find((dir / "dog/1.jpg").string() + ": not a PNG"), std::string::npos) << message();
+  std::ofstream(dir / "dog/notes.txt") << "a dog\n";
+  EXPECT_NE(message().find((dir / "dog/notes.txt").string() + ": not a PNG or JPEG image"), std::string::npos)
+      << message();
+  std::filesystem::remove(dir / "dog/notes.txt");
+  std::filesystem::copy_file(dir / "cat/0.png", dir / "dog/1.jpg");  // a PNG named .jpg: found, then not read
+  EXPECT_EQ(message(), "(accepted)");
+  try {
+    load_folder_image((dir / "dog/1.jpg").string(), 2, 3);
+    FAIL() << "read a PNG as a JPEG";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find((dir / "dog/1.jpg").string() + ": not a readable JPEG"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

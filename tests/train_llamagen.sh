@@ -7,8 +7,10 @@
 #      codebook-usage buffer); images of other sizes and gray ones are cropped and resized as LlamaGen does;
 #   2. `vispec run` decodes with the trained drafters: SD's greedy tokens are AR's (lossless), MuLo-SD's with tau
 #      above 1 too (every draft rejected), and both sample at T = 1;
-#   3. `train gpt --codes` reads LlamaGen's code files, every augmentation a sequence;
-#   4. bad input is one line and exit 2, with nothing written or deleted: a JPEG in a class folder, a token cache
+#   3. `train gpt --codes` reads LlamaGen's code files, every augmentation a sequence; a folder of JPEG files
+#      (RGB, gray and CMYK, as ImageNet's) gives the tokens of the same images decoded by PIL and saved as PNG;
+#   4. bad input is one line and exit 2, with nothing written or deleted: a file that is not an image, or not the
+#      image its name says, in a class folder, a token cache
 #      of another folder, code files of another grid, `train vq` on a model whose images are not Fashion-MNIST's.
 set -euo pipefail
 vispec=$1 src=$2
@@ -35,6 +37,15 @@ for c, name in enumerate(["n01_cat", "n02_dog"]):
         rgb = np.stack([(xx * (c + 1) + 10 * i) % 256, (2 * yy) % 256, np.full((h, w), 80 * c + 20 * i)], -1)
         img = (rgb + rng.integers(0, 20, (h, w, 3))).clip(0, 255).astype(np.uint8)
         Image.fromarray(img[:, :, 0] if i == 4 else img).save(f"images/{name}/{i:03d}.png")
+# JPEG files of other sizes, and the same images as PIL decodes them (what LlamaGen's ImageFolder reads), as PNG.
+for c, name in enumerate(["a", "b"]):
+    os.makedirs(f"jpegs/{name}"), os.makedirs(f"jpegs_png/{name}")
+    for i, mode in enumerate(["RGB", "L", "CMYK", "RGB"]):
+        h, w = 140 + 10 * i, 170 - 5 * i
+        yy, xx = np.mgrid[0:h, 0:w]
+        rgb = np.stack([(3 * xx + 40 * c) % 256, (yy + 30 * i) % 256, (xx + yy) % 256], -1).astype(np.uint8)
+        Image.fromarray(rgb).convert(mode).save(f"jpegs/{name}/{i}.JPEG", quality=90)
+        Image.open(f"jpegs/{name}/{i}.JPEG").convert("RGB").save(f"jpegs_png/{name}/{i}.png")
 PY
 cat > model.yaml <<YAML
 name: llamagen-fixture-c2i
@@ -105,6 +116,16 @@ first = np.load("codes/imagenet128_codes/0.npy").reshape(2, 64)
 assert (t["train_tokens"][:2] == first).all() and t["train_labels"][:4].tolist() == [0, 0, 1, 1]
 PY
 
+# JPEG files read as PIL reads them: the same tokens as their PIL-decoded PNG copies.
+train gpt --images jpegs --out from_jpeg
+train gpt --images jpegs_png --out from_png
+"$torch_py" - <<'PY' || fail "JPEG files are not read as PIL reads them"
+from safetensors.numpy import load_file
+jpeg, png = load_file("from_jpeg/tokens.safetensors"), load_file("from_png/tokens.safetensors")
+assert jpeg["train_tokens"].shape == (8, 64), jpeg["train_tokens"].shape
+assert (jpeg["train_tokens"] == png["train_tokens"]).all(), (jpeg["train_tokens"] != png["train_tokens"]).sum()
+PY
+
 # 4. Bad input: one line, exit 2, nothing written or deleted.
 refused() {  # refused WHAT PATTERN COMMAND...: exit 2 and one error line matching PATTERN
   local what=$1 pattern=$2 rc=0
@@ -114,8 +135,12 @@ refused() {  # refused WHAT PATTERN COMMAND...: exit 2 and one error line matchi
   [ "$(grep -c '^vispec: error: ' err.txt)" = 1 ] && grep '^vispec: error: ' err.txt | grep -q "$pattern" ||
     { cat err.txt; fail "$what: not one error line naming $pattern"; }
 }
+echo "a dog" > images/n02_dog/notes.txt
+refused "a text file among the images" "images/n02_dog/notes.txt" "$vispec" train gpt --config model.yaml --images images --out notes --steps 1
+[ ! -e notes/tokens.safetensors ] || fail "a refused folder left a token cache"
+rm images/n02_dog/notes.txt
 cp images/n01_cat/000.png images/n02_dog/photo.jpg
-refused "a JPEG" "images/n02_dog/photo.jpg" "$vispec" train gpt --config model.yaml --images images --out jpeg --steps 1
+refused "a PNG named .jpg" "images/n02_dog/photo.jpg: not a readable JPEG" "$vispec" train gpt --config model.yaml --images images --out jpeg --steps 1
 [ ! -e jpeg/tokens.safetensors ] || fail "a refused folder left a token cache"
 rm images/n02_dog/photo.jpg
 mkdir -p few/a && cp images/n01_cat/00[1-3].png few/a/

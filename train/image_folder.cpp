@@ -4,19 +4,29 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "io/jpeg.h"
 #include "io/png.h"
 
 namespace vispec {
 
 namespace fs = std::filesystem;
 
+namespace {
+std::string lower_extension(const fs::path& path) {
+  auto ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return ext;
+}
+}  // namespace
+
 ImageFolder scan_image_folder(const std::string& root, int64_t max_classes) {
   ImageFolder folder;
   folder.root = root;
   std::error_code ec;
   VISPEC_CHECK(fs::is_directory(root, ec), root, ": not a folder (--images wants one sub-folder of images per class)");
-  for (const auto& entry : fs::directory_iterator(root))
+  for (const auto& entry : fs::directory_iterator(root, ec))
     if (entry.is_directory()) folder.classes.push_back(entry.path().filename().string());
+  VISPEC_CHECK(!ec, root, ": ", ec.message());
   std::sort(folder.classes.begin(), folder.classes.end());
   VISPEC_CHECK(!folder.classes.empty(), root, ": no class folders (ImageNet's layout: one sub-folder per class)");
   VISPEC_CHECK(int64_t(folder.classes.size()) <= max_classes, root, ": ", folder.classes.size(),
@@ -24,13 +34,14 @@ ImageFolder scan_image_folder(const std::string& root, int64_t max_classes) {
   for (size_t label = 0; label < folder.classes.size(); ++label) {
     const auto dir = fs::path(root) / folder.classes[label];
     std::vector<std::string> files;
-    for (const auto& entry : fs::directory_iterator(dir)) {
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
       if (!entry.is_regular_file()) continue;
-      auto ext = entry.path().extension().string();
-      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-      VISPEC_CHECK(ext == ".png", entry.path().string(), ": not a PNG (vispec reads PNG images; convert the folder)");
+      const auto ext = lower_extension(entry.path());
+      VISPEC_CHECK(ext == ".png" || ext == ".jpg" || ext == ".jpeg", entry.path().string(),
+                   ": not a PNG or JPEG image (the files of a class folder are its images)");
       files.push_back(entry.path().string());
     }
+    VISPEC_CHECK(!ec, dir.string(), ": ", ec.message());
     VISPEC_CHECK(!files.empty(), dir.string(), ": a class folder without images");
     std::sort(files.begin(), files.end());
     for (auto& f : files) folder.images.push_back({std::move(f), int64_t(label)});
@@ -41,7 +52,8 @@ ImageFolder scan_image_folder(const std::string& root, int64_t max_classes) {
 torch::Tensor load_folder_image(const std::string& path, int64_t size, int64_t channels) {
   VISPEC_CHECK(channels == 1 || channels == 3, path, ": a VQ of ", channels, " channels (1 or 3 are read)");
   int width = 0, height = 0, depth = 0;
-  const auto pixels = read_png(path, width, height, depth);  // depth 1 (gray) or 3 (RGB)
+  const auto pixels = lower_extension(path) == ".png" ? read_png(path, width, height, depth)
+                                                      : read_jpeg(path, width, height, depth);  // depth 1 or 3
   auto x = torch::from_blob(const_cast<uint8_t*>(pixels.data()), {height, width, depth}, torch::kUInt8)
                .to(torch::kFloat32)
                .permute({2, 0, 1})

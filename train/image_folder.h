@@ -1,8 +1,8 @@
 // Training images from a folder in ImageNet's layout (torchvision's ImageFolder, which LlamaGen's trainers
 // read): one sub-folder per class, classes numbered in the sorted order of their names, each image a file in
 // its class's folder. vispec reads PNG files (gray or colour, any bit depth, palettes; alpha is dropped as PIL's
-// convert("RGB") drops it); any other file in a class folder is refused with its name, so that no image is
-// silently left out.
+// convert("RGB") drops it) and JPEG files (.jpg, .jpeg, ImageNet's .JPEG; CMYK ones converted as PIL converts
+// them); any other file in a class folder is refused with its name, so that no image is silently left out.
 #pragma once
 
 #include <torch/torch.h>
@@ -24,7 +24,7 @@ struct ImageFolder {
 };
 
 // Scans `root`. Throws one line naming the folder or file for: no class folders, an empty class, a file that is
-// not a PNG, more classes than `max_classes` (the model's).
+// not a PNG or JPEG, more classes than `max_classes` (the model's).
 ImageFolder scan_image_folder(const std::string& root, int64_t max_classes);
 
 // One image as a VQ of `channels` channels reads it at `size` x `size` px: [channels, size, size] float32 in
