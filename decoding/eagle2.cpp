@@ -83,7 +83,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     const auto root_index = rows.newest_index();  // the host's copy, for ADT-Tree's policy
     if (adt_) {
       for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);
-      own_shapes.copy_(tree_shape_table(shapes));
+      upload_to(own_shapes, tree_shape_table(shapes));  // before the iteration's graph, which reads them
     }
     // Levels and child slots from the shapes, not from the trees drawn: the walk's operators are then the same
     // whatever trees the drafter grew (a level without children ends the walk as a leaf does).

@@ -29,7 +29,7 @@ out = sys.argv[1]
 s = json.load(open(f"{out}/summary.json"))
 assert s["mode"] == "cpu" and s["quick"] and s["failed"] == 0, s
 assert s["binaries"] in ("carried", "prebuilt"), (s["binaries"], s["binaries_reason"])
-every = {"mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "gtest", "png", "zlib",
+every = {"mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "gtest", "png", "jpeg", "zlib",
          "sentencepiece", "pcre2", "utf8proc", "fashion-mnist"}
 assert set(s["deps"]) == every and set(s["deps"].values()) <= {"machine", "prefix"}, s["deps"]
 assert s["libs"] and "missing" not in s["libs"].values(), s["libs"]
