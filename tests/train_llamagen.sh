@@ -5,6 +5,7 @@
 #   1. `train gpt --images` trains the target, `--drafter` SD's draft GPT and `--mulo` MuLo-SD's half-resolution
 #      GPT, and `train mulo-resamplers --images` U_2 / D_2, through the fixture VQ (which carries LlamaGen's
 #      codebook-usage buffer); images of other sizes and gray ones are cropped and resized as LlamaGen does;
+#      under mpirun -np 2 the ranks share the tokenising and make the same token cache;
 #   2. `vispec run` decodes with the trained drafters: SD's greedy tokens are AR's (lossless), MuLo-SD's with tau
 #      above 1 too (every draft rejected), and both sample at T = 1;
 #   3. `train gpt --codes` reads LlamaGen's code files, every augmentation a sequence; a folder of JPEG files
@@ -65,9 +66,15 @@ train gpt --images images --drafter --out draft --export draft_gpt.safetensors
 train gpt --images images --mulo --out mulo --export mulo_gpt.safetensors
 train mulo-resamplers --images images --out resamplers --export mulo_resamplers.safetensors
 grep -q "tokenising 12 images of 2 classes" train.log || fail "the folder's 12 images were not tokenised"
+# Under mpirun -np 2 each rank tokenises half of the folder: the same token cache, and no part file left.
+OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 "$vispec" train gpt --config model.yaml \
+  --images images --out target_np2 --steps 2 --batch-size 4 --threads 1 >> train.log 2>&1 || { cat train.log; fail "-np 2"; }
+[ -z "$(ls target_np2 | grep part)" ] || fail "part files left: $(ls target_np2)"
 "$torch_py" - <<'PY' || fail "token caches"
 from safetensors.numpy import load_file
 full, half = load_file("target/tokens.safetensors"), load_file("mulo/tokens.safetensors")
+two = load_file("target_np2/tokens.safetensors")
+assert all((two[k] == full[k]).all() for k in full), "tokenised on two ranks, the cache differs"
 # Every tenth image held out: 11 train sequences, 1 test; 64 tokens at 128 px, 16 at 64 px.
 assert full["train_tokens"].shape == (11, 64) and full["test_tokens"].shape == (1, 64), full["train_tokens"].shape
 assert half["train_tokens"].shape == (11, 16), half["train_tokens"].shape

@@ -1,5 +1,6 @@
 #include "train/token_data.h"
 
+#include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -70,25 +71,53 @@ TensorMap split(const std::vector<torch::Tensor>& tokens, const std::vector<int6
   return m;
 }
 
-TensorMap tokenise_folder(const ImageFolder& folder, const ModelConfig& model, bool half, torch::Device device) {
+// This rank's share of a folder's images (every `ranks`-th from `rank`), tokenised: [share, T] int32. The images
+// of a chunk are decoded on LibTorch's threads (--threads), then tokenised together.
+torch::Tensor tokenise_share(const ImageFolder& folder, const ModelConfig& model, bool half, torch::Device device,
+                             int rank, int ranks) {
   auto vq = load_vq(model, device);
-  spdlog::info("tokenising {} images of {} classes from {} with {}", folder.images.size(), folder.classes.size(),
-               folder.root, model.vq_weights);
-  constexpr size_t kChunk = 32;  // images in memory at once
+  std::vector<size_t> mine;
+  for (size_t i = size_t(rank); i < folder.images.size(); i += size_t(ranks)) mine.push_back(i);
+  constexpr size_t kChunk = 64;  // images in memory at once
   std::vector<torch::Tensor> tokens;
-  std::vector<int64_t> labels;
-  for (size_t i = 0; i < folder.images.size(); i += kChunk) {
-    std::vector<torch::Tensor> images;
-    for (size_t j = i; j < std::min(i + kChunk, folder.images.size()); ++j) {
-      images.push_back(load_folder_image(folder.images[j].path, model.image_size(), model.vq.in_channels));
-      labels.push_back(folder.images[j].label);
-    }
+  for (size_t i = 0; i < mine.size(); i += kChunk) {
+    std::vector<torch::Tensor> images(std::min(kChunk, mine.size() - i));
+    at::parallel_for(0, int64_t(images.size()), 1, [&](int64_t from, int64_t to) {
+      for (int64_t j = from; j < to; ++j)
+        images[size_t(j)] =
+            load_folder_image(folder.images[mine[i + size_t(j)]].path, model.image_size(), model.vq.in_channels);
+    });
     auto x = torch::stack(images);
     if (half) x = half_resolution(x);
-    for (const auto& t : tokenize_images(vq, x).unbind(0)) tokens.push_back(t.unsqueeze(0));
-    if ((i / kChunk) % 100 == 99) spdlog::info("tokenised {}/{}", i + kChunk, folder.images.size());
+    tokens.push_back(tokenize_images(vq, x));
+    if ((i / kChunk) % 20 == 19) spdlog::info("tokenised {}/{} images", i + kChunk, mine.size());
   }
-  return split(tokens, labels, 1);
+  return torch::cat(tokens);
+}
+
+// Every rank tokenises its share into a part file of the run directory; rank 0 puts them back in the folder's
+// order and returns the split (the other ranks: nothing). The parts are removed once merged.
+TensorMap tokenise_folder(const TrainOptions& o, const ImageFolder& folder, const ModelConfig& model, bool half,
+                          torch::Device device) {
+  auto& ranks = o.ranks();
+  spdlog::info("tokenising {} images of {} classes from {} with {} on {} rank(s)", folder.images.size(),
+               folder.classes.size(), folder.root, model.vq_weights, ranks.size());
+  const auto part = [&](int r) { return o.out_dir + "/tokens.part-" + std::to_string(r) + ".safetensors"; };
+  write_safetensors(part(ranks.rank()),
+                    {{"tokens", tokenise_share(folder, model, half, device, ranks.rank(), ranks.size())}});
+  ranks.barrier();
+  if (!o.writes()) return {};
+  std::vector<torch::Tensor> parts;
+  for (int r = 0; r < ranks.size(); ++r) parts.push_back(read_safetensors(part(r)).at("tokens"));
+  std::vector<torch::Tensor> tokens;
+  std::vector<int64_t> labels;
+  for (size_t i = 0; i < folder.images.size(); ++i) {
+    tokens.push_back(parts[i % size_t(ranks.size())][int64_t(i / size_t(ranks.size()))].unsqueeze(0));
+    labels.push_back(folder.images[i].label);
+  }
+  auto data = split(tokens, labels, 1);
+  for (int r = 0; r < ranks.size(); ++r) std::filesystem::remove(part(r));
+  return data;
 }
 
 // The one `*_codes` folder of a LlamaGen code path (or the one of this image size), and its `*_labels` sibling.
@@ -184,19 +213,19 @@ TokenData load_token_data(const TrainOptions& o, const ModelConfig& model, bool 
   std::unique_ptr<ImageFolder> folder;
   if (!o.images.empty()) folder = std::make_unique<ImageFolder>(scan_image_folder(o.images, num_classes));
   const auto source = cache_source(o, model, half, folder.get());
-  if (o.writes()) {
-    if (file_exists(cache)) {
-      Metadata made;
-      read_safetensors(cache, &made);
-      VISPEC_CHECK(made["source"] == source, cache, ": tokens of ",
-                   made.count("source") ? made["source"] : "Fashion-MNIST", ", not of ", source,
-                   "; train into another --out");
-    } else {
-      write_safetensors(
-          cache,
-          folder ? tokenise_folder(*folder, model, half, device) : read_codes(o.codes, model, tokens, num_classes),
-          {{"source", source}});
-    }
+  const bool cached = file_exists(cache);  // every rank's answer is the same: nothing writes it before a barrier
+  if (cached && o.writes()) {
+    Metadata made;
+    read_safetensors(cache, &made);
+    VISPEC_CHECK(made["source"] == source, cache, ": tokens of ",
+                 made.count("source") ? made["source"] : "Fashion-MNIST", ", not of ", source,
+                 "; train into another --out");
+  }
+  if (!cached) {
+    auto data = folder       ? tokenise_folder(o, *folder, model, half, device)  // every rank a share
+                : o.writes() ? read_codes(o.codes, model, tokens, num_classes)
+                             : TensorMap{};
+    if (o.writes()) write_safetensors(cache, data, {{"source", source}});
   }
   o.ranks().barrier();
   auto data = from_map(read_safetensors(cache));
