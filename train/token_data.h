@@ -6,7 +6,8 @@
 //                    augmentation (a flip, or the ten crops) is a sequence of its own
 // Images are tokenised once into the run directory (tokens.safetensors, with what it was made from: a cache of
 // other data or another model is refused, never overwritten), a folder's by every rank a share, Fashion-MNIST's
-// and code files by rank 0; every rank and a resumed run then read that. Every tenth image or code file is held out for the test loss (train/image_folder.h: held_out).
+// and code files by rank 0; every rank and a resumed run then read that. Every tenth image or code file is held
+// out for the test loss (train/image_folder.h: held_out).
 #pragma once
 
 #include <torch/torch.h>
