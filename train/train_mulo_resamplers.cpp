@@ -13,6 +13,7 @@
 // the VQ's own tokens after 1500 steps, and the target rarely gives them 1% of its mass).
 // Evaluation reports what decoding uses: the nearest-code tokens of each output, their agreement with the VQ's
 // own tokens of the other resolution, and the pixel MSE of decoding them.
+#include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -58,8 +59,11 @@ torch::Tensor split_images(const TrainOptions& o, const ModelConfig& model, cons
   const int64_t S = model.image_size(), bytes = int64_t(picked.size()) * model.vq.in_channels * S * S * 4;
   VISPEC_CHECK(bytes <= kMaxImageBytes, o.images, ": ", picked.size(), " ", split, " images of ", S, " px are ",
                bytes >> 20, " MiB in memory, more than ", kMaxImageBytes >> 20, " MiB: pass --max-images");
-  std::vector<torch::Tensor> images;
-  for (size_t i : picked) images.push_back(load_folder_image(folder.images[i].path, S, model.vq.in_channels));
+  std::vector<torch::Tensor> images(picked.size());
+  at::parallel_for(0, int64_t(picked.size()), 1, [&](int64_t from, int64_t to) {  // decoded on --threads threads
+    for (int64_t j = from; j < to; ++j)
+      images[size_t(j)] = load_folder_image(folder.images[picked[size_t(j)]].path, S, model.vq.in_channels);
+  });
   return torch::stack(images);
 }
 
