@@ -11,7 +11,7 @@
 #   3. `train gpt --codes` reads LlamaGen's code files, every augmentation a sequence; a folder of JPEG files
 #      (RGB, gray and CMYK, as ImageNet's) gives the tokens of the same images decoded by PIL and saved as PNG;
 #   4. bad input is one line and exit 2, with nothing written or deleted: a file that is not an image, or not the
-#      image its name says, in a class folder, a token cache
+#      image its name says, in a class folder, a token cache of a code folder that changed since, a token cache
 #      of another folder, code files of another grid, `train vq` on a model whose images are not Fashion-MNIST's.
 set -euo pipefail
 vispec=$1 src=$2
@@ -154,6 +154,8 @@ mkdir -p few/a && cp images/n01_cat/00[1-3].png few/a/
 before=$(md5sum target/tokens.safetensors)
 refused "another folder's cache" "target/tokens.safetensors" "$vispec" train gpt --config model.yaml --images few --out target --steps 8
 [ "$(md5sum target/tokens.safetensors)" = "$before" ] || fail "a refused run changed the token cache"
+cp codes/imagenet128_codes/0.npy codes/imagenet128_codes/12.npy && cp codes/imagenet128_labels/0.npy codes/imagenet128_labels/12.npy
+refused "a code folder that changed" "from_codes/tokens.safetensors" "$vispec" train gpt --config model.yaml --codes codes --out from_codes --steps 8
 refused "codes of another grid" "wrong/imagenet128_codes/0.npy" "$vispec" train gpt --config model.yaml --codes wrong --out wrong_run --steps 1
 refused "train vq" "model.yaml" "$vispec" train vq --config model.yaml --out vq --steps 1
 echo "train_llamagen: ok"

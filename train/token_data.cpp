@@ -3,6 +3,8 @@
 #include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 
 #include "core/check.h"
@@ -121,7 +123,7 @@ TensorMap tokenise_folder(const TrainOptions& o, const ImageFolder& folder, cons
 }
 
 // The one `*_codes` folder of a LlamaGen code path (or the one of this image size), and its `*_labels` sibling.
-std::pair<fs::path, fs::path> code_folders(const std::string& root, int64_t image_size) {
+std::array<fs::path, 2> code_folders(const std::string& root, int64_t image_size) {
   std::error_code ec;
   VISPEC_CHECK(fs::is_directory(root, ec), root, ": not a folder (--codes wants LlamaGen's --code-path)");
   std::vector<fs::path> found;
@@ -183,18 +185,26 @@ TensorMap read_codes(const std::string& root, const ModelConfig& model, int64_t 
   return split(tokens, labels, per);
 }
 
-// What a token cache was made from: the source, every image's path and size (or the code folder), the image size
-// and whether at half resolution.
+// What a token cache was made from: the source, every file's path and size (the images, or the code and label
+// files), the image size and whether at half resolution.
 std::string cache_source(const TrainOptions& o, const ModelConfig& model, bool half, const ImageFolder* folder) {
+  std::vector<std::string> files;
+  if (folder) {
+    for (const auto& image : folder->images) files.push_back(image.path);
+  } else {
+    for (const auto& dir : code_folders(o.codes, model.image_size()))
+      for (const auto& entry : fs::directory_iterator(dir))
+        if (entry.is_regular_file()) files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+  }
   uint64_t h = kFnv1aBasis;
-  if (folder)
-    for (const auto& image : folder->images) {
-      h = fnv1a(image.path.data(), image.path.size(), h);
-      const auto bytes = fs::file_size(image.path);
-      h = fnv1a(&bytes, sizeof bytes, h);
-    }
+  for (const auto& f : files) {
+    h = fnv1a(f.data(), f.size(), h);
+    const auto bytes = fs::file_size(f);
+    h = fnv1a(&bytes, sizeof bytes, h);
+  }
   return (folder ? "images " + fs::absolute(o.images).string() : "codes " + fs::absolute(o.codes).string()) + " (" +
-         std::to_string(folder ? folder->images.size() : 0) + " files, hash " + std::to_string(h) + "), " +
+         std::to_string(files.size()) + " files, hash " + std::to_string(h) + "), " +
          std::to_string(model.image_size()) + " px" + (half ? " at half resolution" : "") + ", VQ " + model.vq_weights;
 }
 }  // namespace

@@ -172,9 +172,7 @@ AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_
     const auto restricted = std::move(committed_mask_);
     committed_mask_ = torch::Tensor();
     VISPEC_ASSERT(restricted.device() == device && restricted.size(-1) >= S,
-                  "a static block's committed mask must be "
-                  "on the cache's device and span its length bucket (",
-                  S, " slots)");
+                  "a static block's committed mask must be on the cache's device and span its bucket (", S, " slots)");
     auto seen = restricted.to(torch::kBool).narrow(-1, 0, S);
     if (seen.dim() == 2) seen = seen.unsqueeze(0);
     mask = mask.logical_and(seen.logical_or(rel.ge(0)));  // a committed key (rel < 0) only where shown
