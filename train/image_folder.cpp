@@ -1,5 +1,7 @@
 #include "train/image_folder.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -79,6 +81,23 @@ torch::Tensor load_folder_image(const std::string& path, int64_t size, int64_t c
   return (x / 127.5 - 1.0).contiguous();
 }
 
+torch::Tensor load_folder_images(const ImageFolder& folder, const std::vector<size_t>& indices, int64_t size,
+                                 int64_t channels) {
+  std::vector<torch::Tensor> images(indices.size());
+  at::parallel_for(0, int64_t(indices.size()), 1, [&](int64_t from, int64_t to) {
+    for (int64_t j = from; j < to; ++j)
+      images[size_t(j)] = load_folder_image(folder.images[indices[size_t(j)]].path, size, channels);
+  });
+  return torch::stack(images);
+}
+
 bool held_out(size_t index, size_t count) { return count >= 10 && index % 10 == 9; }
+
+std::vector<size_t> split_indices(size_t count, bool test) {
+  std::vector<size_t> picked;
+  for (size_t i = 0; i < count; ++i)
+    if (held_out(i, count) == test || count < 10) picked.push_back(i);
+  return picked;
+}
 
 }  // namespace vispec

@@ -33,8 +33,14 @@ ImageFolder scan_image_folder(const std::string& root, int64_t max_classes);
 // Gray images are repeated over three channels, and a 1-channel VQ gets the mean of RGB.
 torch::Tensor load_folder_image(const std::string& path, int64_t size, int64_t channels);
 
-// Which images are held out for evaluation: every tenth (index % 10 == 9), or none in a folder of fewer than ten,
-// where the trainers evaluate on the training images.
+// Images `indices` of a folder, decoded on LibTorch's threads (--threads): [n, channels, size, size].
+torch::Tensor load_folder_images(const ImageFolder& folder, const std::vector<size_t>& indices, int64_t size,
+                                 int64_t channels);
+
+// Which images are held out for evaluation: every tenth (index % 10 == 9), or none in a folder of fewer than ten.
 bool held_out(size_t index, size_t count);
+// The indices of a split of `count` images: the training ones (all but the held-out), or the test ones (the
+// held-out; all of them where none is held out, so that the trainers evaluate on the training images).
+std::vector<size_t> split_indices(size_t count, bool test);
 
 }  // namespace vispec

@@ -1,6 +1,5 @@
 #include "train/token_data.h"
 
-#include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -55,11 +54,11 @@ TensorMap tokenise_fashion(const ModelConfig& model, bool half, torch::Device de
           {"test_labels", test.labels}};
 }
 
-// Splits sequences by held_out(index of their image or file), `per` sequences per image.
+// Splits sequences by the index of their image or file (split_indices), `per` sequences per image.
 TensorMap split(const std::vector<torch::Tensor>& tokens, const std::vector<int64_t>& labels, int64_t per) {
   std::vector<int64_t> train, test;
-  for (size_t i = 0; i < labels.size(); ++i) (held_out(i, labels.size()) ? test : train).push_back(int64_t(i));
-  if (test.empty()) test = train;         // a folder of fewer than ten: the test loss is over the training images
+  for (size_t i : split_indices(labels.size(), false)) train.push_back(int64_t(i));
+  for (size_t i : split_indices(labels.size(), true)) test.push_back(int64_t(i));
   const auto all = torch::stack(tokens);  // [images, per, T]
   const auto label = torch::tensor(labels, torch::kInt64);
   const auto take = [&](const std::vector<int64_t>& rows, torch::Tensor& t, torch::Tensor& l) {
@@ -83,13 +82,8 @@ torch::Tensor tokenise_share(const ImageFolder& folder, const ModelConfig& model
   constexpr size_t kChunk = 64;  // images in memory at once
   std::vector<torch::Tensor> tokens;
   for (size_t i = 0; i < mine.size(); i += kChunk) {
-    std::vector<torch::Tensor> images(std::min(kChunk, mine.size() - i));
-    at::parallel_for(0, int64_t(images.size()), 1, [&](int64_t from, int64_t to) {
-      for (int64_t j = from; j < to; ++j)
-        images[size_t(j)] =
-            load_folder_image(folder.images[mine[i + size_t(j)]].path, model.image_size(), model.vq.in_channels);
-    });
-    auto x = torch::stack(images);
+    const std::vector<size_t> chunk(mine.begin() + long(i), mine.begin() + long(std::min(i + kChunk, mine.size())));
+    auto x = load_folder_images(folder, chunk, model.image_size(), model.vq.in_channels);
     if (half) x = half_resolution(x);
     tokens.push_back(tokenize_images(vq, x));
     if ((i / kChunk) % 20 == 19) spdlog::info("tokenised {}/{} images", i + kChunk, mine.size());

@@ -13,7 +13,6 @@
 // the VQ's own tokens after 1500 steps, and the target rarely gives them 1% of its mass).
 // Evaluation reports what decoding uses: the nearest-code tokens of each output, their agreement with the VQ's
 // own tokens of the other resolution, and the pixel MSE of decoding them.
-#include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -52,19 +51,12 @@ torch::Tensor split_images(const TrainOptions& o, const ModelConfig& model, cons
     return limit > 0 ? x.narrow(0, 0, std::min(limit, x.size(0))) : x;
   }
   const auto folder = scan_image_folder(o.images, std::max<int64_t>(model.gpt.num_classes, 1));
-  const size_t n = folder.images.size();
-  std::vector<size_t> picked;
-  for (size_t i = 0; i < n && (limit <= 0 || int64_t(picked.size()) < limit); ++i)
-    if (n < 10 || held_out(i, n) == (split == "test")) picked.push_back(i);
+  auto picked = split_indices(folder.images.size(), split == "test");
+  if (limit > 0 && int64_t(picked.size()) > limit) picked.resize(size_t(limit));
   const int64_t S = model.image_size(), bytes = int64_t(picked.size()) * model.vq.in_channels * S * S * 4;
   VISPEC_CHECK(bytes <= kMaxImageBytes, o.images, ": ", picked.size(), " ", split, " images of ", S, " px are ",
                bytes >> 20, " MiB in memory, more than ", kMaxImageBytes >> 20, " MiB: pass --max-images");
-  std::vector<torch::Tensor> images(picked.size());
-  at::parallel_for(0, int64_t(picked.size()), 1, [&](int64_t from, int64_t to) {  // decoded on --threads threads
-    for (int64_t j = from; j < to; ++j)
-      images[size_t(j)] = load_folder_image(folder.images[picked[size_t(j)]].path, S, model.vq.in_channels);
-  });
-  return torch::stack(images);
+  return load_folder_images(folder, picked, S, model.vq.in_channels);
 }
 
 // Images of a split at both resolutions, with their tokens (cached in the run directory, with what they are of:
