@@ -13,9 +13,7 @@
 #include "io/metrics.h"
 #include "io/run_layout.h"
 #include "io/sample_images.h"
-#include "models/checkpoints/load.h"
-#include "models/checkpoints/file_extras.h"
-#include "models/vq/vq.h"
+#include "models/vq/load_vq.h"
 
 namespace vispec {
 
@@ -80,10 +78,7 @@ nlohmann::json measure_floors(const std::string& model_config, const std::vector
   const auto device = pick_device(device_name);
   const auto model = load_model_config(model_config);
   QualityJudge judge(model, device);
-  VqModel vq(model.vq);
-  load_weights(*vq, model.vq_weights, kVqFileExtras, model.vq_keys);
-  vq->to(device);
-  vq->eval();
+  auto vq = load_vq(model, device);
   const auto train = load_fashion_tensors("train", model.image_size());
   nlohmann::json rows = nlohmann::json::array();
   for (const int64_t n : sizes) {

@@ -11,12 +11,10 @@
 #include "io/fashion_data.h"
 #include "io/file_digest.h"
 #include "io/npy_tensor.h"
-#include "models/checkpoints/file_extras.h"
-#include "models/checkpoints/load.h"
 #include "models/checkpoints/safetensors.h"
 #include "models/drafters/mulo_resamplers.h"
 #include "models/model_config.h"
-#include "models/vq/vq.h"
+#include "models/vq/load_vq.h"
 #include "train/fashion_only.h"
 #include "train/image_folder.h"
 
@@ -24,14 +22,6 @@ namespace vispec {
 
 namespace {
 namespace fs = std::filesystem;
-
-VqModel load_vq(const ModelConfig& model, torch::Device device) {
-  VqModel vq(model.vq);
-  load_weights(*vq, model.vq_weights, kVqFileExtras, model.vq_keys);
-  vq->to(device);
-  vq->eval();
-  return vq;
-}
 
 TokenData from_map(const TensorMap& m) {
   return {m.at("train_tokens"), m.at("train_labels"), m.at("test_tokens"), m.at("test_labels")};

@@ -20,12 +20,11 @@
 #include "core/check.h"
 #include "io/atomic_file.h"
 #include "io/fashion_data.h"
-#include "models/checkpoints/load.h"
+#include "models/checkpoints/node_weights.h"
 #include "models/checkpoints/safetensors.h"
-#include "models/checkpoints/file_extras.h"
 #include "models/model_config.h"
 #include "models/drafters/mulo_resamplers.h"
-#include "models/vq/vq.h"
+#include "models/vq/load_vq.h"
 #include "train/fashion_only.h"
 #include "train/image_folder.h"
 #include "train/trainers.h"
@@ -115,13 +114,10 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
   if (o.images.empty()) check_fashion_model(model, "train mulo-resamplers without --images");
   VISPEC_CHECK(model.has_mulo(), o.config, ": no drafters.mulo section (MuLo-SD's resamplers) to train");
   const auto device = prepare_training(o);
-  VqModel vq(model.vq);
-  {
+  auto vq = [&] {
     ShareWeightsOnNode scope(o.node_weights.get());
-    load_weights(*vq, model.vq_weights, kVqFileExtras, model.vq_keys);
-  }
-  vq->to(device);
-  vq->eval();
+    return load_vq(model, device);
+  }();
   for (auto& p : vq->parameters()) p.requires_grad_(false);
   // Rank 0 tokenises into the run directory's caches; the other ranks read them.
   if (o.writes()) load_split(o, "train", o.max_images, vq, model), load_split(o, "test", 1000, vq, model);

@@ -2,6 +2,7 @@
 
 #include "models/checkpoints/load.h"
 #include "models/checkpoints/file_extras.h"
+#include "models/vq/load_vq.h"
 
 namespace vispec {
 
@@ -18,10 +19,7 @@ LoadedModels load_models(const ModelConfig& config, torch::Device device) {
   m.gpt = Gpt(config.gpt, options, /*random_init=*/false);
   load_weights(*m.gpt, config.gpt_weights, kGptFileExtras, config.gpt_keys);
   m.gpt->eval();
-  m.vq = VqModel(config.vq);
-  load_weights(*m.vq, config.vq_weights, kVqFileExtras, config.vq_keys);
-  m.vq->to(device);  // float32 whatever the GPT's dtype: the pixels stay those of the reference decoder
-  m.vq->eval();
+  m.vq = load_vq(config, device);
   return m;
 }
 
