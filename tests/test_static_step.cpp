@@ -20,13 +20,8 @@
 #include "core/device.h"
 #include "core/rng.h"
 #include "decoding/ar.h"
-#include "decoding/eagle1.h"
-#include "decoding/eagle2.h"
-#include "decoding/sd.h"
-#include "decoding/sjd.h"
-#include "decoding/ssd.h"
-#include "decoding/zipar.h"
 #include "exact_distribution.h"
+#include "graphed_decoders.h"
 #include "models/checkpoints/load.h"
 #include "models/model_config.h"
 #include "models/gpt/step_graph.h"
@@ -260,29 +255,10 @@ TEST(StaticStep, ConsecutiveStepsIssueTheSameOperatorsWithinABucket) {
 // shape and length bucket), never on a host value, and none reads the host. So over a whole decode, with many
 // forwards, only a handful of distinct forward traces occur.
 TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
-  const auto target = bucketed_gpt(9), drafter = bucketed_gpt(10);
-  torch::manual_seed(3);
-  SsdHeads heads(target->config(), 3, 2);
-  heads->eval();
-  const auto eagle = test::tiny_eagle_drafter(target->config(), 4);
-  const test::TinyMulo tiny_mulo;
+  const test::GraphedDecoderModels models;
   const auto p = test::guided_sampling(1.0);
-  MuloParams mp;
-  mp.tau = 0.08;
-  mp.radius = 1;
-  std::vector<std::pair<std::string, std::unique_ptr<Decoder>>> decoders;
-  decoders.emplace_back("sd", std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr));
-  decoders.emplace_back("sjd", std::make_unique<SjdDecoder>(target, p, 6));
-  decoders.emplace_back("ssd", std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1}));
-  decoders.emplace_back("eagle2", std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{3, 4, 16},
-                                                                  AcceptanceParams{}, nullptr));
-  decoders.emplace_back(
-      "eagle1", std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p,
-                                                static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
-                                                AcceptanceParams{}, nullptr));
-  decoders.emplace_back("mulo_sd", std::make_unique<MuloSdDecoder>(tiny_mulo.decoder(p, mp)));
-  decoders.emplace_back("zipar", std::make_unique<ZipArDecoder>(target, p, 3));
-  for (auto& [name, decoder] : decoders) {
+  for (const std::string name : {"sd", "sjd", "ssd", "eagle2", "eagle1", "mulo_sd", "zipar"}) {
+    const auto decoder = test::graphed_decoder(name, models, p);
     const auto r = test::requests(0, 3);
     const auto first = decoder->decode(r).tokens;  // the pooled caches and their buffers are made once
     StepTrace trace;
@@ -306,22 +282,19 @@ TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
   }
 }
 
-// Whole iterations of the chain decoders (SD, SJD, SSD's first row), of the tree decoders (EAGLE-2, EAGLE-1) and
-// ZipAR's steps,
-// with the exact rule and with Cool-SD's (whose weight table the rule keeps on the device):
-// two consecutive iterations whose static steps have the same keys (rows, width, bucket) issue the same
+// Whole iterations of the chain decoders (SD, SJD, SSD's first row), of the tree decoders (EAGLE-2, LANTERN,
+// ADT-Tree, EAGLE-1) and ZipAR's steps, with the exact rule and with Cool-SD's (whose weight table the rule keeps
+// on the device): two consecutive iterations whose static steps have the same keys (rows, width, bucket) issue the same
 // operators with the same shapes and scalars. Nothing from the host leaks into an iteration: SJD's draw index
 // is a device counter, the commits add the accepted counts to the caches' device lengths, EAGLE-2's trees are
 // grown and laid out on the device, the EAGLE drafter's catch-up is one width and reads its pairs from the
 // device. Each iteration reads the host once (the accepted counts or paths, which only the bookkeeping and
-// the loop's end need) and uploads nothing; a tree decoder runs one iteration per verification. Every decoder
+// the loop's end need) and uploads nothing but ZipAR's planned step and ADT-Tree's next shapes; a tree decoder
+// runs one iteration per verification. Every decoder
 // here runs its steady iterations (at least half of them; SSD's are its first row's) through one iteration
 // graph, inside which nothing reads or uploads.
 TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
-  const auto target = bucketed_gpt(9), drafter = bucketed_gpt(10);
-  torch::manual_seed(3);
-  SsdHeads heads(target->config(), 3, 2);
-  heads->eval();
+  const test::GraphedDecoderModels models;
   const auto keys = [](const std::vector<std::string>& iteration) {
     std::vector<std::string> k;
     for (const auto& op : iteration)
@@ -330,38 +303,16 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
   };
   for (double temperature : {0.0, 1.0}) {
     const auto p = test::guided_sampling(temperature);
-    std::vector<std::pair<std::string, std::unique_ptr<Decoder>>> decoders;
-    decoders.emplace_back("sd", std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr));
-    decoders.emplace_back("sjd", std::make_unique<SjdDecoder>(target, p, 6));
-    decoders.emplace_back("ssd", std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1}));
-    const auto eagle = test::tiny_eagle_drafter(target->config(), 2);
-    decoders.emplace_back("eagle2", std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{2, 3, 8},
-                                                                    AcceptanceParams{}, nullptr));
-    decoders.emplace_back(
-        "eagle1", std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p, named_static_tree("naive_extend_57"),
-                                                  AcceptanceParams{}, nullptr));
-    AcceptanceParams cool;  // Cool-SD: its weight table is uploaded once, not per iteration
-    cool.rule = AcceptRule::kCoolSd;
-    decoders.emplace_back("eagle1-coolsd",
-                          std::make_unique<Eagle1Decoder>("coolsd", target, eagle, p,
-                                                          named_static_tree("naive_extend_57"), cool, nullptr));
-    decoders.emplace_back("sd-coolsd", std::make_unique<SdDecoder>(target, drafter, p, 4, cool, nullptr));
-    AdtParams adt;  // ADT-Tree: its rows' shapes move, its graphs are keyed by the widest
-    adt.step_k = 1;
-    adt.min_k = 2;
-    adt.max_k = 4;
-    adt.max_depth = 4;
-    decoders.emplace_back("adt_tree", std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{2, 3, 8},
-                                                                      AcceptanceParams{}, nullptr, adt));
-    decoders.emplace_back("zipar", std::make_unique<ZipArDecoder>(target, p, 3));
-    for (auto& [name, decoder] : decoders) {
+    for (const auto& name : test::kGraphedDecoders) {
+      if (name == "mulo_sd") continue;  // verifies forward by forward (docs/decoding_floor.md, "Not yet on the floor")
+      const auto decoder = test::graphed_decoder(name, models, p);
       const auto r = test::requests(0, 3);
       decoder->decode(r);  // the pooled caches and their buffers are made once
       StepTrace trace;
       const auto out = decoder->decode(r);
       const auto& its = trace.iterations;
       ASSERT_GE(its.size(), 3u) << name;
-      if (name.rfind("eagle", 0) == 0 || name == "adt_tree") {
+      if (name.rfind("eagle", 0) == 0 || name == "lantern" || name.rfind("adt_tree", 0) == 0) {
         int64_t target_forwards = 0;
         for (const auto& s : out.stats) target_forwards = std::max(target_forwards, s.target_forwards);
         EXPECT_EQ(int64_t(its.size()), target_forwards - 1) << name << ": one iteration per verification";
@@ -369,7 +320,8 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
       // ZipAR's schedule does not depend on the tokens: it reads nothing, and uploads each step's planned inputs
       // (which cells, which entries each sees) before the step's graph; ADT-Tree uploads its rows' next tree shapes
       // before each iteration's graph.
-      const int64_t reads = name == "zipar" ? 0 : 1, uploads = name == "zipar" || name == "adt_tree" ? 1 : 0;
+      const int64_t reads = name == "zipar" ? 0 : 1;
+      const int64_t uploads = name == "zipar" || name.rfind("adt_tree", 0) == 0 ? 1 : 0;
       size_t compared = 0;
       for (size_t i = 0; i < its.size(); ++i) {
         EXPECT_EQ(std::count(its[i].begin(), its[i].end(), "HOST_READ"), reads) << name << " iteration " << i;
@@ -553,42 +505,17 @@ TEST(StaticStep, CudaGraphTokensEqualEagerTokens) {
 
 // The speculative decoders' static forwards (target and drafters: SD's draft GPT, SSD's heads around its target,
 // the EAGLE drafter's catch-up and tree levels) and their whole iterations (SD, SJD, SSD, EAGLE-2, ADT-Tree,
-// EAGLE-1, ZipAR's steps) replayed as graphs pick the tokens of the same decoders run eagerly, bit for bit, in fp32 and
-// bf16 at T = 0 and 1: a second decode replays only.
+// EAGLE-1, ZipAR's steps) replayed as graphs pick the tokens of the same decoders run eagerly, bit for bit, in fp32
+// and bf16 at T = 0 and 1: a second decode replays only.
 TEST(StaticStep, CudaGraphTokensEqualEagerTokensForTheSpeculativeDecoders) {
   if (!cuda_usable())
     GTEST_SKIP() << "no CUDA device here: graph replay is checked by scripts/gpu_check.sh on a GPU machine";
   const torch::Device cuda(torch::kCUDA, 0);
   for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-    const auto target = bucketed_gpt(9, dtype, cuda), drafter = bucketed_gpt(10, dtype, cuda);
-    torch::manual_seed(3);
-    SsdHeads heads(target->config(), 3, 2);
-    heads->eval();
-    heads->to(cuda, dtype);
-    auto eagle = test::tiny_eagle_drafter(target->config(), 4);
-    eagle->to(cuda, dtype);
-    AdtParams adt;  // ADT-Tree: each row's shape moves, the graphs are keyed by the batch's widest
-    adt.step_k = 1;
-    adt.min_k = 2;
-    adt.max_k = 4;
-    adt.max_depth = 4;
+    const test::GraphedDecoderModels models(dtype, cuda);
     for (double temperature : {0.0, 1.0}) {
       const auto p = test::guided_sampling(temperature);
-      const auto make = [&](const std::string& name) -> std::unique_ptr<Decoder> {
-        if (name == "sd") return std::make_unique<SdDecoder>(target, drafter, p, 4, AcceptanceParams{}, nullptr);
-        if (name == "sjd") return std::make_unique<SjdDecoder>(target, p, 6);
-        if (name == "zipar") return std::make_unique<ZipArDecoder>(target, p, 3);
-        if (name == "ssd") return std::make_unique<SsdDecoder>(target, heads, p, SsdParams{3, 2, 2, 2, 1});
-        if (name == "eagle2")
-          return std::make_unique<Eagle2Decoder>("eagle2", target, eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{},
-                                                 nullptr);
-        if (name == "adt_tree")
-          return std::make_unique<Eagle2Decoder>("adt_tree", target, eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{},
-                                                 nullptr, adt);
-        return std::make_unique<Eagle1Decoder>("eagle1", target, eagle, p,
-                                               static_tree_from_paths({{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}}),
-                                               AcceptanceParams{}, nullptr);
-      };
+      const auto make = [&](const std::string& name) { return test::graphed_decoder(name, models, p); };
       for (const std::string name : {"sd", "sjd", "ssd", "eagle2", "adt_tree", "eagle1", "zipar"}) {
         const auto r = test::requests(0, 3);
         set_cuda_graphs(false);
