@@ -27,12 +27,15 @@
 # minutes on 16 cores) only when there are none or they do not start. summary.json says which ("binaries":
 # carried | prebuilt | built, and why).
 #
-# Steps, each under `timeout` with its own budget, all within --deadline (default 230 s with --quick, so that a
-# quick run ends inside 4 minutes; 580 s otherwise, inside the tool's 10 minutes per command; with --cpu three
-# times those, as every step's budget), each with its
-# seconds and exit status in OUTDIR/summary.json and its log in OUTDIR/logs.txt (the device tool brings back at
+# Steps, each under `timeout` with its own budget, all within --deadline (default 300 s with --quick, so that a
+# quick run and a rerun fit the device time of a session, their machine's start included; 580 s otherwise, inside
+# the tool's 10 minutes per command; with --cpu three times those, as every step's budget), each with its seconds
+# and exit status in OUTDIR/summary.json and its log in OUTDIR/logs.txt (the device tool brings back at
 # most eight files: here summary.json, logs.txt, step-cost-DEVICE.json and .md, and with --quick
-# step-profile-DEVICE.json and .md, gpu-quick-b1.md and -b8.md):
+# step-profile-DEVICE.json and .md, gpu-quick.md (the three benches) and figures.md). Last, scripts/gpu_figures.py
+# adds "figures" to the summary and writes figures.md: every figure of the GPU-speed targets beside its target
+# (AR per GPT-XL token, the demo over the CPU's, the decoders' speedups), "met": true, false or null (not
+# measured in this run):
 #   prefix       unpack .gpu-carry/debs where the machine lacks a dependency or a library
 #   libs         the library decisions above (readelf; LD_LIBRARY_PATH)
 #   binaries     the binaries start: `vispec decoders`, `vispec_tests --gtest_list_tests`
@@ -41,22 +44,24 @@
 #            step_cost    vispec step-cost, fp32 and bf16, batches 1, 8, 32, eager and CUDA graphs, 64 AR steps
 #            step_profile vispec step-cost --profile-steps 16, bf16, batches 1 and 32, eager and graphs: each step's
 #                         device time by kernel (bench/kernel_profile.h)
-#            bench_b1, bench_b8   bench/gpu-quick.yaml (AR and eight speculative decoders, 10 images each) at
-#                                 batch 1 and 8
-#            demo_fp32, demo_bf16   jobs/demo.yaml on the GPU (device cuda), then with --set model.dtype=bf16
-#   otherwise: demo_fp32, demo_bf16, step_cost (whole images, the default sizes), then tests: the whole CTest
+#            bench_b1, bench_b8, bench_b32   bench/gpu-quick.yaml (AR and eight speculative decoders, 10 images
+#                                 each; 40 at batch 32) at batch 1, 8 and 32
+#            demo_fp32, demo_bf16, demo_cpu   jobs/demo.yaml on the GPU (device cuda), then with --set
+#                                 model.dtype=bf16, then on 2 CPU threads of the same machine (the reference of
+#                                 the demo's speedup)
+#   otherwise: demo_fp32, demo_bf16, demo_cpu, step_cost (whole images, the default sizes), then tests: the whole CTest
 #            suite where the binaries have a build directory, else the whole of vispec_tests run directly (the
 #            summary's tests_runner says which); last, so that the figures come back should the suite run long
 # --cpu: the same without CUDA (CUDA_VISIBLE_DEVICES hidden, device cpu, budgets x3); the CTest suite runs
 # `--cpu --quick --binaries BUILD` (tests/gpu_check_cpu.sh) so that the script cannot rot. --tests REGEX runs only
 # the matching tests (ctest -R, or the matching gtest names); --step-cost-args replaces the step-cost sizes (with
 # --quick: "--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"); --bench-set overrides a field
-# of bench/gpu-quick.yaml in both runs (vispec bench --set; repeatable; e.g. prompts=FILE, or decoders=[...] with
-# fewer); --demo-set likewise for both demo runs (vispec run --set; e.g. images_per_prompt=20, so that a demo
-# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, step_profile, bench_b1, bench_b8,
-# demo_fp32, demo_bf16: the summary records them as skipped), so that a short second run measures only what
-# it is for. --also runs COMMAND (bash -c, in the source directory, with $VISPEC, $VISPEC_TESTS and
-# $VISPEC_DEVICE set and the libraries found) as a step of its own after the others, for a one-off
+# of bench/gpu-quick.yaml in the three runs (vispec bench --set; repeatable; e.g. prompts=FILE, or decoders=[...] with
+# fewer); --demo-set likewise for the three demo runs (vispec run --set; e.g. images_per_prompt=20, so that a demo
+# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, step_profile, bench_b1,
+# bench_b8, bench_b32, demo_fp32, demo_bf16, demo_cpu: the summary records them as skipped), so that a short second
+# run measures only what it is for. --also runs COMMAND (bash -c, in the source directory, with $VISPEC,
+# $VISPEC_TESTS and $VISPEC_DEVICE set and the libraries found) as a step of its own after the others, for a one-off
 # experiment whose output comes back in logs.txt. OUTDIR defaults to $OUT, else out/gpu-check.
 # Environment, for tests of the decisions on a machine that lacks things (tests/gpu_check_deps.sh):
 #   VISPEC_GPU_CHECK_SYSROOT  where /usr/include, the library directories and the tools are looked up (default /)
@@ -300,7 +305,7 @@ fi
 started=$(date +%s)
 # On the CPU every budget is three times a GPU's, and so is the default deadline: there no device time is spent,
 # and the GPU-sized steps of --quick take some 6 minutes on 2 cores.
-deadline=${deadline:-$(( ($([ $quick = 1 ] && echo 230 || echo 580)) * budget_factor ))}
+deadline=${deadline:-$(( ($([ $quick = 1 ] && echo 300 || echo 580)) * budget_factor ))}
 deadline_at=$((started + deadline))
 
 # run_limited SECONDS COMMAND...: COMMAND under timeout; a function of this script runs in a bash of its own.
@@ -377,14 +382,22 @@ write_summary() {
     echo "  \"steps\": {$steps_json},"
     echo "  \"demo_fp32\": $(json_or_null "$logs/demo-fp32/summary.json"),"
     echo "  \"demo_bf16\": $(json_or_null "$logs/demo-bf16/summary.json"),"
+    echo "  \"demo_cpu\": $(json_or_null "$logs/demo-cpu/summary.json"),"
     echo "  \"step_cost\": $(json_or_null "$outdir/step-cost-$device.json"),"
     echo "  \"step_profile\": $(json_or_null "$outdir/step-profile-$device.json"),"
-    echo "  \"bench\": {\"batch_1\": $(json_or_null "$logs/bench-b1/gpu-quick.json"), \"batch_8\": $(json_or_null "$logs/bench-b8/gpu-quick.json")},"
+    echo "  \"bench\": {\"batch_1\": $(json_or_null "$logs/bench-b1/gpu-quick.json"), \"batch_8\": $(json_or_null "$logs/bench-b8/gpu-quick.json"), \"batch_32\": $(json_or_null "$logs/bench-b32/gpu-quick.json")},"
     echo "  \"graph_fallbacks\": $(graph_fallbacks_json),"
     echo "  \"deadline\": $deadline, \"seconds\": $(( $(date +%s) - started )), \"failed\": $failed"
     echo "}"
   } > "$outdir/summary.json"
-  for b in b1 b8; do [ -f "$logs/bench-$b/gpu-quick.md" ] && cp "$logs/bench-$b/gpu-quick.md" "$outdir/gpu-quick-$b.md"; done
+  # Each figure beside its target ("figures" in the summary, figures.md): the standard library only.
+  "${torch_python:-python3}" "$src/scripts/gpu_figures.py" "$outdir/summary.json" \
+    || echo "gpu_check: scripts/gpu_figures.py failed: the summary has no figures"
+  # The three benches' tables in one file (the device tool brings back at most eight).
+  for b in 1 8 32; do
+    [ -f "$logs/bench-b$b/gpu-quick.md" ] && { printf '\n# Batch %s\n\n' $b; cat "$logs/bench-b$b/gpu-quick.md"; }
+  done > "$outdir/gpu-quick.md"
+  [ -s "$outdir/gpu-quick.md" ] || rm -f "$outdir/gpu-quick.md"
   for f in "$logs"/*.log; do [ -f "$f" ] && { printf '\n===== %s =====\n' "$(basename "$f")"; cat "$f"; }; done > "$outdir/logs.txt"
   echo "gpu_check: binaries $binaries; ${tests_line:-tests did not run}; summary in $outdir/summary.json"
   rm -rf "$logs"
@@ -575,6 +588,9 @@ demos() {
   step demo_fp32 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-fp32" --new --set device=$device "${demo_sets[@]}"
   step demo_bf16 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-bf16" --new --set device=$device \
     --set model.dtype=bf16 "${demo_sets[@]}"
+  # The same demo on 2 CPU threads of this machine: the figure the GPU's demo is measured against.
+  step demo_cpu 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-cpu" --new --set device=cpu --set threads=2 \
+    "${demo_sets[@]}"
 }
 # --also: one-off experiments after the other steps, steps also_1, also_2, ...
 also() {
@@ -599,9 +615,12 @@ if [ $quick = 1 ]; then
   # Where a replayed bf16 step's device time goes, kernel by kernel (bench/kernel_profile.h).
   step step_profile 45 "$vispec" step-cost --device $device --results "$outdir" --name "step-profile-$device" \
     --dtypes bf16 --batches "$([ $cpu = 1 ] && echo 1 || echo 1,32)" --modes eager,graphs --max-steps 32 --profile-steps 16
-  for b in 1 8; do
+  # Every decoder at batch 1, 8 and 32 (at 32, four images per prompt: 40 images, in batches of 32 and 8).
+  for b in 1 8 32; do
+    more=()
+    [ $b = 32 ] && more=(--set images_per_prompt=4)
     step bench_b$b 50 "$vispec" bench bench/gpu-quick.yaml --results "$logs/bench-b$b" --set batch_size=$b \
-      --set device=$device "${bench_sets[@]}"
+      "${more[@]}" --set device=$device "${bench_sets[@]}"
   done
   demos
   also

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh --cpu --quick on this build's binaries: the steps the GPU machine runs with --quick (the
 # dependency decisions, the binaries' start check, the CUDA test cases (skipped here, visibly), vispec step-cost,
-# the gpu-quick bench at batch 1 and 8, the demo in fp32 and bf16, the summary), here without CUDA and at small
-# sizes (the bench on one prompt with SSD alone, its own baseline: every run of a bench also loads the models and
-# the quality judge's 10,000 reference images, ~25 s here; step-cost at one batch with a 1-layer GPT-XL), so that
-# the script cannot rot between the rare runs on a GPU machine. --binaries: it never builds (2 cores), and it
+# the gpu-quick bench at batch 1, 8 and 32, the demo in fp32, bf16 and on 2 CPU threads, the summary and its
+# figures against the GPU-speed targets), here without CUDA and at small sizes (the bench on one prompt with SSD
+# alone, its own baseline: every run of a bench also loads the models and the quality judge's 10,000 reference
+# images, ~25 s here; step-cost with a 1-layer GPT-XL, 8 steps), so that the script cannot rot between the rare runs on a GPU machine. --binaries: it never builds (2 cores), and it
 # reads the build as it is.
 #   bash tests/gpu_check_cpu.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -18,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 grep -q "'none-such' is not the label of a decoder" "$work/parse" || { cat "$work/parse"; echo "FAIL: gpu-quick.yaml"; exit 1; }
 printf 't-shirt/top\n' > "$work/prompts.txt"
 bash "$src/scripts/gpu_check.sh" --cpu --quick --binaries "$build" --deadline 500 \
-  --step-cost-args "--dtypes fp32,bf16 --batches 1 --modes eager --xl-layers 1 --xl-grid 4 --max-steps 8" \
+  --step-cost-args "--dtypes fp32,bf16 --batches 1,32 --modes graphs --xl-layers 1 --xl-grid 4 --max-steps 8" \
   --bench-set "prompts=$work/prompts.txt" \
   --bench-set "decoders=[{label: ssd-r2, decoder: {name: ssd, cfg_scale: 2.0, r: 2}}]" --bench-set baseline=ssd-r2 \
   --also '"$VISPEC" decoders > /dev/null && echo "also ran on $VISPEC_DEVICE"' \
@@ -33,12 +33,13 @@ every = {"mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "
          "sentencepiece", "pcre2", "utf8proc", "fashion-mnist"}
 assert set(s["deps"]) == every and set(s["deps"].values()) <= {"machine", "prefix"}, s["deps"]
 assert s["libs"] and "missing" not in s["libs"].values(), s["libs"]
-for step in ["binaries", "cuda_tests", "step_cost", "step_profile", "bench_b1", "bench_b8", "demo_fp32", "demo_bf16"]:
+for step in ["binaries", "cuda_tests", "step_cost", "step_profile", "bench_b1", "bench_b8", "bench_b32", "demo_fp32",
+             "demo_bf16", "demo_cpu"]:
     assert s["steps"][step]["exit"] == 0, (step, s["steps"])
 assert "configure" not in s["steps"] and "build" not in s["steps"], s["steps"]
 assert "PASSED" in s["tests"] and "FAILED" not in s["tests"], s["tests"]
 assert s["graph_fallbacks"] == {}, s["graph_fallbacks"]  # a CPU captures no graph, so none falls back
-for demo, dtype in [("demo_fp32", "fp32"), ("demo_bf16", "bf16")]:
+for demo, dtype in [("demo_fp32", "fp32"), ("demo_bf16", "bf16"), ("demo_cpu", "fp32")]:
     d = s[demo]
     assert d["images"] == 40 and d["complete"] and d["device"] == "cpu" and d["dtype"] == dtype, d
 rows = s["step_cost"]["rows"]
@@ -60,11 +61,29 @@ for r in profiled:
     assert 0 < len(top) <= 12 and top == sorted(top, reverse=True), p["top"]
     assert abs(sum(p["classes"].values()) - p["us_per_step"]) < 1e-6 * p["us_per_step"] + 1e-9, p
 assert "## Device time per step, by kernel" in open(f"{out}/step-profile-cpu.md").read(), "profile markdown"
-for key, batch in [("batch_1", 1), ("batch_8", 8)]:
+for key, batch, images in [("batch_1", 1, 1), ("batch_8", 8, 1), ("batch_32", 32, 4)]:
     b = s["bench"][key]
-    assert b["name"] == "gpu-quick" and b["batch_size"] == batch and b["images_per_decoder"] == 1, b
+    assert b["name"] == "gpu-quick" and b["batch_size"] == batch and b["images_per_decoder"] == images, b
     assert b["device"] == "cpu" and [d["label"] for d in b["decoders"]] == ["ssd-r2"], b["decoders"]
     assert b["decoders"][0]["images_per_s"] > 0 and b["decoders"][0]["mean_accepted_length"] > 1, b["decoders"]
+assert [f"# Batch {b}" in open(f"{out}/gpu-quick.md").read() for b in (1, 8, 32)] == [True] * 3, "gpu-quick.md"
+# The figures beside the GPU-speed targets (scripts/gpu_figures.py), from this run's own measurements: AR's
+# GPT-XL rows (here 1 layer, run eagerly), the demo over the same demo on 2 CPU threads, SSD as its own baseline
+# at batch 8 (a speedup of 1: not faster), and null where this run measured nothing (no EAGLE-2, LANTERN, SD, SJD).
+f = s["figures"]
+targets = {t["what"].split(":")[0]: t for t in f["targets"]}
+assert len(targets) == 8, f["targets"]
+for what in ["AR, GPT-XL shape, bf16, batch 1", "AR, GPT-XL shape, bf16, batch 32"]:
+    assert targets[what]["value"] > 0 and targets[what]["met"] == (targets[what]["value"] <= float(targets[what]["target"][3:])), targets[what]
+assert f["ar_gptxl_bf16"]["1"]["replayed"] is False and f["ar_gptxl_bf16"]["1"]["llamagen_compiled_over_this"] > 0, f["ar_gptxl_bf16"]
+demo = targets["the demo on the GPU (its faster dtype) over the demo on 2 CPU threads"]
+assert demo["value"] == max(f["demo_images_per_s"]["fp32"], f["demo_images_per_s"]["bf16"]) / f["demo_images_per_s"]["cpu"], demo
+assert targets["ssd at batch 8"]["value"] == 1.0 and targets["ssd at batch 8"]["met"] is False, targets["ssd at batch 8"]
+for what in ["eagle2 at batch 1", "lantern at batch 1", "sd at batch 8", "sjd at batch 8"]:
+    assert targets[what]["value"] is None and targets[what]["met"] is None, targets[what]
+ssd = f["decoders"]["32"]["decoders"][0]
+assert ssd["label"] == "ssd-r2" and ssd["speedup_per_accepted_length"] == 1.0 / ssd["mean_accepted_length"], ssd
+assert "| target | value | bound | met |" in open(f"{out}/figures.md").read(), "figures.md"
 logs = open(f"{out}/logs.txt").read()
 assert "===== cuda_tests.log =====" in logs
 # --also: the experiment ran as a step of its own, with the binaries and the device in its environment.

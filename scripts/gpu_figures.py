@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The GPU figures of one scripts/gpu_check.sh --quick run, each beside its target, from the run's summary.json.
+
+    python3 scripts/gpu_figures.py OUT/summary.json
+
+Adds "figures" to the summary (rewritten whole, then renamed into place) and writes OUT/figures.md. Every figure
+comes from what that one run measured side by side: AR's step on LlamaGen's GPT-XL shape (vispec step-cost), the
+demo on the GPU against the same demo on 2 CPU threads of the same machine, and the gpu-quick bench's decoders at
+batch 1, 8 and 32 against AR in the same bench. A target whose figure the run did not measure (a skipped step, a
+CPU run without graphs) is listed with "met": null. The standard library only: the GPU machine's python3 may have
+nothing else.
+"""
+import json
+import os
+import sys
+
+# The targets of "vispec at GPU speed, part 2" (docs/gpu.md, "The GPU check"). LlamaGen's own sampler compiled
+# with torch.compile(mode="reduce-overhead") took 2.06 ms per GPT-XL token on an H200: the reference for 1.0 ms.
+LLAMAGEN_COMPILED_MS = 2.06
+AR_MS_PER_TOKEN = {1: 1.0, 32: 2.5}  # GPT-XL shape, bf16, replayed as CUDA graphs: at most
+DEMO_OVER_CPU = 10.0                  # the embedded demo on the GPU: at least this many times its 2-core speed
+TREE_SPEEDUP_PER_ACCEPTED = 0.6       # at batch 1: EAGLE-2's and LANTERN's speedup over AR, per accepted token
+TREES = ("eagle2", "lantern")
+FASTER_THAN_AR_AT_8 = ("sd", "sjd", "ssd")
+
+
+def ar_rows(summary):
+    """GPT-XL shape, bf16, the graphs mode: {batch: row} (on a CPU the mode runs eagerly, and says so)."""
+    step_cost = summary.get("step_cost") or {}
+    return {r["batch"]: r for r in step_cost.get("rows", [])
+            if r["model"].startswith("GPT-XL") and r["dtype"] == "bf16" and r["mode"] == "graphs"}
+
+
+def demo_rate(summary, key):
+    demo = summary.get(key)
+    return demo["images_per_s"] if demo and demo.get("complete") else None
+
+
+def bench_decoders(summary):
+    """{batch: [{label, decoder, ms_per_image, speedup, mean_accepted_length, speedup_per_accepted_length}]}."""
+    out = {}
+    for key, bench in (summary.get("bench") or {}).items():
+        if not bench:
+            continue
+        rows = []
+        for d in bench["decoders"]:
+            mal = d["mean_accepted_length"]
+            rows.append({"label": d["label"], "decoder": d["decoder"], "ms_per_image": d["ms_per_image"],
+                         "speedup": d["speedup"], "mean_accepted_length": mal,
+                         "speedup_per_accepted_length": d["speedup"] / mal if mal > 0 else None,
+                         "aten_ops_per_image": d["aten_ops_per_image"]})
+        out[int(key.split("_")[1])] = {"batch_size": bench["batch_size"], "images": bench["images_per_decoder"],
+                                       "baseline": bench["baseline"], "decoders": rows}
+    return out
+
+
+def target(what, value, bound, at_most):
+    met = None if value is None else (value <= bound if at_most else value >= bound)
+    return {"what": what, "value": value, "target": ("<= " if at_most else ">= ") + f"{bound:g}", "met": met}
+
+
+def figures(summary):
+    ar = ar_rows(summary)
+    demo = {k: demo_rate(summary, "demo_" + k) for k in ("fp32", "bf16", "cpu")}
+    fastest = max([v for k, v in demo.items() if k != "cpu" and v] or [0]) or None
+    over_cpu = fastest / demo["cpu"] if fastest and demo["cpu"] else None
+    decoders = bench_decoders(summary)
+    targets = []
+    for batch, bound in AR_MS_PER_TOKEN.items():
+        row = ar.get(batch)  # step-cost's batch counts images (twice as many rows under guidance)
+        targets.append(target(f"AR, GPT-XL shape, bf16, batch {batch}: ms per token", row and row["ms_per_token"],
+                              bound, True))
+    targets.append(target("the demo on the GPU (its faster dtype) over the demo on 2 CPU threads", over_cpu,
+                          DEMO_OVER_CPU, False))
+    at_1 = decoders.get(1, {}).get("decoders", [])
+    for name in TREES:
+        found = [d for d in at_1 if d["decoder"] == name]
+        targets.append(target(f"{name} at batch 1: speedup over AR per mean accepted length",
+                              found[0]["speedup_per_accepted_length"] if found else None,
+                              TREE_SPEEDUP_PER_ACCEPTED, False))
+    at_8 = decoders.get(8, {}).get("decoders", [])
+    for name in FASTER_THAN_AR_AT_8:
+        found = [d for d in at_8 if d["decoder"] == name]
+        value = found[0]["speedup"] if found else None
+        t = target(f"{name} at batch 8: speedup over AR", value, 1.0, False)
+        t["target"], t["met"] = "> 1", None if value is None else value > 1.0
+        targets.append(t)
+    return {
+        "ar_gptxl_bf16": {str(b): {"ms_per_token": r["ms_per_token"], "replayed": r["graphs_replayed"],
+                                   "floor_ms": r["floor_ms"], "over_floor": r["ratio"],
+                                   "llamagen_compiled_over_this": LLAMAGEN_COMPILED_MS / r["ms_per_token"]}
+                          for b, r in sorted(ar.items())},
+        "demo_images_per_s": demo,
+        "demo_over_cpu": over_cpu,
+        "decoders": {str(b): v for b, v in sorted(decoders.items())},
+        "targets": targets,
+    }
+
+
+def fmt(v, digits=3):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def markdown(summary, f):
+    machine = summary.get("gpu") or summary.get("mode")
+    lines = [f"# GPU figures: {machine}, binaries {summary.get('binaries_commit') or '?'}", "",
+             "Measured by one `scripts/gpu_check.sh --quick` run (its summary.json, \"figures\").", "",
+             "| target | value | bound | met |", "| --- | ---: | ---: | --- |"]
+    lines += [f"| {t['what']} | {fmt(t['value'])} | {t['target']} | "
+              f"{'not measured' if t['met'] is None else fmt(t['met'])} |" for t in f["targets"]]
+    lines += ["", "AR per token, GPT-XL shape, bf16, graphs (LlamaGen compiled: 2.06 ms on an H200):", "",
+              "| batch | ms per token | replayed | over the floor | LlamaGen compiled / this |",
+              "| ---: | ---: | --- | ---: | ---: |"]
+    lines += [f"| {b} | {fmt(r['ms_per_token'])} | {fmt(r['replayed'])} | {fmt(r['over_floor'], 1)} | "
+              f"{fmt(r['llamagen_compiled_over_this'], 2)} |" for b, r in f["ar_gptxl_bf16"].items()]
+    demo = f["demo_images_per_s"]
+    lines += ["", f"Demo (40 images), images/s: fp32 {fmt(demo['fp32'], 1)}, bf16 {fmt(demo['bf16'], 1)}, "
+              f"2 CPU threads {fmt(demo['cpu'], 1)}: the GPU {fmt(f['demo_over_cpu'], 1)}x the CPU.", ""]
+    for b, bench in f["decoders"].items():
+        lines += [f"Decoders at batch {bench['batch_size']} ({bench['images']} images each; the baseline "
+                  f"{bench['baseline']}):", "",
+                  "| decoder | ms / image | speedup | mean accepted length | speedup / length | ATen ops / image |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {d['label']} | {fmt(d['ms_per_image'], 1)} | {fmt(d['speedup'], 2)} | "
+                  f"{fmt(d['mean_accepted_length'], 2)} | {fmt(d['speedup_per_accepted_length'], 2)} | "
+                  f"{fmt(d['aten_ops_per_image'], 0)} |" for d in bench["decoders"]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__.strip().splitlines()[2].strip())
+    path = sys.argv[1]
+    with open(path) as f:
+        summary = json.load(f)
+    summary["figures"] = figures(summary)
+    write_atomic(os.path.join(os.path.dirname(path) or ".", "figures.md"), markdown(summary, summary["figures"]))
+    write_atomic(path, json.dumps(summary, indent=2) + "\n")
+    met = [t["met"] for t in summary["figures"]["targets"]]
+    print(f"gpu_figures: {met.count(True)} targets met, {met.count(False)} missed, {met.count(None)} not measured")
+
+
+if __name__ == "__main__":
+    main()
