@@ -7,13 +7,16 @@
 #include <cstdio>
 #include <jpeglib.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 #include <filesystem>
+#include <tuple>
 
 #include "core/check.h"
 #include "io/jpeg.h"
+#include "io/npy_tensor.h"
 #include "io/png.h"
 #include "train/image_folder.h"
 #include "temp_dir_test.h"
@@ -58,6 +61,52 @@ TEST_F(ImageFolderTest, ALargeImageIsBoxHalvedAndCentreCropped) {
       const double want = (16 * y + 4 * (i + 2)) / 127.5 - 1.0;  // columns 2 .. 5 of 8
       for (int c = 0; c < 3; ++c) ASSERT_NEAR(x[c][y][i].item<double>(), want, 1e-6) << y << " " << i;
     }
+}
+
+// LlamaGen's crop run by Pillow itself (the .venv's pillow, through VISPEC_TORCH_PYTHON), then torchvision's
+// ToTensor and Normalize(0.5, 0.5) as torch operations: vispec's image equals it in every float32 bit. Sizes that
+// halve into odd sides, odd sides, no resize, an upscale, gray, and a side whose scaled size is 22.5 (Python's
+// round() gives 22, rounding half to even).
+TEST_F(ImageFolderTest, TheCentreCropEqualsLlamaGensOnPillowBitForBit) {
+  const auto busy = [](int y, int x, int c) { return (37 * x + 91 * y + 53 * c + (x * y) % 13 * 11) % 256; };
+  const std::vector<std::tuple<std::string, int, int, int, int>> images = {
+      // name, width, height, channels, size
+      {"a.png", 200, 150, 3, 16}, {"b.png", 257, 513, 3, 16}, {"c.png", 16, 16, 3, 16}, {"d.png", 17, 40, 1, 16},
+      {"e.png", 45, 33, 3, 16},   {"f.png", 10, 12, 3, 16},   {"g.png", 30, 16, 3, 12}};
+  std::ofstream(dir / "crop.py") << R"(import sys
+import numpy as np, torch
+from PIL import Image
+
+def centre_crop(image, size):  # LlamaGen's center_crop_arr
+    while min(*image.size) >= 2 * size:
+        image = image.resize(tuple(side // 2 for side in image.size), resample=Image.BOX)
+    scale = size / min(*image.size)
+    image = image.resize(tuple(round(side * scale) for side in image.size), resample=Image.BICUBIC)
+    a = np.array(image)
+    top, left = (a.shape[0] - size) // 2, (a.shape[1] - size) // 2
+    return Image.fromarray(a[top:top + size, left:left + size])
+
+for arg in sys.argv[1:]:
+    name, size = arg.split(":")
+    x = torch.from_numpy(np.array(centre_crop(Image.open(name).convert("RGB"), int(size)), np.uint8, copy=True))
+    x = x.permute(2, 0, 1).contiguous().to(torch.float32).div(255)
+    half = torch.tensor([0.5, 0.5, 0.5])[:, None, None]
+    np.save(name + ".npy", x.sub_(half).div_(half).numpy())
+)";
+  std::string args;
+  for (const auto& [name, width, height, channels, size] : images) {
+    png(name, width, height, channels, busy);
+    args += " " + name + ":" + std::to_string(size);
+  }
+  const std::string cmd = "cd " + dir.string() + " && " + VISPEC_TORCH_PYTHON + " crop.py" + args;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const auto& [name, width, height, channels, size] : images) {
+    const auto want = read_npy_tensor((dir / (name + ".npy")).string());
+    const auto got = load_folder_image((dir / name).string(), size, 3);
+    ASSERT_EQ(got.sizes(), want.sizes()) << name;
+    EXPECT_TRUE(torch::equal(got, want)) << name << ": " << (got - want).abs().max().item<double>() * 127.5
+                                         << " levels apart at most";
+  }
 }
 
 TEST_F(ImageFolderTest, AlphaIsDroppedAndAOneChannelVqGetsTheMeanOfRgb) {

@@ -3,10 +3,12 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "core/check.h"
 #include "io/jpeg.h"
+#include "io/pil_resize.h"
 #include "io/png.h"
 
 namespace vispec {
@@ -54,31 +56,28 @@ ImageFolder scan_image_folder(const std::string& root, int64_t max_classes) {
 torch::Tensor load_folder_image(const std::string& path, int64_t size, int64_t channels) {
   VISPEC_CHECK(channels == 1 || channels == 3, path, ": a VQ of ", channels, " channels (1 or 3 are read)");
   int width = 0, height = 0, depth = 0;
-  const auto pixels = lower_extension(path) == ".png" ? read_png(path, width, height, depth)
-                                                      : read_jpeg(path, width, height, depth);  // depth 1 or 3
-  auto x = torch::from_blob(const_cast<uint8_t*>(pixels.data()), {height, width, depth}, torch::kUInt8)
-               .to(torch::kFloat32)
-               .permute({2, 0, 1})
-               .unsqueeze(0);  // [1, depth, H, W] in 0 .. 255
-  if (depth == 1) x = x.expand({1, 3, height, width});
-  while (std::min(x.size(2), x.size(3)) >= 2 * size) {
-    const int64_t h = x.size(2) / 2 * 2, w = x.size(3) / 2 * 2;  // an odd last row or column is left out
-    x = torch::avg_pool2d(x.narrow(2, 0, h).narrow(3, 0, w), 2);
+  auto pixels = lower_extension(path) == ".png" ? read_png(path, width, height, depth)
+                                                : read_jpeg(path, width, height, depth);  // depth 1 or 3
+  // LlamaGen's center_crop_arr, on Pillow's resampling (io/pil_resize.h). A gray image is resized as is: Pillow's
+  // convert("RGB") repeats it over three channels, each resampled alone, so repeating it afterwards is the same.
+  while (std::min(width, height) >= 2 * size) {
+    pixels = pil_resize(pixels, width, height, depth, width / 2, height / 2, PilFilter::kBox);
+    width /= 2, height /= 2;
   }
-  const double scale = double(size) / double(std::min(x.size(2), x.size(3)));
-  const int64_t h = std::max<int64_t>(size, std::llround(double(x.size(2)) * scale)),
-                w = std::max<int64_t>(size, std::llround(double(x.size(3)) * scale));
-  namespace F = torch::nn::functional;
-  x = F::interpolate(x, F::InterpolateFuncOptions()
-                            .size(std::vector<int64_t>{h, w})
-                            .mode(torch::kBicubic)
-                            .align_corners(false)
-                            .antialias(true))
-          .round()
-          .clamp(0, 255);
-  x = x.narrow(2, (h - size) / 2, size).narrow(3, (w - size) / 2, size).squeeze(0);  // [3, size, size]
+  const double scale = double(size) / double(std::min(width, height));
+  // Python's round(): half to even, as nearbyint rounds in the default rounding mode.
+  const int w = int(std::nearbyint(width * scale)), h = int(std::nearbyint(height * scale));
+  VISPEC_CHECK(w >= size && h >= size, path, ": ", width, "x", height, " px do not resize to ", size, " px");
+  pixels = pil_resize(pixels, width, height, depth, w, h, PilFilter::kBicubic);
+  auto x = torch::from_blob(pixels.data(), {h, w, depth}, torch::kUInt8)
+               .narrow(0, (h - size) / 2, size)
+               .narrow(1, (w - size) / 2, size)
+               .permute({2, 0, 1})
+               .to(torch::kFloat32);  // [depth, size, size] in 0 .. 255, a copy
+  if (depth == 1) x = x.expand({3, size, size});
   if (channels == 1) x = x.mean(0, /*keepdim=*/true);
-  return (x / 127.5 - 1.0).contiguous();
+  // torchvision's ToTensor then Normalize(0.5, 0.5), operation for operation: the same float32 values.
+  return ((x / 255.0f - 0.5f) / 0.5f).contiguous();
 }
 
 torch::Tensor load_folder_images(const ImageFolder& folder, const std::vector<size_t>& indices, int64_t size,

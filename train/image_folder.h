@@ -28,9 +28,10 @@ struct ImageFolder {
 ImageFolder scan_image_folder(const std::string& root, int64_t max_classes);
 
 // One image as a VQ of `channels` channels reads it at `size` x `size` px: [channels, size, size] float32 in
-// [-1, 1]. LlamaGen's center_crop_arr: halved by 2x2 box averages while its short side is at least 2 size, then
-// resized (bicubic, antialiased) so that the short side is `size`, rounded to 8 bits, and cut out at the centre.
-// Gray images are repeated over three channels, and a 1-channel VQ gets the mean of RGB.
+// [-1, 1], as LlamaGen's extraction gets it from Pillow and torchvision, bit for bit: center_crop_arr (halved with
+// Pillow's box filter while the short side is at least 2 size, then Pillow's bicubic so that the short side is
+// `size`, io/pil_resize.h; cut out at the centre), then ToTensor and Normalize(0.5, 0.5). Gray images are repeated
+// over three channels, and a 1-channel VQ gets the mean of RGB.
 torch::Tensor load_folder_image(const std::string& path, int64_t size, int64_t channels);
 
 // Images `indices` of a folder, decoded on LibTorch's threads (--threads): [n, channels, size, size].
