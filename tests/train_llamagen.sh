@@ -113,14 +113,19 @@ for i in range(12):
     np.save(f"wrong/imagenet128_codes/{i}.npy", rng.integers(0, 256, (1, 2, 256)))  # a 16x16 grid
     np.save(f"wrong/imagenet128_labels/{i}.npy", np.array([0]))
 PY
-train gpt --codes codes --out from_codes
+"$vispec" train gpt --codes codes --out from_codes --config model.yaml --steps 4 --batch-size 4 --threads 2 \
+  --log-every 2 --checkpoint-every 4 >> train.log 2>&1 || { cat train.log; fail "train gpt --codes"; }
 "$torch_py" - <<'PY' || fail "code files"
 import numpy as np
 from safetensors.numpy import load_file
 t = load_file("from_codes/tokens.safetensors")
 assert t["train_tokens"].shape == (22, 64) and t["test_tokens"].shape == (2, 64), t["train_tokens"].shape
-first = np.load("codes/imagenet128_codes/0.npy").reshape(2, 64)
-assert (t["train_tokens"][:2] == first).all() and t["train_labels"][:4].tolist() == [0, 0, 1, 1]
+# Every file in its place (read on two threads): 0 .. 11 without the held-out 9, then 9.
+files = [np.load(f"codes/imagenet128_codes/{i}.npy").reshape(2, 64) for i in range(12)]
+train_files = [i for i in range(12) if i != 9]
+assert (t["train_tokens"] == np.concatenate([files[i] for i in train_files])).all()
+assert (t["test_tokens"] == files[9]).all()
+assert t["train_labels"].tolist() == [i % 3 for i in train_files for _ in range(2)], t["train_labels"]
 PY
 
 # JPEG files read as PIL reads them: the same tokens as their PIL-decoded PNG copies.

@@ -1,5 +1,6 @@
 #include "train/token_data.h"
 
+#include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -141,11 +142,10 @@ TensorMap read_codes(const std::string& root, const ModelConfig& model, int64_t 
     if (entry.path().extension() == ".npy") ++files;
   VISPEC_CHECK(files > 0, codes_dir.string(), ": no .npy code files");
   spdlog::info("reading {} code files from {}", files, codes_dir.string());
-  std::vector<torch::Tensor> tokens;
-  std::vector<int64_t> labels;
-  int64_t per = -1;
+  std::vector<torch::Tensor> tokens(static_cast<size_t>(files));
+  std::vector<int64_t> labels(static_cast<size_t>(files));
   const int64_t vocab = model.gpt.vocab_size;
-  for (int64_t i = 0; i < files; ++i) {
+  const auto read_file = [&](int64_t i) {  // file i's codes and class; returns its augmentations
     const auto name = std::to_string(i) + ".npy";
     const auto path = (codes_dir / name).string();
     VISPEC_CHECK(fs::exists(path), path, ": missing (code files are numbered 0 .. ", files - 1, ")");
@@ -153,9 +153,6 @@ TensorMap read_codes(const std::string& root, const ModelConfig& model, int64_t 
     VISPEC_CHECK(codes.dim() >= 1 && codes.numel() > 0 && codes.size(-1) == T, path, ": codes of shape ", codes.sizes(),
                  ", not [1, augmentations, ", T, "] (", T, ": the trained GPT's grid squared)");
     codes = codes.reshape({-1, T});
-    if (per < 0) per = codes.size(0);
-    VISPEC_CHECK(codes.size(0) == per, path, ": ", codes.size(0), " augmentations where ",
-                 (codes_dir / "0.npy").string(), " has ", per);
     VISPEC_CHECK(codes.min().item<int64_t>() >= 0 && codes.max().item<int64_t>() < vocab, path,
                  ": a code outside the model's vocabulary of ", vocab);
     const auto label_path = (labels_dir / name).string();
@@ -163,9 +160,20 @@ TensorMap read_codes(const std::string& root, const ModelConfig& model, int64_t 
     VISPEC_CHECK(label.numel() == 1, label_path, ": ", label.numel(), " values, not one class");
     const int64_t y = label.item<int64_t>();
     VISPEC_CHECK(y >= 0 && y < num_classes, label_path, ": class ", y, " outside the model's ", num_classes);
-    tokens.push_back(codes.to(vocab <= 32768 ? torch::kInt16 : torch::kInt32));
-    labels.push_back(y);
-  }
+    tokens[size_t(i)] = codes.to(vocab <= 32768 ? torch::kInt16 : torch::kInt32);
+    labels[size_t(i)] = y;
+    return codes.size(0);
+  };
+  // File 0 first (every other file must have its augmentations, and a folder of wrong files is reported by its
+  // first), then the rest on LibTorch's threads (--threads): a million small files on a shared filesystem.
+  const int64_t per = read_file(0);
+  at::parallel_for(1, files, 1, [&](int64_t from, int64_t to) {
+    for (int64_t i = from; i < to; ++i) {
+      const int64_t augmentations = read_file(i);
+      VISPEC_CHECK(augmentations == per, (codes_dir / (std::to_string(i) + ".npy")).string(), ": ", augmentations,
+                   " augmentations where ", (codes_dir / "0.npy").string(), " has ", per);
+    }
+  });
   return split(tokens, labels, per);
 }
 
