@@ -392,6 +392,8 @@ write_summary() {
   } > "$outdir/summary.json"
   # Each figure beside its target ("figures" in the summary, figures.md): the standard library only.
   "${torch_python:-python3}" "$src/scripts/gpu_figures.py" "$outdir/summary.json" \
+    --demo-metrics "fp32=$logs/demo-fp32/metrics.jsonl" --demo-metrics "bf16=$logs/demo-bf16/metrics.jsonl" \
+    --demo-metrics "cpu=$logs/demo-cpu/metrics.jsonl" \
     || echo "gpu_check: scripts/gpu_figures.py failed: the summary has no figures"
   # The three benches' tables in one file (the device tool brings back at most eight).
   for b in 1 8 32; do

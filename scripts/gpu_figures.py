@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """The GPU figures of one scripts/gpu_check.sh --quick run, each beside its target, from the run's summary.json.
 
-    python3 scripts/gpu_figures.py OUT/summary.json
+    python3 scripts/gpu_figures.py OUT/summary.json [--demo-metrics DTYPE=METRICS.jsonl]...
 
 Adds "figures" to the summary (rewritten whole, then renamed into place) and writes OUT/figures.md. Every figure
 comes from what that one run measured side by side: AR's step on LlamaGen's GPT-XL shape (vispec step-cost), the
 demo on the GPU against the same demo on 2 CPU threads of the same machine, and the gpu-quick bench's decoders at
 batch 1, 8 and 32 against AR in the same bench. A target whose figure the run did not measure (a skipped step, a
-CPU run without graphs) is listed with "met": null. The standard library only: the GPU machine's python3 may have
-nothing else.
+CPU run without graphs) is listed with "met": null. With --demo-metrics (a demo run's metrics.jsonl), the demo's
+time is also split into its batches: the first carries what a run does once (CUDA graph captures and their checks,
+the fused kernels' checks, libraries loaded on first use), the others are the decode itself. The standard library
+only: the GPU machine's python3 may have nothing else.
 """
+import argparse
 import json
 import os
-import sys
 
 # The targets of "vispec at GPU speed, part 2" (docs/gpu.md, "The GPU check"). LlamaGen's own sampler compiled
 # with torch.compile(mode="reduce-overhead") took 2.06 ms per GPT-XL token on an H200: the reference for 1.0 ms.
@@ -54,12 +56,31 @@ def bench_decoders(summary):
     return out
 
 
+def demo_batches(path):
+    """A demo's batches in order, from its metrics.jsonl: each sample's wall_ms is its batch's time over the batch's
+    size, so a batch is a run of consecutive samples of one unit with the same wall_ms."""
+    batches = []
+    key = None
+    with open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            if (row["unit"], row["wall_ms"]) != key:
+                key = (row["unit"], row["wall_ms"])
+                batches.append({"images": 0, "ms": 0.0})
+            batches[-1]["images"] += 1
+            batches[-1]["ms"] += row["wall_ms"]
+    later = batches[1:]
+    return {"batches": batches, "first_ms": batches[0]["ms"] if batches else None,
+            "later_images_per_s": (sum(b["images"] for b in later) / (sum(b["ms"] for b in later) / 1e3)
+                                   if later and sum(b["ms"] for b in later) > 0 else None)}
+
+
 def target(what, value, bound, at_most):
     met = None if value is None else (value <= bound if at_most else value >= bound)
     return {"what": what, "value": value, "target": ("<= " if at_most else ">= ") + f"{bound:g}", "met": met}
 
 
-def figures(summary):
+def figures(summary, demo_metrics):
     ar = ar_rows(summary)
     demo = {k: demo_rate(summary, "demo_" + k) for k in ("fp32", "bf16", "cpu")}
     fastest = max([v for k, v in demo.items() if k != "cpu" and v] or [0]) or None
@@ -92,6 +113,7 @@ def figures(summary):
                           for b, r in sorted(ar.items())},
         "demo_images_per_s": demo,
         "demo_over_cpu": over_cpu,
+        "demo_batches": {k: demo_batches(path) for k, path in demo_metrics.items() if os.path.isfile(path)},
         "decoders": {str(b): v for b, v in sorted(decoders.items())},
         "targets": targets,
     }
@@ -120,6 +142,11 @@ def markdown(summary, f):
     demo = f["demo_images_per_s"]
     lines += ["", f"Demo (40 images), images/s: fp32 {fmt(demo['fp32'], 1)}, bf16 {fmt(demo['bf16'], 1)}, "
               f"2 CPU threads {fmt(demo['cpu'], 1)}: the GPU {fmt(f['demo_over_cpu'], 1)}x the CPU.", ""]
+    for k, d in f["demo_batches"].items():
+        lines += [f"Demo {k}, by batch: the first {fmt(d['first_ms'], 1)} ms, then "
+                  f"{', '.join(fmt(b['ms'], 1) for b in d['batches'][1:]) or 'none'} ms "
+                  f"({fmt(d['later_images_per_s'], 1)} images/s after the first)."]
+    lines.append("")
     for b, bench in f["decoders"].items():
         lines += [f"Decoders at batch {bench['batch_size']} ({bench['images']} images each; the baseline "
                   f"{bench['baseline']}):", "",
@@ -142,12 +169,14 @@ def write_atomic(path, text):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2].strip())
-    path = sys.argv[1]
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("summary")
+    parser.add_argument("--demo-metrics", action="append", default=[], metavar="DTYPE=METRICS.jsonl")
+    args = parser.parse_args()
+    path = args.summary
     with open(path) as f:
         summary = json.load(f)
-    summary["figures"] = figures(summary)
+    summary["figures"] = figures(summary, dict(m.split("=", 1) for m in args.demo_metrics))
     write_atomic(os.path.join(os.path.dirname(path) or ".", "figures.md"), markdown(summary, summary["figures"]))
     write_atomic(path, json.dumps(summary, indent=2) + "\n")
     met = [t["met"] for t in summary["figures"]["targets"]]

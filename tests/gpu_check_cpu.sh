@@ -83,6 +83,10 @@ for what in ["eagle2 at batch 1", "lantern at batch 1", "sd at batch 8", "sjd at
     assert targets[what]["value"] is None and targets[what]["met"] is None, targets[what]
 ssd = f["decoders"]["32"]["decoders"][0]
 assert ssd["label"] == "ssd-r2" and ssd["speedup_per_accepted_length"] == 1.0 / ssd["mean_accepted_length"], ssd
+# Each demo split into its batches (two of 20: the first carries what a run does once).
+for k in ["fp32", "bf16", "cpu"]:
+    b = f["demo_batches"][k]
+    assert [x["images"] for x in b["batches"]] == [20, 20] and b["first_ms"] > 0 and b["later_images_per_s"] > 0, b
 assert "| target | value | bound | met |" in open(f"{out}/figures.md").read(), "figures.md"
 logs = open(f"{out}/logs.txt").read()
 assert "===== cuda_tests.log =====" in logs
