@@ -39,6 +39,7 @@ PassWeights pass_weights(int in_size, int out_size, PilFilter filter) {
   p.count.resize(size_t(out_size));
   p.weight.assign(size_t(out_size) * size_t(p.taps), 0);
   std::vector<double> w(size_t(p.taps));
+  const double shrink = 1.0 / filter_scale;  // Pillow multiplies by the reciprocal (the last bit can differ)
   for (int o = 0; o < out_size; ++o) {
     const double center = (o + 0.5) * scale;
     // Pillow's rounding: a conversion to int (towards zero) of the value plus one half, then clamped.
@@ -46,7 +47,6 @@ PassWeights pass_weights(int in_size, int out_size, PilFilter filter) {
     const int count = std::min(in_size, int(center + support + 0.5)) - lo;
     double total = 0.0;
     std::fill(w.begin(), w.end(), 0.0);
-    const double shrink = 1.0 / filter_scale;  // Pillow multiplies by the reciprocal (the last bit can differ)
     for (int i = 0; i < count; ++i) {
       const double x = (i + lo - center + 0.5) * shrink;
       w[size_t(i)] = filter == PilFilter::kBox ? box_weight(x) : bicubic_weight(x);
@@ -67,8 +67,8 @@ PassWeights pass_weights(int in_size, int out_size, PilFilter filter) {
 // A weighted sum in fixed point, started at one half, back to 8 bits (an arithmetic shift, then clamped).
 uint8_t to_8_bits(int64_t sum) { return uint8_t(std::clamp<int64_t>(sum >> kPrecisionBits, 0, 255)); }
 
-// Resamples along one axis. `lines` lines of `length` pixels each; stride_pixel: between neighbours along the
-// axis, stride_line: between lines (in values, each pixel `channels` values).
+// Resamples along one axis: `lines` lines of in_length pixels to lines of out_length, the lines being the rows
+// (horizontal) or the columns of a row-major image of `channels` values per pixel.
 std::vector<uint8_t> resample_axis(const std::vector<uint8_t>& in, int in_length, int out_length, int lines,
                                    int channels, bool horizontal, PilFilter filter) {
   const auto p = pass_weights(in_length, out_length, filter);
