@@ -35,6 +35,7 @@ TORCH_LIBRARY(vispec, m) {
       "sample_next(Tensor logits, Tensor u, float temperature, int top_k, float top_p, Tensor(a!) nonfinite) -> "
       "Tensor");
   m.def("cfg_mix(Tensor logits, float scale) -> Tensor");
+  m.def("note_nonfinite(Tensor x, Tensor(a!) flag) -> ()");
   m.def("keyed_uniforms(Tensor sample_ids, Tensor positions, Tensor? draws, int seed, int purpose) -> Tensor");
   m.def(
       "tree_walk(Tensor? p, Tensor? target, Tensor token, Tensor depth, Tensor children, Tensor? node_q, "
@@ -51,6 +52,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("rope_write_kv", &cpu::rope_write_kv);
   m.impl("sample_next", &cpu::sample_next);
   m.impl("cfg_mix", &cpu::cfg_mix);
+  m.impl("note_nonfinite", &cpu::note_nonfinite);
   m.impl("keyed_uniforms", &cpu::keyed_uniforms);
   m.impl("tree_walk", &cpu::tree_walk);
 }
@@ -71,6 +73,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("linear_silu_mul", &cuda::linear_silu_mul_cuda);
   m.impl("sample_next", &cuda::sample_next_cuda);
   m.impl("cfg_mix", &cuda::cfg_mix_cuda);
+  m.impl("note_nonfinite", &cuda::note_nonfinite_cuda);
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
   m.impl("tree_walk", &cuda::tree_walk_cuda);
 }
@@ -130,6 +133,11 @@ at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double tem
 at::Tensor cfg_mix(const at::Tensor& logits, double scale) {
   static const auto op = handle<at::Tensor(const at::Tensor&, double)>("vispec::cfg_mix");
   return op.call(logits, scale);
+}
+
+void note_nonfinite(const at::Tensor& x, const at::Tensor& flag) {
+  static const auto op = handle<void(const at::Tensor&, const at::Tensor&)>("vispec::note_nonfinite");
+  op.call(x, flag);
 }
 
 at::Tensor keyed_uniforms(const at::Tensor& sample_ids, const at::Tensor& positions,

@@ -308,6 +308,18 @@ __global__ void cfg_mix_kernel(const T* __restrict__ logits, float* __restrict__
   }
 }
 
+// Every thread tests its values; a block with any non-finite one sets the flag (threads of other blocks may set it
+// too: they all write true).
+template <typename T>
+__global__ void note_nonfinite_kernel(const T* __restrict__ x, int64_t n, bool* __restrict__ flag) {
+  wait_for_previous();
+  start_next();
+  bool bad = false;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    bad |= !isfinite(to_float(x[i]));
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = true;
+}
+
 __global__ void keyed_uniforms_kernel(const int64_t* __restrict__ ids, const int64_t* __restrict__ positions,
                                       const int64_t* __restrict__ draws, double* __restrict__ u, int64_t B, int64_t C,
                                       uint64_t seed, uint32_t purpose) {
@@ -399,6 +411,14 @@ int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale,
     using T = decltype(zero);
     return launch_kernel(cfg_mix_kernel<T>, blocks_for(n, 256), 256, stream, static_cast<const T*>(logits), out, n,
                          scale);
+  });
+}
+
+int note_nonfinite(Dtype dtype, const void* x, int64_t n, bool* flag, CUstream_st* stream) {
+  if (n == 0) return 0;
+  return by_dtype(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    return launch_kernel(note_nonfinite_kernel<T>, blocks_for(n, 256), 256, stream, static_cast<const T*>(x), n, flag);
   });
 }
 

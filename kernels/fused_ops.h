@@ -71,6 +71,11 @@ at::Tensor sample_next(const at::Tensor& logits, const at::Tensor& u, double tem
 // formula (decoding/floor/sampler.h's cfg_combine) computes it, bit for bit.
 at::Tensor cfg_mix(const at::Tensor& logits, double scale);
 
+// The samplers' non-finite watch (decoding/floor/sampler.h): ORs true into the 0-dim bool `flag` (on x's device)
+// where any value of x (float32, bfloat16 or float16) is NaN or infinite, and leaves it as it is otherwise. One
+// pass, where the composite formula (isfinite, logical_not, any, logical_or_) is four kernels.
+void note_nonfinite(const at::Tensor& x, const at::Tensor& flag);
+
 // The keyed uniforms of core/rng.h for tensors of keys, on their device: sample_ids [B] int64, positions
 // [B, C] int64, draws [B, C] int64 or none (draw 0) -> float64 [B, C], element (b, c) being
 // uniform(RngKey{seed, sample_ids[b]}, positions[b][c], purpose, draws[b][c]) bit for bit (core/philox.h's

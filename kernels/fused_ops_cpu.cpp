@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -327,6 +328,50 @@ torch::Tensor cfg_mix(const torch::Tensor& logits_in, double scale) {
     });
   });
   return out;
+}
+
+void check_note_nonfinite(const torch::Tensor& x, const torch::Tensor& flag) {
+  VISPEC_ASSERT(flag.dim() == 0 && flag.scalar_type() == torch::kBool && flag.device() == x.device(),
+                "note_nonfinite: the flag is ", flag.sizes(), " ", flag.scalar_type(), " on ", flag.device(),
+                ", not a 0-dim bool on ", x.device());
+}
+
+namespace {
+// Whether any of n values is NaN or infinite: its exponent bits all set (no early exit, so the loop vectorises).
+template <typename Bits>
+bool any_nonfinite(const Bits* v, int64_t n, Bits exponent) {
+  bool bad = false;
+  for (int64_t i = 0; i < n; ++i) bad |= (v[i] & exponent) == exponent;
+  return bad;
+}
+}  // namespace
+
+void note_nonfinite(const torch::Tensor& x_in, const torch::Tensor& flag) {
+  check_note_nonfinite(x_in, flag);
+  const auto x = x_in.contiguous();
+  const int64_t n = x.numel();
+  std::atomic<bool> bad{false};
+  at::parallel_for(0, n, 1 << 16, [&](int64_t i0, int64_t i1) {
+    bool found = false;
+    switch (x.scalar_type()) {
+      case torch::kFloat32:
+        found = any_nonfinite(reinterpret_cast<const uint32_t*>(x.data_ptr()) + i0, i1 - i0, uint32_t(0x7f800000));
+        break;
+      case torch::kFloat64:
+        found =
+            any_nonfinite(reinterpret_cast<const uint64_t*>(x.data_ptr()) + i0, i1 - i0, uint64_t(0x7ff0000000000000));
+        break;
+      case torch::kBFloat16:
+        found = any_nonfinite(reinterpret_cast<const uint16_t*>(x.data_ptr()) + i0, i1 - i0, uint16_t(0x7f80));
+        break;
+      case torch::kHalf:
+        found = any_nonfinite(reinterpret_cast<const uint16_t*>(x.data_ptr()) + i0, i1 - i0, uint16_t(0x7c00));
+        break;
+      default: VISPEC_FAIL("note_nonfinite: ", x.scalar_type(), " values (a floating dtype is watched)");
+    }
+    if (found) bad = true;
+  });
+  if (bad) flag.fill_(true);
 }
 
 void check_keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,

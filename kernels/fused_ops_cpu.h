@@ -37,6 +37,8 @@ void check_sample_next(const torch::Tensor& logits, const torch::Tensor& u, cons
 
 torch::Tensor cfg_mix(const torch::Tensor& logits, double scale);
 void check_cfg_mix(const torch::Tensor& logits);
+void note_nonfinite(const torch::Tensor& x, const torch::Tensor& flag);
+void check_note_nonfinite(const torch::Tensor& x, const torch::Tensor& flag);
 torch::Tensor keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,
                              const std::optional<torch::Tensor>& draws, int64_t seed, int64_t purpose);
 void check_keyed_uniforms(const torch::Tensor& sample_ids, const torch::Tensor& positions,

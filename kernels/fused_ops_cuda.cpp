@@ -206,6 +206,18 @@ torch::Tensor cfg_mix_cuda(const torch::Tensor& logits_in, double scale) {
   return out;
 }
 
+void note_nonfinite_cuda(const torch::Tensor& x_in, const torch::Tensor& flag) {
+  cpu::check_note_nonfinite(x_in, flag);
+  if (x_in.scalar_type() == torch::kFloat64) {  // no kernel for float64: the composite formula
+    flag.logical_or_(torch::isfinite(x_in).logical_not().any());
+    return;
+  }
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const auto x = x_in.contiguous();
+  check_launch(note_nonfinite(dtype_of(x), x.data_ptr(), x.numel(), flag.data_ptr<bool>(), stream_of(x)),
+               "note_nonfinite");
+}
+
 torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids_in, const torch::Tensor& positions_in,
                                   const std::optional<torch::Tensor>& draws_in, int64_t seed, int64_t purpose) {
   cpu::check_keyed_uniforms(sample_ids_in, positions_in, draws_in);

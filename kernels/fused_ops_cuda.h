@@ -30,6 +30,9 @@ int sample_next(const float* logits, const double* u, int64_t* tokens, bool* non
 // logits [2, n] (cond, uncond) in dtype -> out [n] float: uncond + scale (cond - uncond).
 int cfg_mix(Dtype dtype, const void* logits, float* out, int64_t n, float scale, CUstream_st* stream);
 
+// x [n] in dtype: *flag (a device bool) set where a value is NaN or infinite, left as it is otherwise.
+int note_nonfinite(Dtype dtype, const void* x, int64_t n, bool* flag, CUstream_st* stream);
+
 // ids [B], positions and draws (or nullptr: draw 0) [B, C] -> u [B, C], core/philox.h's keyed uniforms.
 int keyed_uniforms(const int64_t* ids, const int64_t* positions, const int64_t* draws, double* u, int64_t B, int64_t C,
                    uint64_t seed, uint32_t purpose, CUstream_st* stream);

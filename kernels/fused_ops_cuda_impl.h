@@ -31,6 +31,7 @@ torch::Tensor attend_cache_cuda(const torch::Tensor& q, const torch::Tensor& k_c
                                 int64_t keys, const std::optional<torch::Tensor>& mask, bool causal);
 
 torch::Tensor cfg_mix_cuda(const torch::Tensor& logits, double scale);
+void note_nonfinite_cuda(const torch::Tensor& x, const torch::Tensor& flag);
 torch::Tensor keyed_uniforms_cuda(const torch::Tensor& sample_ids, const torch::Tensor& positions,
                                   const std::optional<torch::Tensor>& draws, int64_t seed, int64_t purpose);
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -177,6 +178,16 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
     const auto pair = pattern({2, 3, 70}, 0.2, dtype) * 4;
     if (problem.empty() && !torch::equal(cfg_mix(pair.to(device), 2.5).cpu(), cfg_mix(pair, 2.5)))
       problem = "cfg_mix mixed other logits";
+    // The non-finite watch: values all finite, one NaN, one infinity; and a flag already set stays set.
+    for (int bad = 0; bad < 4; ++bad) {
+      const auto x = pattern({3, 700}, 0.4, dtype);
+      if (bad == 1) x[1][333].fill_(std::numeric_limits<double>::quiet_NaN());
+      if (bad == 2) x[2][699].fill_(-std::numeric_limits<double>::infinity());
+      const auto flag = torch::full({}, bad == 3, torch::kBool), on_device = flag.to(device);
+      note_nonfinite(x, flag);
+      note_nonfinite(x.to(device), on_device);
+      if (problem.empty() && !torch::equal(on_device.cpu(), flag)) problem = "note_nonfinite set another flag";
+    }
     // The keyed uniforms: the same bits (integer arithmetic, then one exact conversion).
     const auto ids = torch::tensor({int64_t(0), int64_t(7), (int64_t(1) << 40) + 3}, torch::kInt64);
     const auto positions = torch::arange(12, torch::kInt64).view({3, 4}) * 977;

@@ -127,6 +127,49 @@ TEST(FusedOps, CfgMixEqualsTheCompositeFormulaBitForBit) {
   }
 }
 
+// The non-finite watch in one operator sets the flag exactly where the composite formula does: all finite
+// (including the largest finite values and subnormals), a NaN, +infinity or -infinity at the first, a middle or
+// the last element, in every floating dtype; and a flag already set stays set. The samplers note through it.
+TEST(FusedOps, NoteNonfiniteSetsTheFlagWhereTheCompositeWatchDoes) {
+  torch::manual_seed(12);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kHalf, torch::kFloat64}) {
+    const auto finfo_max = dtype == torch::kHalf ? 65504.0 : dtype == torch::kBFloat16 ? 3.38e38 : 3.4e38;
+    for (const double bad : {0.0, nan, inf, -inf}) {
+      for (const int64_t at : {int64_t(0), int64_t(70000), int64_t(3 * 65537 - 1)}) {
+        auto x = (torch::randn({3, 65537}) * 5).to(dtype);
+        x.view(-1)[1] = finfo_max;  // finite: the exponent is not all ones
+        x.view(-1)[2] = 1e-40;      // a subnormal float32 (zero in half)
+        if (bad != 0.0) x.view(-1)[at] = bad;
+        for (const bool set : {false, true}) {
+          const auto flag = torch::full({}, set, torch::kBool);
+          kernels::note_nonfinite(x, flag);
+          const bool want = set || torch::isfinite(x).logical_not().any().item<bool>();
+          EXPECT_EQ(flag.item<bool>(), want) << dtype << " " << bad << " at " << at << ", set " << set;
+          EXPECT_EQ(want, set || bad != 0.0) << "the composite formula itself";
+        }
+      }
+    }
+  }
+  EXPECT_THROW(kernels::note_nonfinite(torch::zeros({3}), torch::zeros({1}, torch::kBool)), std::exception);
+  // The samplers' watch goes through it (as decoding runs, without gradients): one operator where the composite
+  // is four.
+  torch::NoGradGuard no_grad;
+  const auto logits = torch::randn({2, 50});
+  greedy_tokens(logits);  // the thread's flag is made at its first note
+  OpCounter fused_ops;
+  greedy_tokens(logits);
+  const int64_t fused = fused_ops.ops();
+  int64_t composite = 0;
+  {
+    kernels::CompositeOnly plain;
+    OpCounter counter;
+    greedy_tokens(logits);
+    composite = counter.ops();
+  }
+  EXPECT_EQ(composite - fused, 3) << fused << " operators fused, " << composite << " composite";
+}
+
 TEST(FusedOps, NormsAndGateEqualTheCompositeFormulas) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(11);

@@ -37,8 +37,9 @@ namespace {
 // replayed CUDA graph ORs into the same flag that seen() reads (models/gpt/step_graph.h).
 thread_local torch::Tensor flag;
 void note(const torch::Tensor& logits) {
-  const auto bad = torch::isfinite(logits).logical_not().any();
-  flag_on(bad.device()).logical_or_(bad);
+  const auto& flag = flag_on(logits.device());
+  if (kernels::use_fused(logits)) return kernels::note_nonfinite(logits, flag);  // one kernel, not four
+  flag.logical_or_(torch::isfinite(logits).logical_not().any());
 }
 }  // namespace
 const torch::Tensor& flag_on(const torch::Device& device) {
@@ -59,7 +60,7 @@ torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& pa
     auto idx = l.argmax(-1, /*keepdim=*/true);
     return torch::zeros_like(l).scatter_(-1, idx, 1.0);
   }
-  l = l / std::max(params.temperature, 1e-5);
+  if (params.temperature != 1.0) l = l / std::max(params.temperature, 1e-5);  // x / 1 is x: no kernel for it
   l = apply_top_k(l, params.top_k);
   l = apply_top_p(l, params.top_p);
   return torch::softmax(l, -1);
