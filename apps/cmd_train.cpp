@@ -96,7 +96,8 @@ void add_train_commands(CLI::App& app, Action& action) {
   gpt_cmd->add_flag("--drafter", gpt.drafter,
                     "train the config's drafters.gpt (SD's small drafter) instead of the target");
   gpt_cmd->add_flag("--mulo", gpt.mulo, "train drafters.mulo.gpt (MuLo-SD's drafter) on half-resolution images");
-  gpt_cmd->add_option("--images", gpt.images, "an image folder in ImageNet's layout (one sub-folder per class, PNG)");
+  gpt_cmd->add_option("--images", gpt.images,
+                      "an image folder in ImageNet's layout (one sub-folder per class, PNG or JPEG files)");
   gpt_cmd->add_option("--codes", gpt.codes, "LlamaGen's extracted codes (its --code-path: <dataset><size>_codes/)");
   gpt_cmd->callback([&action] { action = [] { return run_trainer(gpt, [] { train_gpt(gpt); }); }; });
   auto* cls_cmd = train->add_subcommand("classifier", "the evaluation classifier (vispec eval) on Fashion-MNIST");
@@ -120,7 +121,8 @@ void add_train_commands(CLI::App& app, Action& action) {
   static double token_weight = 0;
   mulo_cmd->add_option("--max-images", mulo.max_images, "the first N training images only (0 = all)")
       ->capture_default_str();
-  mulo_cmd->add_option("--images", mulo.images, "an image folder in ImageNet's layout (one sub-folder per class, PNG)");
+  mulo_cmd->add_option("--images", mulo.images,
+                       "an image folder in ImageNet's layout (one sub-folder per class, PNG or JPEG files)");
   mulo_cmd
       ->add_option("--token-weight", token_weight,
                    "weight of a cross-entropy on the nearest-code tokens (0: the "

@@ -214,7 +214,8 @@ TokenData load_token_data(const TrainOptions& o, const ModelConfig& model, bool 
   VISPEC_CHECK(o.codes.empty() || !half, "--codes with --mulo: LlamaGen's codes are of full-resolution images");
   std::unique_ptr<ImageFolder> folder;
   if (!o.images.empty()) folder = std::make_unique<ImageFolder>(scan_image_folder(o.images, num_classes));
-  const auto source = cache_source(o, model, half, folder.get());
+  // Only rank 0 checks or writes the cache: the other ranks do not stat every file of the source again.
+  const auto source = o.writes() ? cache_source(o, model, half, folder.get()) : std::string();
   const bool cached = file_exists(cache);  // every rank's answer is the same: nothing writes it before a barrier
   if (cached && o.writes()) {
     Metadata made;

@@ -119,11 +119,16 @@ void train_mulo_resamplers(const TrainOptions& o, double token_weight) {
     return load_vq(model, device);
   }();
   for (auto& p : vq->parameters()) p.requires_grad_(false);
-  // Rank 0 tokenises into the run directory's caches; the other ranks read them.
-  if (o.writes()) load_split(o, "train", o.max_images, vq, model), load_split(o, "test", 1000, vq, model);
+  // Rank 0 decodes the images and tokenises them into the run directory's caches; the other ranks decode the
+  // images once the caches are there, and read their tokens.
+  Resolutions train, test;
+  const auto load_both = [&] {
+    train = load_split(o, "train", o.max_images, vq, model);
+    test = load_split(o, "test", 1000, vq, model);
+  };
+  if (o.writes()) load_both();
   o.ranks().barrier();
-  const auto train = load_split(o, "train", o.max_images, vq, model);
-  const auto test = load_split(o, "test", 1000, vq, model);
+  if (!o.writes()) load_both();
   const int64_t g = model.gpt.grid_size, gl = model.mulo.gpt.grid_size;
 
   MuloResamplers net(model.mulo.resamplers);
