@@ -1,6 +1,7 @@
 // The KV cache and cached forwards against recomputation from scratch (fp32, max |diff| <= 1e-5).
 #include <gtest/gtest.h>
 
+#include "core/op_counter.h"
 #include "models/gpt/gpt.h"
 #include "tiny_models.h"
 
@@ -166,6 +167,51 @@ TEST(KvCache, ExtendedBlockEqualsOneBlock) {
     d = std::max(d, max_diff(n0.logits, n1.logits));
     std::printf("extended vs one block (%s rows): max |diff| = %.3g\n", ragged ? "ragged" : "equal", d);
     EXPECT_LE(d, kTol);
+  }
+}
+
+// A commit moves the kept entries of every layer's keys and values at once (one storage for them all): what it
+// writes equals each layer's entries moved on their own, on the host's path and on the static (device) path, and
+// the operators it issues are the same for 1 layer and for 6, so a 48-layer model's commit is no longer 192
+// gathers and scatters.
+TEST(KvCache, KeepRowsMovesEveryLayerInOneGatherAndOneScatter) {
+  torch::manual_seed(5);
+  const int64_t B = 2, H = 2, S = 16, D = 4, pending = 5;
+  const std::vector<std::vector<int64_t>> rows{{0, 2, 3}, {1}};
+  const auto on_device = torch::tensor({0, 2, 3, 1, -1, -1}, torch::kInt64).view({B, 3});
+  for (bool device : {false, true}) {
+    std::vector<int64_t> ops;
+    for (int64_t layers : {1, 6}) {
+      KvCache cache(layers, B, H, S, D, torch::kFloat32, torch::kCPU);
+      if (device) cache.use_device_lengths();
+      cache.begin_block(4, torch::Tensor());
+      cache.shift_lengths({4, 2});  // rows of different committed lengths
+      std::vector<torch::Tensor> before;
+      for (int64_t l = 0; l < layers; ++l)
+        for (const auto& t : {cache.keys(l), cache.values(l)}) before.push_back(t.copy_(torch::randn_like(t)).clone());
+      cache.begin_block(pending, torch::Tensor());
+      OpCounter counter;
+      cache.keep_rows(rows, device ? on_device : torch::Tensor());
+      ops.push_back(counter.ops());
+      EXPECT_EQ(cache.length(0), 7);
+      EXPECT_EQ(cache.length(1), 3);
+      for (int64_t l = 0; l < layers; ++l)
+        for (int64_t kv = 0; kv < 2; ++kv) {
+          auto want = before[size_t(2 * l + kv)].clone();
+          const std::vector<int64_t> length{4, 2};
+          for (int64_t b = 0; b < B; ++b)
+            for (size_t j = 0; j < rows[size_t(b)].size(); ++j)
+              want[b]
+                  .narrow(1, length[size_t(b)] + int64_t(j), 1)
+                  .copy_(before[size_t(2 * l + kv)][b].narrow(1, length[size_t(b)] + rows[size_t(b)][j], 1));
+          const auto& got = kv == 0 ? cache.keys(l) : cache.values(l);
+          EXPECT_TRUE(torch::equal(got, want))
+              << "layer " << l << (kv ? " values" : " keys") << (device ? ", device" : "");
+        }
+    }
+    EXPECT_EQ(ops[0], ops[1]) << (device ? "device" : "host") << " path: the commit's operators grow with the layers";
+    std::printf("keep_rows (%s path): %lld operators for 1 layer and for 6\n", device ? "device" : "host",
+                static_cast<long long>(ops[1]));
   }
 }
 

@@ -17,10 +17,11 @@ torch::Tensor causal_mask_block(int64_t W, torch::Device device) {
 KvCache::KvCache(int64_t n_layer, int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
                  torch::Dtype dtype, torch::Device device)
     : length_(batch, 0), capacity_(capacity) {
-  auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  entries_ = torch::zeros({2 * n_layer, batch, kv_heads, capacity, head_dim},
+                          torch::TensorOptions().dtype(dtype).device(device));
   for (int64_t l = 0; l < n_layer; ++l) {
-    k_.push_back(torch::zeros({batch, kv_heads, capacity, head_dim}, opts));
-    v_.push_back(torch::zeros({batch, kv_heads, capacity, head_dim}, opts));
+    k_.push_back(entries_[2 * l]);
+    v_.push_back(entries_[2 * l + 1]);
   }
 }
 
@@ -323,14 +324,17 @@ void KvCache::keep_device_rows(const torch::Tensor& rows) {
   const auto still = L.clamp_max(capacity_ - 1);
   const auto dst = torch::where(none, still, L + j);
   const auto src = torch::where(none, still, L + rows.gather(1, j));
-  const auto& k0 = k_[0];
-  const auto shape = std::vector<int64_t>{B, k0.size(1), W, k0.size(3)};
-  const auto from = src.view({B, 1, W, 1}).expand(shape), to = dst.view({B, 1, W, 1}).expand(shape);
-  for (size_t l = 0; l < k_.size(); ++l) {
-    k_[l].scatter_(2, to, k_[l].gather(2, from));
-    v_[l].scatter_(2, to, v_[l].gather(2, from));
-  }
+  move_entries(src, dst);
   lengths_device_.add_(count.view({B}));
+}
+
+// Every source is gathered before anything is written, so moves that overlap (a path's entry j from a slot
+// another entry moves to) are safe.
+void KvCache::move_entries(const torch::Tensor& src, const torch::Tensor& dst) {
+  const int64_t B = src.size(0), W = src.size(1);
+  const std::vector<int64_t> shape{entries_.size(0), B, entries_.size(2), W, entries_.size(4)};
+  const auto from = src.view({1, B, 1, W, 1}).expand(shape), to = dst.view({1, B, 1, W, 1}).expand(shape);
+  entries_.scatter_(3, to, entries_.gather(3, from));
 }
 
 void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {
@@ -349,7 +353,6 @@ void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {
   if (!identity) {
     // Row b's entry j moves from its block index to L_b + j. The padding past a row's path repeats its last
     // move (the same value to the same place), or, for a row that keeps nothing, copies an entry onto itself.
-    // All sources are gathered before anything is written, so overlaps are safe.
     auto src = torch::empty({B, P}, torch::kInt64), dst = torch::empty({B, P}, torch::kInt64);
     auto sa = src.accessor<int64_t, 2>(), da = dst.accessor<int64_t, 2>();
     for (int64_t b = 0; b < B; ++b) {
@@ -361,14 +364,7 @@ void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {
         sa[b][j] = n == 0 ? at : length_[b] + r[size_t(at)];
       }
     }
-    const auto& k0 = k_[0];
-    const auto shape = std::vector<int64_t>{B, k0.size(1), P, k0.size(3)};
-    const auto from = src.to(k0.device()).view({B, 1, P, 1}).expand(shape);
-    const auto to = dst.to(k0.device()).view({B, 1, P, 1}).expand(shape);
-    for (size_t l = 0; l < k_.size(); ++l) {
-      k_[l].scatter_(2, to, k_[l].gather(2, from));
-      v_[l].scatter_(2, to, v_[l].gather(2, from));
-    }
+    move_entries(src.to(entries_.device()), dst.to(entries_.device()));
   }
   for (int64_t b = 0; b < B; ++b) length_[b] += int64_t(rows[size_t(b)].size());
 }

@@ -87,11 +87,11 @@ class KvCache {
   // Commits the whole pending block of every row (AR, a drafter's steps, a committed image row).
   void keep_all();
   // Commits block entries rows[b] (ascending, each < pending; empty: none) of every row, compacted to follow
-  // its committed entries in the given order, as one gather and one scatter per layer and tensor whatever the
-  // batch: how tree decoders commit their accepted paths. `on_device`: the same rows as a [B, W] int64 tensor on
-  // the cache's device, -1 past each row's last (W at least the longest row), with which a static cache of one
-  // entry per node moves the entries and adds the counts on the device: nothing is uploaded, and the
-  // operators depend on W alone.
+  // its committed entries in the given order, as one gather and one scatter for every layer's keys and values
+  // together whatever the batch: how tree decoders commit their accepted paths. `on_device`: the same rows as a [B, W]
+  // int64 tensor on the cache's device, -1 past each row's last (W at least the longest row), with which a static cache
+  // of one entry per node moves the entries and adds the counts on the device: nothing is uploaded, and the operators
+  // depend on W alone.
   void keep_rows(const std::vector<std::vector<int64_t>>& rows, const torch::Tensor& on_device = {});
   // keep_rows() in two halves, for an iteration whose device half is replayed (a static cache, lengths current):
   // the entries moved and the counts added on the device (inside the graph), then the host's lengths (after its
@@ -155,11 +155,17 @@ class KvCache {
   std::vector<int64_t> entries_of(int64_t row, const std::vector<int64_t>& nodes) const;
   void keep_entry_rows(const std::vector<std::vector<int64_t>>& rows);
   void keep_device_rows(const torch::Tensor& rows);  // keep_rows' device half (a static cache)
+  // Row b's entries at slots src[b][j] move to dst[b][j] ([B, W] int64 on the cache's device) in every layer.
+  void move_entries(const torch::Tensor& src, const torch::Tensor& dst);
   AttentionMask begin_static_block(int64_t T, const torch::Tensor& block_mask);
   void upload_lengths();  // after a host-only commit in static mode: marks the device lengths stale
   void sync_lengths();    // uploads them if stale (the host half of a static block, keep_all)
 
-  std::vector<torch::Tensor> k_, v_;  // per layer [B, Hkv, capacity, Dh]
+  // Every layer's keys and values in one storage, [2 n_layer, B, Hkv, capacity, Dh] (layer l's keys at 2 l, its
+  // values at 2 l + 1), so that a commit moves the kept entries of all layers in one gather and one scatter
+  // (move_entries) rather than four operators, each a kernel on a GPU, per layer.
+  torch::Tensor entries_;
+  std::vector<torch::Tensor> k_, v_;  // per layer [B, Hkv, capacity, Dh]: views into entries_
   std::vector<int64_t> length_;       // committed entries per row
   int64_t capacity_;
   int64_t pending_ = 0;           // entries in the pending block
