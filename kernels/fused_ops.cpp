@@ -42,6 +42,9 @@ TORCH_LIBRARY(vispec, m) {
       "Tensor? q_slot, Tensor? neighbours, Tensor? weights, Tensor limit, Tensor? u_accept, Tensor? u_resample, "
       "Tensor? u_sample, int levels, int rule, int k, float delta, float lambda, bool optimal) "
       "-> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+  m.def(
+      "tree_layout(Tensor score, Tensor parent, Tensor token, Tensor nodes, Tensor roots, Tensor root_index, "
+      "int top_k, int depth, int T, int cells) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) {
@@ -55,6 +58,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("note_nonfinite", &cpu::note_nonfinite);
   m.impl("keyed_uniforms", &cpu::keyed_uniforms);
   m.impl("tree_walk", &cpu::tree_walk);
+  m.impl("tree_layout", &cpu::tree_layout);
 }
 
 TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) {
@@ -76,6 +80,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("note_nonfinite", &cuda::note_nonfinite_cuda);
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
   m.impl("tree_walk", &cuda::tree_walk_cuda);
+  m.impl("tree_layout", &cuda::tree_layout_cuda);
 }
 #endif
 
@@ -162,6 +167,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> tree_walk
       Optional, int64_t, int64_t, int64_t, double, double, bool)>("vispec::tree_walk");
   return op.call(p, target, token, depth, children, node_q, q_slot, neighbours, weights, limit, u_accept, u_resample,
                  u_sample, levels, rule, k, delta, lambda, optimal);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> tree_layout(
+    const at::Tensor& score, const at::Tensor& parent, const at::Tensor& token, const at::Tensor& nodes,
+    const at::Tensor& roots, const at::Tensor& root_index, int64_t top_k, int64_t depth, int64_t T, int64_t cells) {
+  using Tensor = const at::Tensor&;
+  static const auto op = handle<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+      Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t)>("vispec::tree_layout");
+  return op.call(score, parent, token, nodes, roots, root_index, top_k, depth, T, cells);
 }
 
 }  // namespace vispec::kernels

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "kernels/fused_ops_cpu.h"
 #include "kernels/fused_ops_cuda.h"
+#include "kernels/tree_layout_op.h"
 #include "kernels/tree_walk_op.h"
 
 namespace vispec::kernels::cuda {
@@ -250,6 +251,16 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
   const int error = c.dtype == torch::kFloat64 ? tree_walk(c.args<double>(), c.B, stream_of(token))
                                                : tree_walk(c.args<float>(), c.B, stream_of(token));
   check_launch(error, "tree_walk");
+  return c.outputs();
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> tree_layout_cuda(
+    const torch::Tensor& score, const torch::Tensor& parent, const torch::Tensor& token, const torch::Tensor& nodes,
+    const torch::Tensor& roots, const torch::Tensor& root_index, int64_t top_k, int64_t depth, int64_t T,
+    int64_t cells) {
+  const c10::cuda::CUDAGuard guard(score.device());
+  const auto c = prepare_tree_layout(score, parent, token, nodes, roots, root_index, top_k, depth, T, cells);
+  check_launch(tree_layout(c.args, c.B, stream_of(score)), "tree_layout");
   return c.outputs();
 }
 

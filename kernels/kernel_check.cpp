@@ -80,6 +80,32 @@ std::string check_tree_walk(const c10::Device& device) {
     }
   return "";
 }
+
+// The tree layout of two rows' candidates (K 2, depth 2: 10 each) with a tie, a filtered candidate and a cut
+// parent: the same kept candidates, tables and mask as the CPU reference.
+std::string check_tree_layout(const c10::Device& device) {
+  const int64_t K = 2, D = 2, C = K + D * K * K, T = 7;
+  const double none = -std::numeric_limits<double>::infinity();
+  const auto score = torch::tensor({-0.1, -0.3, -0.2, -0.9,  -0.4, -0.4, -0.5, -0.6, -0.7, -1.0,  //
+                                    -0.2, none, -0.3, -0.25, -0.6, -0.8, -0.3, -0.9, -0.4, -0.5},
+                                   torch::kFloat64)
+                         .view({2, C});
+  const auto parent = torch::tensor({-1, -1, 0, 0, 1, 1, 2, 2, 4, 4}, torch::kInt64).repeat({2, 1});
+  const auto token = torch::arange(2 * C, torch::kInt64).view({2, C}) * 7 % 64;
+  const auto nodes = torch::tensor({int64_t(6), int64_t(5)}, torch::kInt64);
+  const auto roots = torch::tensor({int64_t(3), int64_t(9)}, torch::kInt64);
+  const auto root_index = torch::tensor({int64_t(2), int64_t(14)}, torch::kInt64);
+  const auto gpu = tree_layout(score.to(device), parent.to(device), token.to(device), nodes.to(device),
+                               roots.to(device), root_index.to(device), K, D, T, 16);
+  const auto cpu = tree_layout(score, parent, token, nodes, roots, root_index, K, D, T, 16);
+  const bool same = torch::equal(std::get<0>(gpu).cpu(), std::get<0>(cpu)) &&
+                    torch::equal(std::get<1>(gpu).cpu(), std::get<1>(cpu)) &&
+                    torch::equal(std::get<2>(gpu).cpu(), std::get<2>(cpu)) &&
+                    torch::equal(std::get<3>(gpu).cpu(), std::get<3>(cpu)) &&
+                    torch::equal(std::get<4>(gpu).cpu(), std::get<4>(cpu)) &&
+                    torch::equal(std::get<5>(gpu).cpu(), std::get<5>(cpu));
+  return same ? "" : "tree_layout laid the trees out otherwise";
+}
 #endif
 
 // Every CUDA kernel on small inputs beside its CPU reference: "" when all agree, else what went wrong.
@@ -199,6 +225,7 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
         problem = "keyed_uniforms drew other numbers";
     }
     if (problem.empty()) problem = check_tree_walk(device);
+    if (problem.empty()) problem = check_tree_layout(device);
     return problem;
   } catch (const std::exception& e) {
     const std::string what = e.what();

@@ -4,38 +4,13 @@
 #include <cuda_runtime.h>
 
 #include "kernels/fused_ops_cuda.h"
+#include "kernels/block_team.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/tree_walk_body.h"
 
 namespace vispec::kernels::cuda {
 
 namespace {
-
-// The team of kernels/tree_walk_body.h on a CUDA block: each thread is a lane, the scratch is shared memory,
-// and a barrier before and after each() and one() makes every lane see what any wrote. Its members are
-// __host__ __device__ only so that the body's __host__ __device__ templates may call them; they run on the
-// device alone.
-struct BlockTeam {
-  double* partial;
-  double* base;
-  int64_t* counts;
-  template <class F>
-  __host__ __device__ void each(const F& f) {
-#if defined(__CUDA_ARCH__)
-    __syncthreads();
-    f(int(threadIdx.x));
-    __syncthreads();
-#endif
-  }
-  template <class F>
-  __host__ __device__ void one(const F& f) {
-#if defined(__CUDA_ARCH__)
-    __syncthreads();
-    if (threadIdx.x == 0) f();
-    __syncthreads();
-#endif
-  }
-};
 
 template <typename P>
 __global__ void __launch_bounds__(walk::kLanes) tree_walk_kernel(const walk::Args<P> args) {

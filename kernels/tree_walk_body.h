@@ -2,14 +2,9 @@
 // written once for the CPU reference (kernels/tree_walk_cpu.cpp) and the CUDA kernel (kernels/tree_walk.cu):
 // the same function body, so the same bits, on both.
 //
-// The body is written for a team of kLanes lanes: a CUDA block's threads, or one CPU thread playing each lane
-// in turn. Lanes share out every pass over the vocabulary in contiguous chunks (lane i owns entries
-// [i ch, (i + 1) ch), ch = ceil(V / kLanes)); a reduction adds each chunk left to right, then the chunks'
-// sums left to right, so its order is fixed whoever runs it. The team supplies:
-//
-//   each(f)   f(lane) for every lane; afterwards every lane sees what any wrote
-//   one(f)    f() once; afterwards every lane sees what it wrote
-//   partial, base [kLanes] double and counts [kLanes] int64: scratch the lanes share
+// The body is written for a team of team::kLanes lanes (kernels/team.h: a CUDA block's threads, or one CPU
+// thread playing each lane in turn), every pass over the vocabulary shared out in the team's chunks and every
+// reduction added chunk by chunk, then over the chunks, so its order is fixed whoever runs it.
 //
 // Everything else (the walk's own state: node, accepted, live, ...) every lane computes alike from what all
 // see. The arithmetic is float64 through core/host_device.h's hd:: operations (one rounding each, no fused
@@ -24,10 +19,12 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "kernels/team.h"
 
 namespace vispec::kernels::walk {
 
-constexpr int kLanes = 256;
+using team::chunk_of;
+using team::kLanes;
 
 // decoding/floor/acceptance_params.h's AcceptRule, in its order.
 enum Rule : int { kExact = 0, kLantern = 1, kLanternPlusPlus = 2, kCoolSd = 3 };
@@ -63,16 +60,6 @@ struct Args {
   bool* sampled = nullptr;
   int64_t* tried = nullptr;  // [B] each
 };
-
-// Lane `lane`'s chunk of n entries: [lo, hi).
-struct Chunk {
-  int64_t lo, hi;
-};
-VISPEC_HD Chunk chunk_of(int lane, int64_t n) {
-  const int64_t size = (n + kLanes - 1) / kLanes;
-  const int64_t lo = lane * size < n ? lane * size : n;
-  return {lo, lo + size < n ? lo + size : n};
-}
 
 VISPEC_HD double positive_part(double d) { return d > 0 ? d : 0.0; }
 

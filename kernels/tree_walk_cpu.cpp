@@ -3,26 +3,13 @@
 #include <torch/torch.h>
 
 #include "core/check.h"
+#include "kernels/cpu_team.h"
 #include "kernels/fused_ops_cpu.h"
 #include "kernels/tree_walk_op.h"
 
 namespace vispec::kernels {
 
 namespace {
-
-// The team of kernels/tree_walk_body.h on one CPU thread: each() runs the lanes one after another.
-struct CpuTeam {
-  double partial[walk::kLanes], base[walk::kLanes];
-  int64_t counts[walk::kLanes];
-  template <class F>
-  void each(const F& f) {
-    for (int lane = 0; lane < walk::kLanes; ++lane) f(lane);
-  }
-  template <class F>
-  void one(const F& f) {
-    f();
-  }
-};
 
 torch::Tensor given(const std::optional<torch::Tensor>& t) { return t ? t->contiguous() : torch::Tensor(); }
 

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "core/check.h"
 #include "decoding/floor/decode_rows.h"
+#include "kernels/fused_ops.h"
+#include "kernels/kernel_check.h"
 
 namespace vispec {
 
@@ -152,23 +155,27 @@ TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std
     offset += K * K;
   }
 
-  // Rerank: each row's best total_tokens - 1 finite candidates (ties in candidate order), then, level by
-  // level, drop any whose parent was cut (it lost a tie at the cut: a node without its path is unverifiable).
   TreeCandidates c;
   c.top_k = K;
   c.depth = D;
   c.token = torch::cat(cand_token, 1);
   c.parent = torch::cat(cand_parent, 1);
   c.score = torch::cat(cand_score, 1);
-  const int64_t C = c.score.size(1);
-  const auto order = std::get<1>(c.score.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true));
-  const auto rank = torch::empty_like(order).scatter_(1, order, torch::arange(C, i64).view({1, C}).expand({B, C}));
-  c.keep = rank.lt(own_nodes.view({B, 1})).logical_and(c.score.isfinite());
-  for (int64_t level = 1, start = K; level <= D; start += K * K, ++level) {
-    auto seg = c.keep.narrow(1, start, K * K);
-    seg.logical_and_(c.keep.gather(1, c.parent.narrow(1, start, K * K)));
-  }
+  c.nodes = own_nodes;
   return c;
+}
+
+torch::Tensor kept_candidates(const TreeCandidates& c) {
+  const int64_t B = c.score.size(0), C = c.score.size(1), K = c.top_k;
+  const auto order = std::get<1>(c.score.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true));
+  const auto rank =
+      torch::empty_like(order).scatter_(1, order, torch::arange(C, order.options()).view({1, C}).expand({B, C}));
+  auto keep = rank.lt(c.nodes.view({B, 1})).logical_and(c.score.isfinite());
+  for (int64_t level = 1, start = K; level <= c.depth; start += K * K, ++level) {
+    auto seg = keep.narrow(1, start, K * K);
+    seg.logical_and_(keep.gather(1, c.parent.narrow(1, start, K * K)));
+  }
+  return keep;
 }
 
 // A candidate's depth in the tree from its index alone: level 0's K are depth 1, then K^2 per level.
@@ -177,8 +184,9 @@ static int64_t candidate_depth(int64_t c, int64_t K) { return c < K ? 1 : (c - K
 std::vector<DraftTree> read_trees(const TreeCandidates& candidates, const std::vector<int64_t>& roots) {
   const int64_t B = candidates.token.size(0), C = candidates.token.size(1), K = candidates.top_k;
   // One read: tokens, parents, kept flags and the scores' bits.
-  const auto host = read_to_host(torch::stack({candidates.token, candidates.parent, candidates.keep.to(torch::kInt64),
-                                               candidates.score.contiguous().view(torch::kInt64)}));
+  const auto host =
+      read_to_host(torch::stack({candidates.token, candidates.parent, kept_candidates(candidates).to(torch::kInt64),
+                                 candidates.score.contiguous().view(torch::kInt64)}));
   const auto h = host.accessor<int64_t, 3>();
   std::vector<DraftTree> trees(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
@@ -208,7 +216,15 @@ std::vector<DraftTree> read_trees(const TreeCandidates& candidates, const std::v
 // summed scores keep its order).
 GrownTrees grown_tree_tables(const TreeCandidates& candidates, const torch::Tensor& roots,
                              const torch::Tensor& root_index, int64_t T, int64_t cells) {
-  const auto& keep = candidates.keep;
+  if (kernels::use_fused(candidates.score.device(), torch::kFloat32)) {
+    GrownTrees g;
+    std::tie(std::ignore, g.tables.token, g.tables.depth, g.inputs.positions, g.inputs.mask, g.tables.children) =
+        kernels::tree_layout(candidates.score, candidates.parent, candidates.token, candidates.nodes, roots, root_index,
+                             candidates.top_k, candidates.depth, T, cells);
+    g.inputs.tokens = g.tables.token;
+    return g;
+  }
+  const auto keep = kept_candidates(candidates);
   const int64_t B = keep.size(0), C = keep.size(1), K = candidates.top_k;
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(keep.device());
   const auto kept = keep.to(torch::kInt64);

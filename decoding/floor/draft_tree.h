@@ -59,17 +59,18 @@ using TreeExpand = std::function<torch::Tensor(const torch::Tensor& tokens, cons
 // EAGLE-2's trees as they grow on the device: every candidate scored, [B, C] each, C = K + D K^2 (K, D: the
 // widest row's top_k and depth) in level order, so parents precede children. Level 0 is the root's K children;
 // level l + 1 the K^2 children of level l's frontier, K consecutive candidates per frontier node, best first.
-// `parent` is the parent's candidate index (-1: the root), `keep` whether the candidate is in the row's tree.
+// `parent` is the parent's candidate index (-1: the root), `nodes` [B] the candidates each row keeps at most
+// (its total_tokens - 1; which ones: kept_candidates()).
 struct TreeCandidates {
-  torch::Tensor token, parent, score, keep;
+  torch::Tensor token, parent, score, nodes;
   int64_t top_k = 1, depth = 0;  // K and D
 };
 
 // EAGLE-2's builder for B rows, on the device with no read: root_log_probs [B, V] (the drafter's log-probs
-// after the root); top-k at the root, then `depth` expansions keeping the top_k best paths by summed log-prob,
-// then the best total_tokens - 1 of every scored candidate (K + depth K^2 of them). Candidates of log-prob
-// -inf (filtered by top-k/top-p) are never selected. One shape per row (ADT-Tree's per-position depth and
-// width).
+// after the root); top-k at the root, then `depth` expansions keeping the top_k best paths by summed log-prob;
+// the trees keep the best total_tokens - 1 of every scored candidate (K + depth K^2 of them: kept_candidates).
+// Candidates of log-prob -inf (filtered by top-k/top-p) are never selected. One shape per row (ADT-Tree's
+// per-position depth and width).
 TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
                                   const TreeExpand& expand);
 // The same with the shapes also on the device, own_shapes = tree_shape_table(shapes) there, so that nothing is
@@ -79,10 +80,17 @@ TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std
 // Each row's top_k, depth and nodes to choose (total_tokens - 1): [B, 3] int64 on the CPU.
 torch::Tensor tree_shape_table(const std::vector<TreeShape>& shapes);
 
+// The rerank: [B, C] bool, whether each candidate is in its row's tree: the row's best `nodes` finite
+// candidates (ties in candidate order), then, level by level, none whose parent was cut (it lost a tie at the
+// cut: a node without its path is unverifiable). The composite formulas; grown_tree_tables() runs it fused.
+torch::Tensor kept_candidates(const TreeCandidates& candidates);
+
 // The grown trees as the target's inputs and the walk's tables, built on the device from the candidates
 // (nothing read, nothing uploaded), padded to T nodes: T at least 1 + the most candidates a row keeps.
 // roots and root_index [B] int64 on the device: each row's newest token and its raster index. Equal to
-// tree_inputs() and tree_tables(..., slots = K) of read_trees() padded to T.
+// tree_inputs() and tree_tables(..., slots = K) of read_trees() padded to T. Where the fused operators run
+// (kernels/kernel_check.h), the rerank and the layout are one of them (kernels::tree_layout, the same outputs);
+// else the composite formulas, some 85 operators.
 struct GrownTrees {
   TreeInputs inputs;
   TreeTables tables;

@@ -1,0 +1,35 @@
+// The team of kernels/team.h on a CUDA block of team::kLanes threads: each thread is a lane, the scratch is
+// shared memory the kernel declares, and a barrier before and after each() and one() makes every lane see what
+// any wrote. Its members are __host__ __device__ only so that the bodies' __host__ __device__ templates may call
+// them; they run on the device alone.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "kernels/team.h"
+
+namespace vispec::kernels {
+
+struct BlockTeam {
+  double* partial;
+  double* base;
+  int64_t* counts;
+  template <class F>
+  __host__ __device__ void each(const F& f) {
+#if defined(__CUDA_ARCH__)
+    __syncthreads();
+    f(int(threadIdx.x));
+    __syncthreads();
+#endif
+  }
+  template <class F>
+  __host__ __device__ void one(const F& f) {
+#if defined(__CUDA_ARCH__)
+    __syncthreads();
+    if (threadIdx.x == 0) f();
+    __syncthreads();
+#endif
+  }
+};
+
+}  // namespace vispec::kernels

@@ -1,0 +1,31 @@
+// A team of kLanes lanes, the way a per-row kernel body is written once for both backends
+// (kernels/tree_walk_body.h, kernels/tree_layout_body.h): on a GPU the lanes are a CUDA block's threads
+// (kernels/block_team.cuh), on the CPU one thread plays each lane in turn (kernels/cpu_team.h). A team offers
+//
+//   each(f)   f(lane) for every lane; afterwards every lane sees what any wrote
+//   one(f)    f() once; afterwards every lane sees what it wrote
+//   partial, base [kLanes] double and counts [kLanes] int64: scratch the lanes share
+//
+// and lanes share out a pass over n entries in contiguous chunks (chunk_of), so that a sum adds each chunk left
+// to right, then the chunks' sums left to right, in an order fixed whoever runs it.
+#pragma once
+
+#include <cstdint>
+
+#include "core/host_device.h"
+
+namespace vispec::kernels::team {
+
+constexpr int kLanes = 256;
+
+// Lane `lane`'s chunk of n entries: [lo, hi), lane i owning [i ch, (i + 1) ch), ch = ceil(n / kLanes).
+struct Chunk {
+  int64_t lo, hi;
+};
+VISPEC_HD Chunk chunk_of(int lane, int64_t n) {
+  const int64_t size = (n + kLanes - 1) / kLanes;
+  const int64_t lo = lane * size < n ? lane * size : n;
+  return {lo, lo + size < n ? lo + size : n};
+}
+
+}  // namespace vispec::kernels::team

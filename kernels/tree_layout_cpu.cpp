@@ -1,0 +1,73 @@
+// vispec::tree_layout's checks and its CPU implementation, the reference of the CUDA kernel: the body of
+// kernels/tree_layout_body.h with one CPU thread playing every lane in turn, rows spread over LibTorch's threads.
+#include <torch/torch.h>
+
+#include "core/check.h"
+#include "kernels/cpu_team.h"
+#include "kernels/fused_ops_cpu.h"
+#include "kernels/tree_layout_op.h"
+
+namespace vispec::kernels {
+
+TreeLayoutCall prepare_tree_layout(const torch::Tensor& score, const torch::Tensor& parent, const torch::Tensor& token,
+                                   const torch::Tensor& nodes, const torch::Tensor& roots,
+                                   const torch::Tensor& root_index, int64_t top_k, int64_t depth, int64_t T,
+                                   int64_t cells) {
+  VISPEC_ASSERT(score.dim() == 2 && top_k >= 1 && depth >= 0 && T >= 1 && cells >= 1 &&
+                    score.size(1) == top_k + depth * top_k * top_k,
+                "tree_layout: scores ", score.sizes(), " for top_k ", top_k, " and depth ", depth,
+                " (K + D K^2 each), ", T, " nodes, ", cells, " cells");
+  const int64_t B = score.size(0), C = score.size(1);
+  const auto device = score.device();
+  auto check = [&](const torch::Tensor& t, const char* what, std::vector<int64_t> sizes, torch::ScalarType dtype) {
+    VISPEC_ASSERT(t.sizes() == torch::IntArrayRef(sizes) && t.scalar_type() == dtype && t.device() == device,
+                  "tree_layout: ", what, " is ", t.sizes(), " ", t.scalar_type(), " on ", t.device(), ", not ",
+                  torch::IntArrayRef(sizes), " ", dtype, " on ", device);
+    return t.contiguous();
+  };
+  TreeLayoutCall c;
+  c.B = B;
+  c.score = check(score, "score", {B, C}, torch::kFloat64);
+  c.parent = check(parent, "parent", {B, C}, torch::kInt64);
+  c.token = check(token, "token", {B, C}, torch::kInt64);
+  c.nodes = check(nodes, "nodes", {B}, torch::kInt64);
+  c.roots = check(roots, "roots", {B}, torch::kInt64);
+  c.root_index = check(root_index, "root_index", {B}, torch::kInt64);
+  const auto i64 = score.options().dtype(torch::kInt64), boolean = score.options().dtype(torch::kBool);
+  c.keep = torch::empty({B, C}, boolean);
+  c.node_of = torch::empty({B, C}, i64);
+  c.node_parent = torch::empty({B, T}, i64);
+  c.tok = torch::empty({B, T}, i64);
+  c.depth = torch::empty({B, T}, i64);
+  c.pos = torch::empty({B, T}, i64);
+  c.mask = torch::empty({B, T, T}, boolean);
+  c.children = torch::empty({B, T, top_k}, i64);
+  auto& a = c.args;
+  a.score = c.score.data_ptr<double>();
+  a.parent = c.parent.data_ptr<int64_t>(), a.token = c.token.data_ptr<int64_t>();
+  a.nodes = c.nodes.data_ptr<int64_t>(), a.roots = c.roots.data_ptr<int64_t>();
+  a.root_index = c.root_index.data_ptr<int64_t>();
+  a.C = C, a.K = top_k, a.D = depth, a.T = T, a.cells = cells;
+  a.keep = c.keep.data_ptr<bool>(), a.node_of = c.node_of.data_ptr<int64_t>();
+  a.node_parent = c.node_parent.data_ptr<int64_t>(), a.tok = c.tok.data_ptr<int64_t>();
+  a.depth = c.depth.data_ptr<int64_t>(), a.pos = c.pos.data_ptr<int64_t>();
+  a.mask = c.mask.data_ptr<bool>(), a.children = c.children.data_ptr<int64_t>();
+  return c;
+}
+
+namespace cpu {
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> tree_layout(
+    const torch::Tensor& score, const torch::Tensor& parent, const torch::Tensor& token, const torch::Tensor& nodes,
+    const torch::Tensor& roots, const torch::Tensor& root_index, int64_t top_k, int64_t depth, int64_t T,
+    int64_t cells) {
+  const auto c = prepare_tree_layout(score, parent, token, nodes, roots, root_index, top_k, depth, T, cells);
+  at::parallel_for(0, c.B, 1, [&](int64_t b0, int64_t b1) {
+    auto team = std::make_unique<CpuTeam>();
+    for (int64_t b = b0; b < b1; ++b) layout::lay_out_row(*team, c.args, b);
+  });
+  return c.outputs();
+}
+
+}  // namespace cpu
+}  // namespace vispec::kernels
