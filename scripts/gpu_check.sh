@@ -49,6 +49,8 @@
 #            demo_fp32, demo_bf16, demo_cpu   jobs/demo.yaml on the GPU (device cuda), then with --set
 #                                 model.dtype=bf16, then on 2 CPU threads of the same machine (the reference of
 #                                 the demo's speedup)
+#            memcheck     compute-sanitizer --tool memcheck over the kernel tests (each CUDA kernel beside its
+#                         CPU reference), where the machine has the sanitizer and it accepts the device
 #   otherwise: demo_fp32, demo_bf16, demo_cpu, step_cost (whole images, the default sizes), then tests: the whole CTest
 #            suite where the binaries have a build directory, else the whole of vispec_tests run directly (the
 #            summary's tests_runner says which); last, so that the figures come back should the suite run long
@@ -59,7 +61,7 @@
 # of bench/gpu-quick.yaml in the three runs (vispec bench --set; repeatable; e.g. prompts=FILE, or decoders=[...] with
 # fewer); --demo-set likewise for the three demo runs (vispec run --set; e.g. images_per_prompt=20, so that a demo
 # lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, step_profile, bench_b1,
-# bench_b8, bench_b32, demo_fp32, demo_bf16, demo_cpu: the summary records them as skipped), so that a short second
+# bench_b8, bench_b32, demo_fp32, demo_bf16, demo_cpu, memcheck: the summary records them as skipped), so that a short second
 # run measures only what it is for. --also runs COMMAND (bash -c, in the source directory, with $VISPEC,
 # $VISPEC_TESTS and $VISPEC_DEVICE set and the libraries found) as a step of its own after the others, for a one-off
 # experiment whose output comes back in logs.txt. OUTDIR defaults to $OUT, else out/gpu-check.
@@ -387,6 +389,7 @@ write_summary() {
     echo "  \"step_profile\": $(json_or_null "$outdir/step-profile-$device.json"),"
     echo "  \"bench\": {\"batch_1\": $(json_or_null "$logs/bench-b1/gpu-quick.json"), \"batch_8\": $(json_or_null "$logs/bench-b8/gpu-quick.json"), \"batch_32\": $(json_or_null "$logs/bench-b32/gpu-quick.json")},"
     echo "  \"graph_fallbacks\": $(graph_fallbacks_json),"
+    echo "  \"memcheck\": $(json_str "$memcheck_status"),"
     echo "  \"deadline\": $deadline, \"seconds\": $(( $(date +%s) - started )), \"failed\": $failed"
     echo "}"
   } > "$outdir/summary.json"
@@ -594,6 +597,54 @@ demos() {
   step demo_cpu 30 "$vispec" run jobs/demo.yaml --out "$logs/demo-cpu" --new --set device=cpu --set threads=2 \
     "${demo_sets[@]}"
 }
+# memcheck: compute-sanitizer's memcheck over the kernel tests (every CUDA kernel of kernels/ beside its CPU
+# reference, the kernel check's small inputs included): an out-of-bounds, misaligned or uninitialised-pointer
+# access in any kernel, ours or LibTorch's, fails the step (exit 86). Last of the quick steps, so that it never
+# costs a figure its time. It does not run, and does not fail the run, without a GPU (--cpu), without
+# compute-sanitizer, with under 30 s to the deadline, or where the sanitizer refuses the device (a gVisor
+# machine: "Device not supported"); "memcheck" in the summary says which, or "clean", or "errors".
+memcheck_status=""
+kernel_tests='Devices.FusedCudaKernelsEqualTheirCpuReference:Devices.*OnCuda*:TreeWalk.OnCuda*:TreeLayout.OnCuda*'
+sanitize_kernels() {  # sanitizer, tests binary, filter
+  local out rc
+  out=$(mktemp)
+  "$1" --tool memcheck --error-exitcode 86 --print-limit 20 "$2" --gtest_filter="$3" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ] && [ "$rc" != 86 ] && grep -q "Device not supported" "$out"; then
+    echo "gpu_check: memcheck: compute-sanitizer refused this device"
+    rc=0
+  fi
+  rm -f "$out"
+  return "$rc"
+}
+memcheck() {
+  local sanitizer left
+  sanitizer=$(command -v compute-sanitizer || true)
+  [ -z "$sanitizer" ] && [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" ] &&
+    sanitizer="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
+  left=$((deadline_at - $(date +%s) - 5))
+  if [[ "$skip_steps" == *",memcheck,"* ]]; then
+    memcheck_status="not run: --skip"
+    step memcheck 90 true  # recorded as skipped
+    return 0
+  fi
+  if [ $cpu = 1 ]; then memcheck_status="not run: no GPU (--cpu)"
+  elif [ -z "$sanitizer" ]; then memcheck_status="not run: no compute-sanitizer on this machine"
+  elif [ "$left" -lt 30 ]; then memcheck_status="not run: $left s to the deadline"
+  else
+    step memcheck 90 run_in "$work" sanitize_kernels "$sanitizer" "$tests_bin" "$kernel_tests"
+    local rc=$?
+    if grep -q "compute-sanitizer refused this device" "$logs/memcheck.log"; then
+      memcheck_status="not run: compute-sanitizer refused this device"
+    elif [ $rc = 0 ]; then memcheck_status="clean: $(grep -m1 'ERROR SUMMARY' "$logs/memcheck.log")"
+    elif [ $rc = 86 ]; then memcheck_status="errors: $(grep -m1 'ERROR SUMMARY' "$logs/memcheck.log")"
+    else memcheck_status="failed (exit $rc)"
+    fi
+    return 0
+  fi
+  echo "gpu_check: memcheck $memcheck_status"
+  steps_json="$steps_json${steps_json:+,}\"memcheck\": {\"seconds\": 0, \"exit\": null, \"budget\": 0, \"skipped\": true}"
+}
 # --also: one-off experiments after the other steps, steps also_1, also_2, ...
 also() {
   local i=0 command
@@ -626,6 +677,7 @@ if [ $quick = 1 ]; then
       "${more[@]}" --set device=$device "${bench_sets[@]}"
   done
   demos
+  memcheck
   also
 else
   demos

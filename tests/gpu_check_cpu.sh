@@ -39,6 +39,8 @@ for step in ["binaries", "cuda_tests", "step_cost", "step_profile", "bench_b1", 
 assert "configure" not in s["steps"] and "build" not in s["steps"], s["steps"]
 assert "PASSED" in s["tests"] and "FAILED" not in s["tests"], s["tests"]
 assert s["graph_fallbacks"] == {}, s["graph_fallbacks"]  # a CPU captures no graph, so none falls back
+# compute-sanitizer's memcheck of the kernels runs on a GPU only: here it says why it did not run, unfailed.
+assert s["memcheck"] == "not run: no GPU (--cpu)" and s["steps"]["memcheck"]["skipped"], (s["memcheck"], s["steps"])
 for demo, dtype in [("demo_fp32", "fp32"), ("demo_bf16", "bf16"), ("demo_cpu", "fp32")]:
     d = s[demo]
     assert d["images"] == 40 and d["complete"] and d["device"] == "cpu" and d["dtype"] == dtype, d
