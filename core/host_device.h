@@ -77,6 +77,17 @@ VISPEC_HD double div(double a, double b) {
 #endif
 }
 
+// The bits of the double x.
+VISPEC_HD uint64_t bits_of(double x) {
+#if defined(__CUDA_ARCH__)
+  return uint64_t(__double_as_longlong(x));
+#else
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+#endif
+}
+
 // The float whose bits are `bits`.
 VISPEC_HD float float_from_bits(int32_t bits) {
 #if defined(__CUDA_ARCH__)

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/sort_order.h"
 #include "kernels/team.h"
 
 namespace vispec::kernels {
@@ -29,6 +30,10 @@ struct BlockTeam {
     if (threadIdx.x == 0) f();
     __syncthreads();
 #endif
+  }
+  template <class F>
+  __host__ __device__ void top(const double* v, int64_t n, int64_t top, bool ranks, const F& f) {
+    order::top_by_counting(*this, v, n, top, ranks, f);
   }
 };
 

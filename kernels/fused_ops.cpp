@@ -45,6 +45,10 @@ TORCH_LIBRARY(vispec, m) {
   m.def(
       "tree_layout(Tensor score, Tensor parent, Tensor token, Tensor nodes, Tensor roots, Tensor root_index, "
       "int top_k, int depth, int T, int cells) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)");
+  m.def(
+      "grow_level(Tensor lp, Tensor idx, Tensor own, Tensor(a!) score, Tensor(b!) cand_token, "
+      "Tensor(c!) cand_parent, Tensor(d!) cand_score, Tensor(e!) frontier, Tensor(f!) tokens, "
+      "Tensor(g!) parent_slot, Tensor(h!) mask, int level) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) {
@@ -59,6 +63,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("keyed_uniforms", &cpu::keyed_uniforms);
   m.impl("tree_walk", &cpu::tree_walk);
   m.impl("tree_layout", &cpu::tree_layout);
+  m.impl("grow_level", &cpu::grow_level);
 }
 
 TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) {
@@ -81,6 +86,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("keyed_uniforms", &cuda::keyed_uniforms_cuda);
   m.impl("tree_walk", &cuda::tree_walk_cuda);
   m.impl("tree_layout", &cuda::tree_layout_cuda);
+  m.impl("grow_level", &cuda::grow_level_cuda);
 }
 #endif
 
@@ -176,6 +182,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tenso
   static const auto op = handle<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
       Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t)>("vispec::tree_layout");
   return op.call(score, parent, token, nodes, roots, root_index, top_k, depth, T, cells);
+}
+
+void grow_level(const at::Tensor& lp, const at::Tensor& idx, const at::Tensor& own, const at::Tensor& score,
+                const at::Tensor& cand_token, const at::Tensor& cand_parent, const at::Tensor& cand_score,
+                const at::Tensor& frontier, const at::Tensor& tokens, const at::Tensor& parent_slot,
+                const at::Tensor& mask, int64_t level) {
+  using Tensor = const at::Tensor&;
+  static const auto op =
+      handle<void(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, int64_t)>(
+          "vispec::grow_level");
+  op.call(lp, idx, own, score, cand_token, cand_parent, cand_score, frontier, tokens, parent_slot, mask, level);
 }
 
 }  // namespace vispec::kernels

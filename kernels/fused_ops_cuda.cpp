@@ -264,4 +264,15 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
   return c.outputs();
 }
 
+void grow_level_cuda(const torch::Tensor& lp, const torch::Tensor& idx, const torch::Tensor& own,
+                     const torch::Tensor& score, const torch::Tensor& cand_token, const torch::Tensor& cand_parent,
+                     const torch::Tensor& cand_score, const torch::Tensor& frontier, const torch::Tensor& tokens,
+                     const torch::Tensor& parent_slot, const torch::Tensor& mask, int64_t level) {
+  const c10::cuda::CUDAGuard guard(score.device());
+  const auto c = prepare_grow_level(lp, idx, own, score, cand_token, cand_parent, cand_score, frontier, tokens,
+                                    parent_slot, mask, level);
+  const auto stream = stream_of(score);
+  check_launch(c.double_lp ? grow_level(c.f64, c.B, stream) : grow_level(c.f32, c.B, stream), "grow_level");
+}
+
 }  // namespace vispec::kernels::cuda

@@ -48,5 +48,9 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
     const torch::Tensor& score, const torch::Tensor& parent, const torch::Tensor& token, const torch::Tensor& nodes,
     const torch::Tensor& roots, const torch::Tensor& root_index, int64_t top_k, int64_t depth, int64_t T,
     int64_t cells);
+void grow_level_cuda(const torch::Tensor& lp, const torch::Tensor& idx, const torch::Tensor& own,
+                     const torch::Tensor& score, const torch::Tensor& cand_token, const torch::Tensor& cand_parent,
+                     const torch::Tensor& cand_score, const torch::Tensor& frontier, const torch::Tensor& tokens,
+                     const torch::Tensor& parent_slot, const torch::Tensor& mask, int64_t level);
 
 }  // namespace vispec::kernels::cuda

@@ -106,6 +106,41 @@ std::string check_tree_layout(const c10::Device& device) {
                     torch::equal(std::get<5>(gpu).cpu(), std::get<5>(cpu));
   return same ? "" : "tree_layout laid the trees out otherwise";
 }
+
+// Two rows' trees grown by two levels (K 3: a root step, then levels 0 and 1), the second row narrower (top_k 2)
+// and shallower (depth 1), one tie among the children: the same buffers as the CPU reference's.
+std::string check_grow_level(const c10::Device& device) {
+  const int64_t B = 2, K = 3, D = 2, C = K + D * K * K, W = K * (D + 1);
+  const auto own =
+      torch::tensor({int64_t(3), int64_t(2), int64_t(8), int64_t(2), int64_t(1), int64_t(5)}, torch::kInt64)
+          .view({B, 3});
+  auto buffers = [&](const c10::Device& d) {
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(d);
+    return std::vector<torch::Tensor>{torch::empty({B, K}, i64.dtype(torch::kFloat64)),
+                                      torch::empty({B, C}, i64),
+                                      torch::empty({B, C}, i64),
+                                      torch::empty({B, C}, i64.dtype(torch::kFloat64)),
+                                      torch::empty({B, W}, i64),
+                                      torch::empty({B, W}, i64),
+                                      torch::empty({B, W}, i64),
+                                      torch::empty({B, W, W}, i64.dtype(torch::kBool))};
+  };
+  auto gpu = buffers(device), cpu = buffers(torch::kCPU);
+  for (int64_t level = -1; level < D; ++level) {
+    const std::vector<int64_t> shape = level < 0 ? std::vector<int64_t>{B, K} : std::vector<int64_t>{B, K, K};
+    auto lp = pattern(shape, 0.2 + double(level), torch::kFloat32) - 2.0f;
+    if (level == 0) lp.view({-1})[4].copy_(lp.view({-1})[5]);
+    const auto idx = torch::arange(lp.numel(), torch::kInt64).view(shape) * 5 % 64;
+    for (auto* b : {&gpu, &cpu}) {
+      const auto d = (*b)[0].device();
+      auto& v = *b;
+      grow_level(lp.to(d), idx.to(d), own.to(d), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], level);
+    }
+  }
+  for (size_t i = 0; i < gpu.size(); ++i)
+    if (!torch::equal(gpu[i].cpu(), cpu[i])) return "grow_level grew the trees otherwise";
+  return "";
+}
 #endif
 
 // Every CUDA kernel on small inputs beside its CPU reference: "" when all agree, else what went wrong.
@@ -226,6 +261,7 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
     }
     if (problem.empty()) problem = check_tree_walk(device);
     if (problem.empty()) problem = check_tree_layout(device);
+    if (problem.empty()) problem = check_grow_level(device);
     return problem;
   } catch (const std::exception& e) {
     const std::string what = e.what();

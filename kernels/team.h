@@ -5,6 +5,9 @@
 //   each(f)   f(lane) for every lane; afterwards every lane sees what any wrote
 //   one(f)    f() once; afterwards every lane sees what it wrote
 //   partial, base [kLanes] double and counts [kLanes] int64: scratch the lanes share
+//   top(v, n, top, ranks, f)  f(c, rank) for every c < n: c's place in torch.sort's stable descending order of
+//             the float64 values v[0..n) if below `top`, else -1; with ranks false any rank >= 0 may stand for
+//             "among the first top" (kernels/sort_order.h)
 //
 // and lanes share out a pass over n entries in contiguous chunks (chunk_of), so that a sum adds each chunk left
 // to right, then the chunks' sums left to right, in an order fixed whoever runs it.

@@ -6,8 +6,8 @@
 // The candidates of a row, C = K + D K^2 of them in level order (level 0: the root's K children; then K^2 per
 // level, K consecutive under each frontier node, best first):
 //   rerank    a candidate is kept when its score is finite and fewer than `nodes` candidates come before it in
-//             torch.sort's stable descending order (NaN first, ties by index); then, level by level, one whose
-//             parent was not kept is dropped (it lost a tie at the cut: a node without its path is
+//             torch.sort's stable descending order (NaN first, ties by index: the team's top()); then, level by level,
+//             one whose parent was not kept is dropped (it lost a tie at the cut: a node without its path is
 //             unverifiable)
 //   number    a kept candidate is node 1 + the kept candidates before it (the root is node 0), so nodes stay in
 //             candidate order and parents precede children; the rest are padding (token 0, depth 0, itself as
@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "kernels/sort_order.h"
 #include "kernels/team.h"
 
 namespace vispec::kernels::layout {
@@ -43,16 +44,6 @@ struct Args {
   int64_t* children = nullptr;     // [B, T, K]
 };
 
-// Whether candidate i (score a) comes before candidate j (score b) in torch.sort's stable descending order.
-VISPEC_HD bool sorts_before(double a, int64_t i, double b, int64_t j) {
-  const bool a_nan = a != a, b_nan = b != b;
-  if (a_nan != b_nan) return a_nan;
-  if (!a_nan && a != b) return a > b;
-  return i < j;
-}
-
-VISPEC_HD bool is_finite(double x) { return x - x == 0.0; }  // NaN and infinities give NaN
-
 // A candidate's depth from its index alone: level 0's K are depth 1, then K^2 per level.
 VISPEC_HD int64_t candidate_depth(int64_t c, int64_t K) { return c < K ? 1 : (c - K) / (K * K) + 2; }
 
@@ -68,17 +59,9 @@ VISPEC_HD void lay_out_row(Team& t, const Args& a, int64_t b) {
   int64_t *tok = a.tok + b * T, *depth = a.depth + b * T, *pos = a.pos + b * T, *children = a.children + b * T * K;
   bool* mask = a.mask + b * T * T;
 
-  // Rerank: counting the candidates ahead stops at n, so a row's cost is C times at most min(C, n + its rank).
-  t.each([&](int lane) {
-    const auto ch = team::chunk_of(lane, C);
-    for (int64_t c = ch.lo; c < ch.hi; ++c) {
-      bool kept = n > 0 && is_finite(score[c]);
-      int64_t ahead = 0;
-      for (int64_t o = 0; o < C && kept; ++o)
-        if (sorts_before(score[o], o, score[c], c) && ++ahead >= n) kept = false;
-      keep[c] = kept;
-    }
-  });
+  // Rerank: the first n in the sort's order, if finite.
+  t.top(score, C, n, /*ranks=*/false,
+        [&](int64_t c, int64_t rank) { keep[c] = rank >= 0 && order::is_finite(score[c]); });
   for (int64_t level = 1, start = K; level <= a.D; start += K * K, ++level)
     t.each([&](int lane) {
       const auto ch = team::chunk_of(lane, K * K);

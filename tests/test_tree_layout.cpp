@@ -1,7 +1,8 @@
-// EAGLE-2's trees laid out for verification as one operator (kernels/fused_ops.h's tree_layout): its CPU reference
-// gives the composite formulas' outputs exactly (decoding/floor/draft_tree.h's kept_candidates and
-// grown_tree_tables under CompositeOnly) on random candidates with ties, filtered (-inf) and NaN scores, rows of
-// different sizes and T wider than the trees; its CUDA kernel gives the CPU reference's.
+// EAGLE-2's trees grown and laid out on the device as operators (kernels/fused_ops.h's grow_level and tree_layout):
+// their CPU references give the composite formulas' outputs exactly (decoding/floor/draft_tree.h's
+// grow_dynamic_trees, kept_candidates and grown_tree_tables under CompositeOnly) on random candidates with ties,
+// filtered (-inf) and NaN scores, rows of different shapes and T wider than the trees; their CUDA kernels give
+// the CPU references'.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +12,10 @@
 #include "core/device.h"
 #include "core/op_counter.h"
 #include "decoding/floor/draft_tree.h"
+#include "kernels/cpu_team.h"
 #include "kernels/fused_ops.h"
 #include "kernels/kernel_check.h"
+#include "kernels/sort_order.h"
 
 namespace vispec {
 
@@ -122,6 +125,104 @@ TEST(TreeLayout, RefusesInputsOfTheWrongShape) {
   EXPECT_THROW(call(c.score, c.nodes.narrow(0, 0, 1), 3), std::exception);
 }
 
+namespace {
+
+// A drafter for the growth tests: log-probs over V codes from each newest node's token (a function of the token
+// alone, so that the same tree gives the same children on any device), with ties: codes 3 and 4 always share a
+// log-prob.
+TreeExpand synthetic_drafter(int64_t V, std::vector<std::vector<torch::Tensor>>* seen = nullptr) {
+  return
+      [V, seen](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask, int64_t level) {
+        if (seen) seen->push_back({tok.cpu().clone(), parent_slot.cpu().clone(), mask.cpu().clone()});
+        const int64_t K = tok.size(1) / (level + 1);
+        const auto newest = tok.narrow(1, tok.size(1) - K, K).to(torch::kFloat64);
+        auto logits = torch::sin(newest.unsqueeze(-1) * 0.37 * torch::arange(V, newest.options()) + 0.5) * 3;
+        logits.narrow(-1, 4, 1).copy_(logits.narrow(-1, 3, 1));
+        return torch::log_softmax(logits, -1);
+      };
+}
+
+const std::vector<std::vector<TreeShape>>& growth_shapes() {
+  static const std::vector<std::vector<TreeShape>> shapes{
+      {TreeShape{3, 4, 30}, TreeShape{3, 4, 30}, TreeShape{3, 4, 30}},
+      {TreeShape{3, 4, 30}, TreeShape{1, 2, 30}, TreeShape{2, 4, 12}, TreeShape{0, 3, 4}},  // ADT-Tree's rows
+      {TreeShape{4, 1, 6}}};
+  return shapes;
+}
+
+}  // namespace
+
+// The growth: every candidate and every drafter call's inputs (the frontier's tokens, parents and ancestry) are
+// the composite formulas', and a level is one operator where the formulas take some 25.
+TEST(TreeLayout, TheGrowthOperatorGrowsAsTheCompositeFormulas) {
+  torch::NoGradGuard no_grad;
+  for (const auto& shapes : growth_shapes()) {
+    const int64_t B = int64_t(shapes.size());
+    const auto root = torch::log_softmax(torch::randn({B, 24}, torch::kFloat64) * 2, -1);
+    std::vector<std::vector<torch::Tensor>> seen_fused, seen_composite;
+    TreeCandidates composite;
+    int64_t composite_ops = 0;
+    {
+      const kernels::CompositeOnly formulas;
+      OpCounter counter;
+      composite = grow_dynamic_trees(root, shapes, synthetic_drafter(24, &seen_composite));
+      composite_ops = counter.ops();
+    }
+    OpCounter counter;
+    const auto fused = grow_dynamic_trees(root, shapes, synthetic_drafter(24, &seen_fused));
+    const int64_t fused_ops = counter.ops();
+    std::printf("growth of %lld rows: %lld operators fused, %lld composite\n", static_cast<long long>(B),
+                static_cast<long long>(fused_ops), static_cast<long long>(composite_ops));
+    EXPECT_LT(fused_ops, composite_ops);
+    EXPECT_TRUE(torch::equal(fused.token, composite.token));
+    EXPECT_TRUE(torch::equal(fused.parent, composite.parent));
+    EXPECT_TRUE(torch::equal(fused.score, composite.score)) << fused.score << composite.score;
+    EXPECT_TRUE(torch::equal(fused.nodes, composite.nodes));
+    ASSERT_EQ(seen_fused.size(), seen_composite.size());
+    for (size_t level = 0; level < seen_fused.size(); ++level)
+      for (size_t i = 0; i < 3; ++i)
+        EXPECT_TRUE(torch::equal(seen_fused[level][i], seen_composite[level][i]))
+            << "level " << level << " input " << i;
+  }
+}
+
+// The two ways a team finds the first `top` values in torch.sort's stable descending order: a CPU team sorts, a
+// CUDA block counts (kernels/sort_order.h's top_by_counting, run here by a CPU team): the same ranks for values
+// with ties, NaN, infinities and both zeros, for every `top` from none to more than all.
+namespace {
+struct CountingTeam : kernels::CpuTeam {
+  template <class F>
+  void top(const double* v, int64_t n, int64_t top, bool ranks, const F& f) {
+    kernels::order::top_by_counting(*this, v, n, top, ranks, f);
+  }
+};
+}  // namespace
+
+TEST(TreeLayout, CountingTheTopEqualsSortingIt) {
+  std::mt19937_64 gen(11);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> values{-inf, inf, nan, 0.0, -0.0, -0.5, -1.25, 3.0, -3.0, 1e-300, -1e300};
+  int64_t checked = 0;
+  for (const int64_t n : {1, 5, 300, 2000}) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (auto& x : v) x = values[gen() % values.size()];
+    for (const int64_t top : {int64_t(0), int64_t(1), n / 3, n - 1, n, n + 5}) {
+      std::vector<int64_t> sorted(v.size()), counted(v.size()), member(v.size());
+      kernels::CpuTeam sorting;
+      CountingTeam counting;
+      sorting.top(v.data(), n, top, true, [&](int64_t c, int64_t r) { sorted[size_t(c)] = r; });
+      counting.top(v.data(), n, top, true, [&](int64_t c, int64_t r) { counted[size_t(c)] = r; });
+      counting.top(v.data(), n, top, false, [&](int64_t c, int64_t r) { member[size_t(c)] = r >= 0; });
+      EXPECT_EQ(counted, sorted) << "n " << n << ", top " << top;
+      for (size_t c = 0; c < v.size(); ++c) EXPECT_EQ(member[c], sorted[c] >= 0) << "n " << n << ", top " << top;
+      EXPECT_EQ(std::count_if(sorted.begin(), sorted.end(), [](int64_t r) { return r >= 0; }),
+                std::clamp<int64_t>(top, 0, n));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 24);
+}
+
 TEST(TreeLayout, OnCudaEqualsTheCpuReference) {
   if (!cuda_usable()) GTEST_SKIP() << "no CUDA device here: the CUDA case is skipped (scripts/gpu_check.sh runs it)";
   torch::NoGradGuard no_grad;
@@ -138,6 +239,15 @@ TEST(TreeLayout, OnCudaEqualsTheCpuReference) {
     EXPECT_TRUE(torch::equal(std::get<3>(cuda).cpu(), std::get<3>(cpu))) << "positions, K " << K;
     EXPECT_TRUE(torch::equal(std::get<4>(cuda).cpu(), std::get<4>(cpu))) << "mask, K " << K;
     EXPECT_TRUE(torch::equal(std::get<5>(cuda).cpu(), std::get<5>(cpu))) << "children, K " << K;
+  }
+  // The growth: the same candidates on the GPU as on the CPU.
+  for (const auto& shapes : growth_shapes()) {
+    const auto root = torch::log_softmax(torch::randn({int64_t(shapes.size()), 24}, torch::kFloat64) * 2, -1);
+    const auto cpu = grow_dynamic_trees(root, shapes, synthetic_drafter(24));
+    const auto cuda = grow_dynamic_trees(root.to(gpu), shapes, synthetic_drafter(24));
+    EXPECT_TRUE(torch::equal(cuda.token.cpu(), cpu.token));
+    EXPECT_TRUE(torch::equal(cuda.parent.cpu(), cpu.parent));
+    EXPECT_TRUE(torch::equal(cuda.score.cpu(), cpu.score));
   }
 }
 

@@ -98,6 +98,63 @@ TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std
   return grow_dynamic_trees(root_log_probs, shapes, tree_shape_table(shapes).to(root_log_probs.device()), expand);
 }
 
+namespace {
+
+// The growth's buffers (kernels/tree_growth_body.h says what each holds), made once per tree.
+struct Growth {
+  torch::Tensor score, cand_token, cand_parent, cand_score, frontier, tokens, parent_slot, mask;
+};
+
+// One step of the growth in the composite formulas, as kernels::grow_level computes it (its reference, and what
+// runs where the fused operators do not): level -1 the root's K children, level l >= 0 the children of level
+// l's frontier and the next frontier.
+void grow_level_composite(const torch::Tensor& lp, const torch::Tensor& idx, const torch::Tensor& own, Growth& g,
+                          int64_t level) {
+  const int64_t B = g.score.size(0), K = g.score.size(1);
+  const double kNone = -std::numeric_limits<double>::infinity();
+  const auto own_k = own.select(1, 0), own_depth = own.select(1, 1);
+  const auto j = torch::arange(K, idx.options());
+  const auto beyond_k = j.view({1, K}).ge(own_k.view({B, 1}));  // [B, K]: slot j is past the row's top_k
+  const auto eye = torch::eye(K, g.mask.options()).unsqueeze(0).expand({B, K, K});
+  if (level < 0) {
+    const auto s = lp.to(torch::kFloat64).masked_fill(beyond_k, kNone);
+    g.cand_token.narrow(1, 0, K).copy_(idx);
+    g.tokens.narrow(1, 0, K).copy_(idx);
+    g.cand_parent.narrow(1, 0, K).fill_(-1);
+    g.parent_slot.narrow(1, 0, K).fill_(-1);
+    g.cand_score.narrow(1, 0, K).copy_(s);
+    g.score.copy_(s);
+    g.frontier.narrow(1, 0, K).copy_(j.view({1, K}).expand({B, K}));
+    g.mask.zero_();
+    g.mask.narrow(1, 0, K).narrow(2, 0, K).copy_(eye);
+    return;
+  }
+  const int64_t M = K * (level + 1), off = K + level * K * K;
+  // A child's score is its path's summed log-prob; none in a row already as deep as its tree, past its top_k,
+  // or (from level 1 on) under a frontier node past the row's top_k: those extras stay candidates, unexpanded.
+  auto dead = own_depth.le(level).view({B, 1, 1}).logical_or(beyond_k.view({B, 1, K}));
+  if (level > 0) dead = dead.logical_or(beyond_k.view({B, K, 1}));
+  const auto flat = (lp.to(torch::kFloat64) + g.score.unsqueeze(2)).masked_fill(dead, kNone).reshape({B, K * K});
+  const auto child_tokens = idx.reshape({B, K * K});
+  g.cand_score.narrow(1, off, K * K).copy_(flat);
+  g.cand_token.narrow(1, off, K * K).copy_(child_tokens);
+  g.cand_parent.narrow(1, off, K * K)
+      .copy_(g.frontier.narrow(1, M - K, K).unsqueeze(2).expand({B, K, K}).reshape({B, K * K}));
+  // The next frontier: the K best children in the stable sort's order, each under its parent at frontier slot
+  // M - K + i; a new node's ancestry is its parent's, and itself.
+  const auto best = std::get<1>(flat.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true)).narrow(1, 0, K);
+  const auto slot = best.div(K, "floor") + (M - K);
+  g.frontier.narrow(1, M, K).copy_(best + off);
+  g.tokens.narrow(1, M, K).copy_(child_tokens.gather(1, best));
+  g.parent_slot.narrow(1, M, K).copy_(slot);
+  g.score.copy_(flat.gather(1, best));
+  const auto seen = g.mask.narrow(1, 0, M).narrow(2, 0, M);
+  g.mask.narrow(1, M, K).narrow(2, 0, M).copy_(seen.gather(1, slot.unsqueeze(2).expand({B, K, M})));
+  g.mask.narrow(1, M, K).narrow(2, M, K).copy_(eye);
+}
+
+}  // namespace
+
 TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
                                   const torch::Tensor& own, const TreeExpand& expand) {
   const int64_t B = root_log_probs.size(0);
@@ -110,58 +167,34 @@ TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std
   }
   const auto device = root_log_probs.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  const double kNone = -std::numeric_limits<double>::infinity();
-  const auto own_k = own.select(1, 0), own_depth = own.select(1, 1), own_nodes = own.select(1, 2);
-  const auto j = torch::arange(K, i64);
-  const auto beyond_k = j.view({1, K}).ge(own_k.view({B, 1}));  // [B, K]: slot j is past the row's top_k
-
-  // Level 0: the root's children.
+  const auto f64 = i64.dtype(torch::kFloat64);
+  const int64_t C = K + D * K * K, W = K * (D + 1);
+  Growth g{torch::empty({B, K}, f64), torch::empty({B, C}, i64),
+           torch::empty({B, C}, i64), torch::empty({B, C}, f64),
+           torch::empty({B, W}, i64), torch::empty({B, W}, i64),
+           torch::empty({B, W}, i64), torch::empty({B, W, W}, i64.dtype(torch::kBool))};
+  const bool fused = kernels::use_fused(device, torch::kFloat32);
+  auto grow = [&](const torch::Tensor& lp, const torch::Tensor& idx, int64_t level) {
+    if (!fused) return grow_level_composite(lp, idx, own, g, level);
+    kernels::grow_level(lp, idx, own, g.score, g.cand_token, g.cand_parent, g.cand_score, g.frontier, g.tokens,
+                        g.parent_slot, g.mask, level);
+  };
   const auto [lp0, idx0] = root_log_probs.topk(K, -1);
-  auto score = lp0.to(torch::kFloat64).masked_fill(beyond_k, kNone);  // [B, K] the newest frontier's scores
-  std::vector<torch::Tensor> cand_token{idx0}, cand_parent{torch::full({B, K}, -1, i64)}, cand_score{score};
-  auto frontier = j.view({1, K}).expand({B, K});    // candidate index of every frontier node
-  auto tokens = idx0;                               // [B, M] their tokens,
-  auto parent_slot = torch::full({B, K}, -1, i64);  // their parents' frontier slots,
-  auto mask = torch::eye(K, i64.dtype(torch::kBool)).unsqueeze(0).expand({B, K, K});  // their ancestry
-  auto expandable = torch::ones({B, K}, i64.dtype(torch::kBool));
-  int64_t offset = K;  // candidates so far
+  grow(lp0, idx0, -1);
   for (int64_t level = 0; level < D; ++level) {
     const int64_t M = K * (level + 1);
-    const auto [new_lp, new_idx] = expand(tokens, parent_slot, mask, level).topk(K, -1);  // [B, K, K] each
-    // A child's score is its path's summed log-prob; none in a row already as deep as its tree, under a
-    // frontier node the row does not expand, or past its top_k.
-    auto cu = new_lp.to(torch::kFloat64) + score.unsqueeze(2);
-    const auto dead = own_depth.le(level)
-                          .view({B, 1, 1})
-                          .logical_or(expandable.logical_not().view({B, K, 1}))
-                          .logical_or(beyond_k.view({B, 1, K}));
-    const auto flat = cu.masked_fill(dead, kNone).reshape({B, K * K});
-    const auto child_tokens = new_idx.reshape({B, K * K});
-    cand_token.push_back(child_tokens);
-    cand_parent.push_back(frontier.narrow(1, M - K, K).unsqueeze(2).expand({B, K, K}).reshape({B, K * K}));
-    cand_score.push_back(flat);
-    // The next frontier: the K best children (row-wise), each under its parent at frontier slot M - K + i.
-    const auto best = std::get<1>(flat.topk(K, -1));  // [B, K]
-    const auto slot = best.div(K, "floor") + (M - K);
-    frontier = torch::cat({frontier, best + offset}, 1);
-    tokens = torch::cat({tokens, child_tokens.gather(1, best)}, 1);
-    parent_slot = torch::cat({parent_slot, slot}, 1);
-    score = flat.gather(1, best);
-    // A new node's ancestry: its parent's, and itself.
-    const auto inherited = mask.gather(1, slot.unsqueeze(2).expand({B, K, M}));  // [B, K, M]
-    const auto own_rows = torch::cat({inherited, torch::eye(K, mask.options()).unsqueeze(0).expand({B, K, K})}, 2);
-    mask = torch::cat({torch::cat({mask, torch::zeros({B, M, K}, mask.options())}, 2), own_rows}, 1);
-    expandable = beyond_k.logical_not();  // a frontier wider than the row's top_k: the extras stay candidates
-    offset += K * K;
+    const auto [lp, idx] =
+        expand(g.tokens.narrow(1, 0, M), g.parent_slot.narrow(1, 0, M), g.mask.narrow(1, 0, M).narrow(2, 0, M), level)
+            .topk(K, -1);  // [B, K, K] each
+    grow(lp, idx, level);
   }
-
   TreeCandidates c;
   c.top_k = K;
   c.depth = D;
-  c.token = torch::cat(cand_token, 1);
-  c.parent = torch::cat(cand_parent, 1);
-  c.score = torch::cat(cand_score, 1);
-  c.nodes = own_nodes;
+  c.token = g.cand_token;
+  c.parent = g.cand_parent;
+  c.score = g.cand_score;
+  c.nodes = own.select(1, 2);
   return c;
 }
 
