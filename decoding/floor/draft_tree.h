@@ -69,8 +69,10 @@ struct TreeCandidates {
 // EAGLE-2's builder for B rows, on the device with no read: root_log_probs [B, V] (the drafter's log-probs
 // after the root); top-k at the root, then `depth` expansions keeping the top_k best paths by summed log-prob;
 // the trees keep the best total_tokens - 1 of every scored candidate (K + depth K^2 of them: kept_candidates).
-// Candidates of log-prob -inf (filtered by top-k/top-p) are never selected. One shape per row (ADT-Tree's
-// per-position depth and width).
+// Candidates of log-prob -inf (filtered by top-k/top-p) are never selected; "best" is the stable descending
+// sort's order (equal scores by candidate index). One shape per row (ADT-Tree's per-position depth and width).
+// Where the fused operators run (kernels/kernel_check.h), each level's scoring and next frontier are one
+// operator (kernels::grow_level, the same outputs); else the composite formulas, some 25 operators a level.
 TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
                                   const TreeExpand& expand);
 // The same with the shapes also on the device, own_shapes = tree_shape_table(shapes) there, so that nothing is
