@@ -49,6 +49,7 @@ TORCH_LIBRARY(vispec, m) {
       "grow_level(Tensor lp, Tensor idx, Tensor own, Tensor(a!) score, Tensor(b!) cand_token, "
       "Tensor(c!) cand_parent, Tensor(d!) cand_score, Tensor(e!) frontier, Tensor(f!) tokens, "
       "Tensor(g!) parent_slot, Tensor(h!) mask, int level) -> ()");
+  m.def("draw_without_replacement(Tensor q, Tensor u) -> (Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) {
@@ -64,6 +65,7 @@ TORCH_LIBRARY_IMPL(vispec, CPU, m) {
   m.impl("tree_walk", &cpu::tree_walk);
   m.impl("tree_layout", &cpu::tree_layout);
   m.impl("grow_level", &cpu::grow_level);
+  m.impl("draw_without_replacement", &cpu::draw_without_replacement);
 }
 
 TORCH_LIBRARY_IMPL(vispec, CompositeExplicitAutograd, m) {
@@ -87,6 +89,7 @@ TORCH_LIBRARY_IMPL(vispec, CUDA, m) {
   m.impl("tree_walk", &cuda::tree_walk_cuda);
   m.impl("tree_layout", &cuda::tree_layout_cuda);
   m.impl("grow_level", &cuda::grow_level_cuda);
+  m.impl("draw_without_replacement", &cuda::draw_without_replacement_cuda);
 }
 #endif
 
@@ -193,6 +196,12 @@ void grow_level(const at::Tensor& lp, const at::Tensor& idx, const at::Tensor& o
       handle<void(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, int64_t)>(
           "vispec::grow_level");
   op.call(lp, idx, own, score, cand_token, cand_parent, cand_score, frontier, tokens, parent_slot, mask, level);
+}
+
+std::tuple<at::Tensor, at::Tensor> draw_without_replacement(const at::Tensor& q, const at::Tensor& u) {
+  static const auto op = handle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&)>(
+      "vispec::draw_without_replacement");
+  return op.call(q, u);
 }
 
 }  // namespace vispec::kernels

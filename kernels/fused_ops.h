@@ -124,4 +124,11 @@ void grow_level(const at::Tensor& lp, const at::Tensor& idx, const at::Tensor& o
                 const at::Tensor& frontier, const at::Tensor& tokens, const at::Tensor& parent_slot,
                 const at::Tensor& mask, int64_t level);
 
+// EAGLE-1's n draws without replacement from each row of q [B, M, V] (probabilities, float32 or float64) by
+// inverse CDF with the uniforms u [B, M, n] float64 (decoding/eagle1.h's draw_without_replacement): returns the
+// tokens [B, M, n] int64 and each draw's conditional probability [B, M, n] float64. One CUDA block per row of q;
+// sums in the tree walk's order (kernels/draws_body.h), so a token may differ from the composite formula's where
+// a uniform falls within a rounding of a boundary.
+std::tuple<at::Tensor, at::Tensor> draw_without_replacement(const at::Tensor& q, const at::Tensor& u);
+
 }  // namespace vispec::kernels

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "kernels/fused_ops_cpu.h"
 #include "kernels/fused_ops_cuda.h"
+#include "kernels/draws_op.h"
 #include "kernels/tree_layout_op.h"
 #include "kernels/tree_walk_op.h"
 
@@ -273,6 +274,16 @@ void grow_level_cuda(const torch::Tensor& lp, const torch::Tensor& idx, const to
                                     parent_slot, mask, level);
   const auto stream = stream_of(score);
   check_launch(c.double_lp ? grow_level(c.f64, c.B, stream) : grow_level(c.f32, c.B, stream), "grow_level");
+}
+
+std::tuple<torch::Tensor, torch::Tensor> draw_without_replacement_cuda(const torch::Tensor& q, const torch::Tensor& u) {
+  const c10::cuda::CUDAGuard guard(q.device());
+  const auto c = prepare_draws(q, u);
+  const auto stream = stream_of(q);
+  check_launch(
+      c.double_q ? draw_without_replacement(c.f64, c.rows, stream) : draw_without_replacement(c.f32, c.rows, stream),
+      "draw_without_replacement");
+  return {c.tokens, c.probs};
 }
 
 }  // namespace vispec::kernels::cuda

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/draws_body.h"
 #include "kernels/tree_growth_body.h"
 #include "kernels/tree_layout_body.h"
 #include "kernels/tree_walk_body.h"
@@ -49,6 +50,9 @@ int tree_layout(const layout::Args& args, int64_t B, CUstream_st* stream);
 // One level of EAGLE-2's tree growth (kernels/tree_growth_body.h), one block of team::kLanes threads per row.
 int grow_level(const growth::Args<float>& args, int64_t B, CUstream_st* stream);
 int grow_level(const growth::Args<double>& args, int64_t B, CUstream_st* stream);
+// EAGLE-1's draws without replacement (kernels/draws_body.h), one block of team::kLanes threads per row of q.
+int draw_without_replacement(const draws::Args<float>& args, int64_t rows, CUstream_st* stream);
+int draw_without_replacement(const draws::Args<double>& args, int64_t rows, CUstream_st* stream);
 
 // attend_cache (kernels/attend_cache.cu): q [B, H, T, Dh] and the caches [B, Hkv, S, Dh] contiguous (the caches
 // 16-byte aligned), over their first `keys` slots, mask (or nullptr: every key) a bool at mask + b mask_b +

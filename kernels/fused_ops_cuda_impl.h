@@ -52,5 +52,6 @@ void grow_level_cuda(const torch::Tensor& lp, const torch::Tensor& idx, const to
                      const torch::Tensor& score, const torch::Tensor& cand_token, const torch::Tensor& cand_parent,
                      const torch::Tensor& cand_score, const torch::Tensor& frontier, const torch::Tensor& tokens,
                      const torch::Tensor& parent_slot, const torch::Tensor& mask, int64_t level);
+std::tuple<torch::Tensor, torch::Tensor> draw_without_replacement_cuda(const torch::Tensor& q, const torch::Tensor& u);
 
 }  // namespace vispec::kernels::cuda

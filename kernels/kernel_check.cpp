@@ -14,7 +14,7 @@ namespace vispec::kernels {
 
 namespace {
 
-constexpr const char* kFused = "fused-4";
+constexpr const char* kFused = "fused-5";
 constexpr const char* kComposite = "composite";
 
 thread_local bool composite_only = false;
@@ -141,6 +141,20 @@ std::string check_grow_level(const c10::Device& device) {
     if (!torch::equal(gpu[i].cpu(), cpu[i])) return "grow_level grew the trees otherwise";
   return "";
 }
+
+// EAGLE-1's draws without replacement: 3 x 2 rows of q (one with a single code of mass, so its later draws find
+// nothing left), 4 draws each: the same tokens and probabilities, bit for bit (the same body on both sides).
+std::string check_draws(const c10::Device& device) {
+  auto q = torch::softmax(pattern({3, 2, 40}, 0.7, torch::kFloat32) * 4, -1);
+  q[1][1].zero_();
+  q[1][1][17] = 1.0f;
+  const auto u = (pattern({3, 2, 4}, 1.9, torch::kFloat32).to(torch::kFloat64) + 1.7) / 3.4;
+  const auto gpu = draw_without_replacement(q.to(device), u.to(device));
+  const auto cpu = draw_without_replacement(q, u);
+  const bool same =
+      torch::equal(std::get<0>(gpu).cpu(), std::get<0>(cpu)) && torch::equal(std::get<1>(gpu).cpu(), std::get<1>(cpu));
+  return same ? "" : "draw_without_replacement drew otherwise";
+}
 #endif
 
 // Every CUDA kernel on small inputs beside its CPU reference: "" when all agree, else what went wrong.
@@ -262,6 +276,7 @@ std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
     if (problem.empty()) problem = check_tree_walk(device);
     if (problem.empty()) problem = check_tree_layout(device);
     if (problem.empty()) problem = check_grow_level(device);
+    if (problem.empty()) problem = check_draws(device);
     return problem;
   } catch (const std::exception& e) {
     const std::string what = e.what();

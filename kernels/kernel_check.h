@@ -18,7 +18,7 @@ class Tensor;
 namespace vispec::kernels {
 
 // The kernels a run with this device and dtype computes with, which decide its outputs' last bits, so the
-// job's identity records it: "fused-4" (bump the number whenever a kernel's arithmetic changes) or
+// job's identity records it: "fused-5" (bump the number whenever a kernel's arithmetic changes) or
 // "composite" (a CUDA device whose kernels were not built or failed their check). On a GPU the first call
 // runs the check.
 std::string kernel_set(const c10::Device& device, c10::ScalarType dtype);

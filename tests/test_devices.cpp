@@ -144,7 +144,7 @@ TEST(Devices, KvCacheDecodingEqualsAFullForwardOnCuda) {
 TEST(Devices, FusedCudaKernelsEqualTheirCpuReference) {
   if (!cuda_usable()) GTEST_SKIP() << kNoCuda;
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16})
-    EXPECT_EQ(kernels::kernel_set(cuda(), dtype), "fused-4") << dtype;
+    EXPECT_EQ(kernels::kernel_set(cuda(), dtype), "fused-5") << dtype;
   torch::NoGradGuard no_grad;
   auto gpt = test::tiny_gpt(1);
   gpt->to(cuda());

@@ -7,9 +7,13 @@
 #include <map>
 
 #include "core/check.h"
+#include "core/device.h"
+#include "core/op_counter.h"
 #include "decoding/ar.h"
 #include "decoding/floor/decoder_registry.h"
 #include "decoding/eagle1.h"
+#include "kernels/fused_ops.h"
+#include "kernels/kernel_check.h"
 #include "models/checkpoints/load.h"
 #include "models/model_config.h"
 #include "exact_distribution.h"
@@ -69,6 +73,46 @@ TEST(StaticTree, DrawsWithoutReplacementFollowTheSequentialDistribution) {
   const auto [t2, p2] = draw_without_replacement(torch::tensor({0.0, 0.5, 0.5}, torch::kFloat64).view({1, 1, 3}),
                                                  torch::full({1, 1, 3}, 0.5, torch::kFloat64));
   EXPECT_EQ(p2[0][0][2].item<double>(), 0.0);
+}
+
+// The draws as one operator (kernels::draw_without_replacement, sums in the tree walk's order) and as the composite
+// formula: the same tokens and, within float64 roundings, the same probabilities, for float32 and float64 q with
+// rows whose mass runs out; one operator where the formula takes 13 per draw. On CUDA, the CPU reference's bits.
+TEST(StaticTree, TheDrawsOperatorDrawsAsTheCompositeFormula) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(9);
+  for (const auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    auto q = torch::softmax(torch::randn({4, 6, 300}, gen, torch::kFloat64) * 3, -1).to(dtype);
+    q[2][3].zero_();
+    q[2][3][5] = 0.25;  // one code of mass: the later draws find nothing left
+    q[2][3][9] = 0.75;
+    const auto u = torch::rand({4, 6, 5}, gen, torch::kFloat64);
+    std::pair<torch::Tensor, torch::Tensor> composite;
+    {
+      const kernels::CompositeOnly formulas;
+      composite = draw_without_replacement(q, u);
+    }
+    OpCounter counter;
+    const auto fused = draw_without_replacement(q, u);
+    EXPECT_LE(counter.ops(), 2) << "the draws are one operator (and u's conversion)";
+    EXPECT_TRUE(torch::equal(fused.first, composite.first)) << dtype;
+    EXPECT_TRUE(torch::allclose(fused.second, composite.second, 1e-12, 1e-15)) << dtype;
+    EXPECT_EQ(fused.second[2][3][2].item<double>(), 0.0);  // nothing left for the third draw
+  }
+}
+
+TEST(StaticTree, TheDrawsOperatorOnCudaEqualsTheCpuReference) {
+  if (!cuda_usable()) GTEST_SKIP() << "no CUDA device here: the CUDA case is skipped (scripts/gpu_check.sh runs it)";
+  torch::NoGradGuard no_grad;
+  const torch::Device gpu(torch::kCUDA, 0);
+  for (const int64_t V : {64, 16384}) {
+    const auto q = torch::softmax(torch::randn({3, 5, V}) * 3, -1);
+    const auto u = torch::rand({3, 5, 6}, torch::kFloat64);
+    const auto cpu = kernels::draw_without_replacement(q, u);
+    const auto cuda = kernels::draw_without_replacement(q.to(gpu), u.to(gpu));
+    EXPECT_TRUE(torch::equal(std::get<0>(cuda).cpu(), std::get<0>(cpu))) << V;
+    EXPECT_TRUE(torch::equal(std::get<1>(cuda).cpu(), std::get<1>(cpu))) << V;
+  }
 }
 
 TEST(Eagle1Decoder, GreedyTokensEqualArGreedy) {
