@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/launch.cuh"
 #include "kernels/sort_order.h"
 #include "kernels/team.h"
 
@@ -36,5 +37,27 @@ struct BlockTeam {
     order::top_by_counting(*this, v, n, top, ranks, f);
   }
 };
+
+namespace cuda {
+
+// Body::run(team, args, row) on one block of team::kLanes threads per row, the team's scratch in shared memory.
+template <class Body, class Args>
+__global__ void __launch_bounds__(team::kLanes) team_rows_kernel(const Args args) {
+  __shared__ double partial[team::kLanes], base[team::kLanes];
+  __shared__ int64_t counts[team::kLanes];
+  BlockTeam team{partial, base, counts};
+  wait_for_previous();
+  start_next();
+  Body::run(team, args, int64_t(blockIdx.x));
+}
+
+// Launches team_rows_kernel over `rows` rows (none: nothing launched); returns the launch's cudaError_t as an int.
+template <class Body, class Args>
+int launch_team_rows(const Args& args, int64_t rows, CUstream_st* stream) {
+  if (rows == 0) return 0;
+  return launch_kernel(team_rows_kernel<Body, Args>, unsigned(rows), team::kLanes, stream, args);
+}
+
+}  // namespace cuda
 
 }  // namespace vispec::kernels

@@ -3,7 +3,10 @@
 // passes over the values, which a CPU thread would run one after another).
 #pragma once
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -38,5 +41,15 @@ struct CpuTeam {
  private:
   std::vector<int64_t> order_;
 };
+
+// row(team, r) for every r < rows, rows spread over LibTorch's threads, a team each: how every CPU reference of
+// a per-row body runs (a CUDA block per row on the GPU: kernels/block_team.cuh's launch_team_rows).
+template <class Row>
+void for_each_row_on_teams(int64_t rows, const Row& row) {
+  at::parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
+    auto team = std::make_unique<CpuTeam>();
+    for (int64_t r = r0; r < r1; ++r) row(*team, r);
+  });
+}
 
 }  // namespace vispec::kernels

@@ -6,35 +6,23 @@
 #include "kernels/block_team.cuh"
 #include "kernels/draws_body.h"
 #include "kernels/fused_ops_cuda.h"
-#include "kernels/launch.cuh"
 
 namespace vispec::kernels::cuda {
 
 namespace {
-
-template <typename P>
-__global__ void __launch_bounds__(team::kLanes) draws_kernel(const draws::Args<P> args) {
-  __shared__ double partial[team::kLanes], base[team::kLanes];
-  __shared__ int64_t counts[team::kLanes];
-  BlockTeam team{partial, base, counts};
-  wait_for_previous();
-  start_next();
-  draws::draw_row(team, args, int64_t(blockIdx.x));
-}
-
-template <typename P>
-int launch(const draws::Args<P>& args, int64_t rows, CUstream_st* stream) {
-  if (rows == 0) return 0;
-  return launch_kernel(draws_kernel<P>, unsigned(rows), team::kLanes, stream, args);
-}
-
+struct DrawRow {
+  template <class Team, class Args>
+  __device__ static void run(Team& team, const Args& args, int64_t row) {
+    draws::draw_row(team, args, row);
+  }
+};
 }  // namespace
 
 int draw_without_replacement(const draws::Args<float>& args, int64_t rows, CUstream_st* stream) {
-  return launch(args, rows, stream);
+  return launch_team_rows<DrawRow>(args, rows, stream);
 }
 int draw_without_replacement(const draws::Args<double>& args, int64_t rows, CUstream_st* stream) {
-  return launch(args, rows, stream);
+  return launch_team_rows<DrawRow>(args, rows, stream);
 }
 
 }  // namespace vispec::kernels::cuda

@@ -40,10 +40,7 @@ namespace cpu {
 std::tuple<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Tensor& q, const torch::Tensor& u) {
   const auto c = prepare_draws(q, u);
   auto draw_rows = [&](const auto& args) {
-    at::parallel_for(0, c.rows, 1, [&](int64_t r0, int64_t r1) {
-      auto team = std::make_unique<CpuTeam>();
-      for (int64_t r = r0; r < r1; ++r) draws::draw_row(*team, args, r);
-    });
+    for_each_row_on_teams(c.rows, [&](CpuTeam& team, int64_t r) { draws::draw_row(team, args, r); });
   };
   if (c.double_q) draw_rows(c.f64);
   else draw_rows(c.f32);

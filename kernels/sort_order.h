@@ -58,14 +58,7 @@ VISPEC_HD void top_by_counting(Team& t, const double* v, int64_t n, int64_t top,
     for (int64_t c = ch.lo; c < ch.hi; ++c) at += key(v[c]) == cut ? 1 : 0;
     t.counts[lane] = at;
   });
-  t.one([&] {  // ... before each lane's chunk
-    int64_t run = 0;
-    for (int lane = 0; lane < team::kLanes; ++lane) {
-      const int64_t at = t.counts[lane];
-      t.counts[lane] = run;
-      run += at;
-    }
-  });
+  team::counts_to_starts(t);  // where each lane's values at the cut start
   t.each([&](int lane) {
     const auto ch = team::chunk_of(lane, n);
     int64_t before = t.counts[lane];

@@ -31,4 +31,18 @@ VISPEC_HD Chunk chunk_of(int lane, int64_t n) {
   return {lo, lo + size < n ? lo + size : n};
 }
 
+// Turns each lane's count in t.counts into the sum of the counts of the lanes before it: where each lane's chunk
+// starts in a numbering of what the lanes counted. One lane adds; every lane sees the result.
+template <class Team>
+VISPEC_HD void counts_to_starts(Team& t) {
+  t.one([&] {
+    int64_t run = 0;
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const int64_t count = t.counts[lane];
+      t.counts[lane] = run;
+      run += count;
+    }
+  });
+}
+
 }  // namespace vispec::kernels::team

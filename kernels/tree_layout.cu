@@ -6,49 +6,34 @@
 
 #include "kernels/block_team.cuh"
 #include "kernels/fused_ops_cuda.h"
-#include "kernels/launch.cuh"
 #include "kernels/tree_growth_body.h"
 #include "kernels/tree_layout_body.h"
 
 namespace vispec::kernels::cuda {
 
 namespace {
-
-__global__ void __launch_bounds__(team::kLanes) tree_layout_kernel(const layout::Args args) {
-  __shared__ int64_t counts[team::kLanes];
-  BlockTeam team{nullptr, nullptr, counts};
-  wait_for_previous();
-  start_next();
-  layout::lay_out_row(team, args, int64_t(blockIdx.x));
-}
-
-template <typename P>
-__global__ void __launch_bounds__(team::kLanes) grow_level_kernel(const growth::Args<P> args) {
-  __shared__ int64_t counts[team::kLanes];
-  BlockTeam team{nullptr, nullptr, counts};
-  wait_for_previous();
-  start_next();
-  growth::grow_row(team, args, int64_t(blockIdx.x));
-}
-
-template <typename P>
-int launch_growth(const growth::Args<P>& args, int64_t B, CUstream_st* stream) {
-  if (B == 0) return 0;
-  return launch_kernel(grow_level_kernel<P>, unsigned(B), team::kLanes, stream, args);
-}
-
+struct GrowRow {
+  template <class Team, class Args>
+  __device__ static void run(Team& team, const Args& args, int64_t row) {
+    growth::grow_row(team, args, row);
+  }
+};
+struct LayOutRow {
+  template <class Team, class Args>
+  __device__ static void run(Team& team, const Args& args, int64_t row) {
+    layout::lay_out_row(team, args, row);
+  }
+};
 }  // namespace
 
 int grow_level(const growth::Args<float>& args, int64_t B, CUstream_st* stream) {
-  return launch_growth(args, B, stream);
+  return launch_team_rows<GrowRow>(args, B, stream);
 }
 int grow_level(const growth::Args<double>& args, int64_t B, CUstream_st* stream) {
-  return launch_growth(args, B, stream);
+  return launch_team_rows<GrowRow>(args, B, stream);
 }
-
 int tree_layout(const layout::Args& args, int64_t B, CUstream_st* stream) {
-  if (B == 0) return 0;
-  return launch_kernel(tree_layout_kernel, unsigned(B), team::kLanes, stream, args);
+  return launch_team_rows<LayOutRow>(args, B, stream);
 }
 
 }  // namespace vispec::kernels::cuda

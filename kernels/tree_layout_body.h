@@ -75,14 +75,7 @@ VISPEC_HD void lay_out_row(Team& t, const Args& a, int64_t b) {
     for (int64_t c = ch.lo; c < ch.hi; ++c) kept += keep[c] ? 1 : 0;
     t.counts[lane] = kept;
   });
-  t.one([&] {
-    int64_t run = 0;
-    for (int lane = 0; lane < team::kLanes; ++lane) {
-      const int64_t kept = t.counts[lane];
-      t.counts[lane] = run;
-      run += kept;
-    }
-  });
+  team::counts_to_starts(t);
   t.each([&](int lane) {
     const auto ch = team::chunk_of(lane, C);
     int64_t run = t.counts[lane];

@@ -117,10 +117,7 @@ void grow_level(const torch::Tensor& lp, const torch::Tensor& idx, const torch::
   const auto c = prepare_grow_level(lp, idx, own, score, cand_token, cand_parent, cand_score, frontier, tokens,
                                     parent_slot, mask, level);
   auto grow_rows = [&](const auto& args) {
-    at::parallel_for(0, c.B, 1, [&](int64_t b0, int64_t b1) {
-      auto team = std::make_unique<CpuTeam>();
-      for (int64_t b = b0; b < b1; ++b) growth::grow_row(*team, args, b);
-    });
+    for_each_row_on_teams(c.B, [&](CpuTeam& team, int64_t b) { growth::grow_row(team, args, b); });
   };
   if (c.double_lp) grow_rows(c.f64);
   else grow_rows(c.f32);
@@ -131,10 +128,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
     const torch::Tensor& roots, const torch::Tensor& root_index, int64_t top_k, int64_t depth, int64_t T,
     int64_t cells) {
   const auto c = prepare_tree_layout(score, parent, token, nodes, roots, root_index, top_k, depth, T, cells);
-  at::parallel_for(0, c.B, 1, [&](int64_t b0, int64_t b1) {
-    auto team = std::make_unique<CpuTeam>();
-    for (int64_t b = b0; b < b1; ++b) layout::lay_out_row(*team, c.args, b);
-  });
+  for_each_row_on_teams(c.B, [&](CpuTeam& team, int64_t b) { layout::lay_out_row(team, c.args, b); });
   return c.outputs();
 }
 

@@ -109,10 +109,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor, torch::Te
                                    u_accept, u_resample, u_sample, levels, rule, k, delta, lambda, optimal);
   auto walk_rows = [&](auto zero) {
     const auto args = c.args<decltype(zero)>();
-    at::parallel_for(0, c.B, 1, [&](int64_t b0, int64_t b1) {
-      auto team = std::make_unique<CpuTeam>();
-      for (int64_t b = b0; b < b1; ++b) walk::walk_row(*team, args, b);
-    });
+    for_each_row_on_teams(c.B, [&](CpuTeam& team, int64_t b) { walk::walk_row(team, args, b); });
   };
   if (c.dtype == torch::kFloat64) walk_rows(double{});
   else walk_rows(float{});
