@@ -1,11 +1,13 @@
 // vispec bench BENCH.yaml: decoders side by side on the same prompts and seeds (bench/bench_runner.h).
 // vispec bench-plot RESULTS.json: its pictures again (bench/bench_plot.h).
-// vispec step-cost: AR time per token against the memory-bandwidth floor (bench/step_cost.h).
+// vispec step-cost: AR time per token against the memory-bandwidth floor (bench/step_cost.h); with --decoders,
+// every decoder's iteration against AR's step: the break-even table (bench/break_even.h).
 #include <filesystem>
 
 #include "apps/commands.h"
 #include "core/device.h"
 #include "bench/bench_plot.h"
+#include "bench/break_even.h"
 #include "bench/bench_runner.h"
 #include "core/check.h"
 #include "io/atomic_file.h"
@@ -75,10 +77,29 @@ void add_step_cost_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(0, kMaxThreads));
   cmd->add_option("--xl-layers", o.xl_layers, "GPT-XL layers (0: 36 on a GPU, 4 on a CPU)")->capture_default_str();
   cmd->add_option("--xl-grid", o.xl_grid, "GPT-XL grid side (0: 24 on a GPU, 8 on a CPU)")->capture_default_str();
+  cmd->add_option("--xl-preset", o.xl_preset, "the shape's widths: a GPT preset (GPT-B .. GPT-7B)")
+      ->capture_default_str();
+  cmd->add_option("--xl-vocab", o.xl_vocab, "the shape's vocabulary")->capture_default_str();
+  auto* dtypes = cmd->get_option("--dtypes");
+  auto* batches = cmd->get_option("--batches");
+  cmd->add_option("--decoders", o.decoders,
+                  "the break-even table instead (bench/break_even.h): these decoders, or all, each against AR; "
+                  "dtypes default to bf16 on a GPU, fp32 on a CPU, batches to 1, 8 and 32")
+      ->delimiter(',');
+  cmd->add_option("--mal-samples", o.mal_samples,
+                  "with --decoders: samples of the embedded model whose mean accepted lengths the projection uses")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--results", o.results_dir, "directory for NAME.json and NAME.md")->capture_default_str();
-  cmd->add_option("--name", o.name, "results name (default step-cost-cpu or step-cost-cuda)");
-  cmd->callback([&action] {
-    action = [] {
+  cmd->add_option("--name", o.name, "results name (default step-cost-DEVICE, with --decoders break-even-DEVICE)");
+  cmd->callback([&action, dtypes, batches] {
+    action = [dtypes, batches] {
+      if (!o.decoders.empty()) {
+        if (dtypes->count() == 0) o.dtypes.clear();  // the device's own: bf16 on a GPU, fp32 on a CPU
+        if (batches->count() == 0) o.batches = {1, 8, 32};
+        run_break_even(o);
+        return kExitOk;
+      }
       run_step_cost(o);
       return kExitOk;
     };

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/kernel_profile.h"
+#include "bench/shape_models.h"
 #include "core/check.h"
 #include "core/device.h"
 #include "core/op_counter.h"
@@ -217,19 +218,10 @@ std::string run_step_cost(const StepCostOptions& o) {
   auto modes = o.modes;
   if (modes.empty())
     modes = device.is_cuda() ? std::vector<std::string>{"eager", "graphs"} : std::vector<std::string>{"eager"};
-  GptConfig xl = gpt_preset("GPT-XL");
-  xl.vocab_size = 16384;
-  xl.num_classes = 1000;
-  xl.grid_size = o.xl_grid > 0 ? o.xl_grid : device.is_cuda() ? 24 : 8;
-  if (o.xl_layers > 0) xl.n_layer = o.xl_layers;
-  else if (!device.is_cuda()) xl.n_layer = 4;
+  const auto shape = measured_shape(o.xl_preset, o.xl_layers, o.xl_grid, o.xl_vocab, device.is_cuda());
   const std::string xl_note =
-      xl.n_layer == 36 && xl.grid_size == 24
-          ? "GPT-XL: LlamaGen's shape (36 layers, 576 tokens), random weights."
-          : fmt::format(
-                "GPT-XL: LlamaGen's widths (dim 1280, 20 heads, vocab 16384) with {} of its 36 layers, on a "
-                "grid of {}x{} ({} tokens, not 576), random weights.",
-                xl.n_layer, xl.grid_size, xl.grid_size, xl.image_tokens());
+      shape.real() ? fmt::format("{}: LlamaGen's shape ({}), random weights.", shape.preset, shape.describe())
+                   : fmt::format("{}: {}, not LlamaGen's whole shape, random weights.", shape.preset, shape.describe());
   double bandwidth = copy_bandwidth(device);  // measured again at the end: the better of the two counts
   spdlog::info("step-cost on {} ({}): copy bandwidth {:.1f} GB/s", device.str(), device_model(device), bandwidth / 1e9);
   nlohmann::json rows = nlohmann::json::array();
@@ -238,8 +230,7 @@ std::string run_step_cost(const StepCostOptions& o) {
     std::vector<Case> cases;
     cases.push_back({"embedded (" + model.name + ")", dtype, Gpt(model.gpt, options, /*random_init=*/false)});
     load_weights(*cases.back().gpt, model.gpt_weights, kGptFileExtras, model.gpt_keys);
-    torch::manual_seed(0);
-    cases.push_back({"GPT-XL shape", dtype, Gpt(xl, options)});
+    cases.push_back({shape.preset + " shape", dtype, random_target(shape, options)});
     for (auto& c : cases) {
       c.gpt->eval();
       for (auto batch : o.batches)

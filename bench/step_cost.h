@@ -4,6 +4,7 @@
 // the bytes it must read (every weight matrix once, and the KV cache at the step's length, averaged over the
 // image) divided by this device's copy bandwidth, measured in the same run. Their ratio says how far eager
 // decoding is from the hardware (1.0 = bandwidth-bound at full speed). Written as RESULTS/<name>.json and .md.
+// With decoders named (`--decoders`), the break-even table instead (bench/break_even.h).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,12 @@ struct StepCostOptions {
   // 8 x 8 grid (64 tokens) on a CPU, where the real shape would take hours; the report says which ran.
   int64_t xl_layers = 0;
   int64_t xl_grid = 0;
+  std::string xl_preset = "GPT-XL";  // the shape's widths (models/gpt/gpt_presets): a smaller one for CPU tests
+  int64_t xl_vocab = 16384;
+  // The break-even table (bench/break_even.h): these decoders ("all": every registered one), AR first; their
+  // mean accepted lengths on the embedded model over this many samples.
+  std::vector<std::string> decoders;
+  int64_t mal_samples = 32;
   std::string results_dir = "bench/results";
   std::string name;  // default: step-cost-cpu or step-cost-cuda
 };

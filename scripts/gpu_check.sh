@@ -7,7 +7,8 @@
 #   device run, carry [".gpu-carry"], timeout_s 300: bash scripts/gpu_check.sh --quick    # there; results in $OUT
 #
 #   bash scripts/gpu_check.sh [--quick] [--cpu] [--binaries DIR] [--build-dir DIR] [--tests REGEX]
-#                             [--step-cost-args "..."] [--bench-set KEY=VALUE]... [--demo-set KEY=VALUE]...
+#                             [--step-cost-args "..."] [--break-even-args "..."] [--bench-set KEY=VALUE]...
+#                             [--demo-set KEY=VALUE]...
 #                             [--skip STEP[,STEP...]] [--also COMMAND]... [--deadline SECONDS] [OUTDIR]
 #   bash scripts/gpu_check.sh --deps-only [--binaries DIR]   # prints the decisions below as JSON, and exits
 #
@@ -27,8 +28,8 @@
 # minutes on 16 cores) only when there are none or they do not start. summary.json says which ("binaries":
 # carried | prebuilt | built, and why).
 #
-# Steps, each under `timeout` with its own budget, all within --deadline (default 300 s with --quick, so that a
-# quick run and a rerun fit the device time of a session, their machine's start included; 580 s otherwise, inside
+# Steps, each under `timeout` with its own budget, all within --deadline (default 360 s with --quick, so that a
+# quick run and a short rerun fit the device time of a session, their machine's start included; 580 s otherwise, inside
 # the tool's 10 minutes per command; with --cpu three times those, as every step's budget), each with its seconds
 # and exit status in OUTDIR/summary.json and its log in OUTDIR/logs.txt (the device tool brings back at
 # most eight files: here summary.json, logs.txt, step-cost-DEVICE.json and .md, and with --quick
@@ -42,6 +43,10 @@
 #   configure, build   only without binaries that start: CMake against this machine's torch (-DVISPEC_PYTHON)
 #   --quick: cuda_tests   vispec_tests --gtest_filter of the CUDA cases and PhaseClock (the gtest summary line)
 #            step_cost    vispec step-cost, fp32 and bf16, batches 1, 8, 32, eager and CUDA graphs, 64 AR steps
+#            break_even   vispec step-cost --decoders all: every decoder's iteration against AR's step on GPT-XL's
+#                         shape, bf16, batches 1, 8 and 32, whole images (bench/break_even.h); its rows are written
+#                         as they finish, so a step cut by its budget keeps the batches it measured (in the summary
+#                         as "break_even", and in figures.md beside the targets)
 #            step_profile vispec step-cost --profile-steps 16, bf16, batches 1 and 32, eager and graphs: each step's
 #                         device time by kernel (bench/kernel_profile.h)
 #            bench_b1, bench_b8, bench_b32   bench/gpu-quick.yaml (AR and eight speculative decoders, 10 images
@@ -57,10 +62,11 @@
 # --cpu: the same without CUDA (CUDA_VISIBLE_DEVICES hidden, device cpu, budgets x3); the CTest suite runs
 # `--cpu --quick --binaries BUILD` (tests/gpu_check_cpu.sh) so that the script cannot rot. --tests REGEX runs only
 # the matching tests (ctest -R, or the matching gtest names); --step-cost-args replaces the step-cost sizes (with
-# --quick: "--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"); --bench-set overrides a field
+# --quick: "--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"); --break-even-args the
+# break-even table's ("--dtypes bf16 --batches 1,8,32"; e.g. --decoders eagle2,sd for fewer); --bench-set overrides a field
 # of bench/gpu-quick.yaml in the three runs (vispec bench --set; repeatable; e.g. prompts=FILE, or decoders=[...] with
 # fewer); --demo-set likewise for the three demo runs (vispec run --set; e.g. images_per_prompt=20, so that a demo
-# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, step_profile, bench_b1,
+# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, break_even, step_profile, bench_b1,
 # bench_b8, bench_b32, demo_fp32, demo_bf16, demo_cpu, memcheck: the summary records them as skipped), so that a short second
 # run measures only what it is for. --also runs COMMAND (bash -c, in the source directory, with $VISPEC,
 # $VISPEC_TESTS and $VISPEC_DEVICE set and the libraries found) as a step of its own after the others, for a one-off
@@ -75,7 +81,7 @@ cd "$(dirname "$0")/.." || exit 2
 src=$(pwd)
 
 cpu=0 quick=0 deps_only=0 build="" binaries_dir="" tests_regex="" outdir="" deadline=""
-step_cost_args="" step_cost_args_set=0 bench_sets=() demo_sets=() skip_steps="," also_commands=()
+step_cost_args="" step_cost_args_set=0 break_even_args="--dtypes bf16 --batches 1,8,32" bench_sets=() demo_sets=() skip_steps="," also_commands=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu=1 ;;
@@ -85,6 +91,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
     --step-cost-args) step_cost_args=$2; step_cost_args_set=1; shift ;;
+    --break-even-args) break_even_args=$2; shift ;;
     --bench-set) bench_sets+=(--set "$2"); shift ;;
     --demo-set) demo_sets+=(--set "$2"); shift ;;
     --skip) skip_steps=",$2,"; shift ;;
@@ -307,7 +314,7 @@ fi
 started=$(date +%s)
 # On the CPU every budget is three times a GPU's, and so is the default deadline: there no device time is spent,
 # and the GPU-sized steps of --quick take some 6 minutes on 2 cores.
-deadline=${deadline:-$(( ($([ $quick = 1 ] && echo 300 || echo 580)) * budget_factor ))}
+deadline=${deadline:-$(( ($([ $quick = 1 ] && echo 360 || echo 580)) * budget_factor ))}
 deadline_at=$((started + deadline))
 
 # run_limited SECONDS COMMAND...: COMMAND under timeout; a function of this script runs in a bash of its own.
@@ -387,6 +394,7 @@ write_summary() {
     echo "  \"demo_cpu\": $(json_or_null "$logs/demo-cpu/summary.json"),"
     echo "  \"step_cost\": $(json_or_null "$outdir/step-cost-$device.json"),"
     echo "  \"step_profile\": $(json_or_null "$outdir/step-profile-$device.json"),"
+    echo "  \"break_even\": $(json_or_null "$logs/break-even/break-even.json"),"
     echo "  \"bench\": {\"batch_1\": $(json_or_null "$logs/bench-b1/gpu-quick.json"), \"batch_8\": $(json_or_null "$logs/bench-b8/gpu-quick.json"), \"batch_32\": $(json_or_null "$logs/bench-b32/gpu-quick.json")},"
     echo "  \"graph_fallbacks\": $(graph_fallbacks_json),"
     echo "  \"memcheck\": $(json_str "$memcheck_status"),"
@@ -665,6 +673,11 @@ if [ $quick = 1 ]; then
   [ $step_cost_args_set = 1 ] || step_cost_args="--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"
   # shellcheck disable=SC2086  # step_cost_args is a list of options
   step step_cost 60 "$vispec" step-cost --device $device --results "$outdir" $step_cost_args
+  # Every decoder's iteration against AR's step on GPT-XL's shape: the break-even table (bench/break_even.h), in
+  # the summary and figures.md (the device tool brings back eight files: its own .json and .md stay in the logs).
+  # shellcheck disable=SC2086  # break_even_args is a list of options
+  step break_even 150 "$vispec" step-cost --device $device --results "$logs/break-even" --name break-even \
+    --decoders all $break_even_args
   # Where a replayed bf16 step's device time goes, kernel by kernel (bench/kernel_profile.h).
   step step_profile 45 "$vispec" step-cost --device $device --results "$outdir" --name "step-profile-$device" \
     --dtypes bf16 --batches "$([ $cpu = 1 ] && echo 1 || echo 1,32)" --modes eager,graphs --max-steps 32 --profile-steps 16

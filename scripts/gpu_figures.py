@@ -4,9 +4,10 @@
     python3 scripts/gpu_figures.py OUT/summary.json [--demo-metrics DTYPE=METRICS.jsonl]...
 
 Adds "figures" to the summary (rewritten whole, then renamed into place) and writes OUT/figures.md. Every figure
-comes from what that one run measured side by side: AR's step on LlamaGen's GPT-XL shape (vispec step-cost), the
-demo on the GPU against the same demo on 2 CPU threads of the same machine, and the gpu-quick bench's decoders at
-batch 1, 8 and 32 against AR in the same bench. A target whose figure the run did not measure (a skipped step, a
+comes from what that one run measured side by side: AR's step on LlamaGen's GPT-XL shape (vispec step-cost), every
+decoder's iteration against AR's step on that shape (the break-even table, vispec step-cost --decoders), the demo on
+the GPU against the same demo on 2 CPU threads of the same machine, and the gpu-quick bench's decoders at batch 1, 8
+and 32 against AR in the same bench. A target whose figure the run did not measure (a skipped step, a
 CPU run without graphs) is listed with "met": null. With --demo-metrics (a demo run's metrics.jsonl), the demo's
 time is also split into its batches: the first carries what a run does once (CUDA graph captures and their checks,
 the fused kernels' checks, libraries loaded on first use), the others are the decode itself. The standard library
@@ -24,6 +25,10 @@ DEMO_OVER_CPU = 10.0                  # the embedded demo on the GPU: at least t
 TREE_SPEEDUP_PER_ACCEPTED = 0.6       # at batch 1: EAGLE-2's and LANTERN's speedup over AR, per accepted token
 TREES = ("eagle2", "lantern")
 FASTER_THAN_AR_AT_8 = ("sd", "sjd", "ssd")
+# The break-even MAL (iteration / AR step, GPT-XL shape, bf16, replayed) each decoder must reach at most, by batch
+# (issue 53); every other decoder at batch 8 at most BREAK_EVEN_AT_8; batch 32 is reported, with no target.
+BREAK_EVEN_AT_1 = {"eagle2": 1.5, "lantern": 1.5, "adt_tree": 1.5, "eagle1": 1.5, "sd": 1.6, "sjd": 1.2, "ssd": 1.2}
+BREAK_EVEN_AT_8 = 2.0
 
 
 def ar_rows(summary):
@@ -53,6 +58,34 @@ def bench_decoders(summary):
                          "aten_ops_per_image": d["aten_ops_per_image"]})
         out[int(key.split("_")[1])] = {"batch_size": bench["batch_size"], "images": bench["images_per_decoder"],
                                        "baseline": bench["baseline"], "decoders": rows}
+    return out
+
+
+def break_even(summary):
+    """The break-even table's bf16 rows (else its one dtype's) by batch: {batch: [row]} in the order measured, and
+    whether they are judged: LlamaGen's whole GPT-XL shape replayed on a GPU (not a CPU's cut shape)."""
+    table = summary.get("break_even") or {}
+    rows = table.get("rows", [])
+    dtype = "bf16" if any(r["dtype"] == "bf16" for r in rows) else rows[0]["dtype"] if rows else None
+    by_batch = {}
+    for r in rows:
+        if r["dtype"] == dtype:
+            by_batch.setdefault(r["batch"], []).append(r)
+    return by_batch, bool(table.get("shape_real")) and bool(table.get("graphs"))
+
+
+def break_even_targets(by_batch, judged):
+    """One target per decoder with a bound: batch 1 by BREAK_EVEN_AT_1, every decoder but AR at batch 8."""
+    out = []
+    bounds = [(1, name, bound) for name, bound in BREAK_EVEN_AT_1.items()]
+    bounds += [(8, r["decoder"], BREAK_EVEN_AT_8) for r in by_batch.get(8, []) if r["decoder"] != "ar"]
+    for batch, name, bound in bounds:
+        found = [r for r in by_batch.get(batch, []) if r["decoder"] == name and "break_even_mal" in r]
+        t = target(f"{name} at batch {batch}, break-even MAL on GPT-XL's shape: iteration / AR step",
+                   found[0]["break_even_mal"] if found else None, bound, True)
+        if not judged:
+            t["met"] = None  # a CPU's cut shape, or no graphs: the value is shown, no target is judged
+        out.append(t)
     return out
 
 
@@ -86,6 +119,7 @@ def figures(summary, demo_metrics):
     fastest = max([v for k, v in demo.items() if k != "cpu" and v] or [0]) or None
     over_cpu = fastest / demo["cpu"] if fastest and demo["cpu"] else None
     decoders = bench_decoders(summary)
+    by_batch, judged = break_even(summary)
     targets = []
     for batch, bound in AR_MS_PER_TOKEN.items():
         row = ar.get(batch)  # step-cost's batch counts images (twice as many rows under guidance)
@@ -106,6 +140,7 @@ def figures(summary, demo_metrics):
         t = target(f"{name} at batch 8: speedup over AR", value, 1.0, False)
         t["target"], t["met"] = "> 1", None if value is None else value > 1.0
         targets.append(t)
+    targets += break_even_targets(by_batch, judged)
     return {
         "ar_gptxl_bf16": {str(b): {"ms_per_token": r["ms_per_token"], "replayed": r["graphs_replayed"],
                                    "floor_ms": r["floor_ms"], "over_floor": r["ratio"],
@@ -115,6 +150,8 @@ def figures(summary, demo_metrics):
         "demo_over_cpu": over_cpu,
         "demo_batches": {k: demo_batches(path) for k, path in demo_metrics.items() if os.path.isfile(path)},
         "decoders": {str(b): v for b, v in sorted(decoders.items())},
+        "break_even": {"shape": (summary.get("break_even") or {}).get("shape"), "judged": judged,
+                       "batches": {str(b): rows for b, rows in sorted(by_batch.items())}},
         "targets": targets,
     }
 
@@ -147,6 +184,24 @@ def markdown(summary, f):
                   f"{', '.join(fmt(b['ms'], 1) for b in d['batches'][1:]) or 'none'} ms "
                   f"({fmt(d['later_images_per_s'], 1)} images/s after the first)."]
     lines.append("")
+    be = f["break_even"]
+    if be["batches"]:
+        lines += [f"Break-even table: {be['shape']}, random weights (vispec step-cost --decoders; bench/break_even.h). "
+                  "A decoder beats AR where its mean accepted length exceeds its break-even MAL; the projection "
+                  "carries the embedded model's MAL (same decoder, same settings) over to this shape's costs"
+                  + ("." if be["judged"] else ", not judged against the targets: not LlamaGen's whole shape "
+                     "replayed on a GPU."), "",
+                  "| batch | decoder | ms / iteration | AR ms / step | break-even MAL | MAL embedded (batch) | "
+                  "projected speedup |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for b, rows in be["batches"].items():
+            for r in rows:
+                if "error" in r:
+                    lines.append(f"| {b} | {r['decoder']} | failed: {r['error'][:80]} | | | | |")
+                    continue
+                lines.append(f"| {b} | {r['decoder']} | {fmt(r['ms_per_iteration'])} | {fmt(r['ar_ms_per_step'])} | "
+                             f"{fmt(r['break_even_mal'], 2)} | {fmt(r['embedded_batch_mal'], 2)} | "
+                             f"{fmt(r['projected_speedup'], 2)} |")
+        lines.append("")
     for b, bench in f["decoders"].items():
         lines += [f"Decoders at batch {bench['batch_size']} ({bench['images']} images each; the baseline "
                   f"{bench['baseline']}):", "",

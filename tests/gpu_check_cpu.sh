@@ -4,8 +4,9 @@
 # the gpu-quick bench at batch 1, 8 and 32, the demo in fp32, bf16 and on 2 CPU threads, the summary and its
 # figures against the GPU-speed targets), here without CUDA and at small sizes (the bench on one prompt with SSD
 # alone, its own baseline: every run of a bench also loads the models and the quality judge's 10,000 reference
-# images, ~25 s here; step-cost with a 1-layer GPT-XL, 8 steps), so that the script cannot rot between the rare runs on a GPU machine. --binaries: it never builds (2 cores), and it
-# reads the build as it is.
+# images, ~25 s here; step-cost with a 1-layer GPT-XL, 8 steps; the break-even table of every decoder on a 1-layer
+# GPT-B-wide shape of 6x6 tokens at batches 1 and 2), so that the script cannot rot between the rare runs on a GPU
+# machine. --binaries: it never builds (2 cores), and it reads the build as it is.
 #   bash tests/gpu_check_cpu.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 py=${VISPEC_TEST_PYTHON:-/usr/bin/python3}
@@ -16,9 +17,14 @@ trap 'rm -rf "$work"' EXIT
 # before any work, decoders before the baseline, so an unknown baseline fails on the baseline alone.
 "$build/vispec" bench "$src/bench/gpu-quick.yaml" --set baseline=none-such > "$work/parse" 2>&1 && exit 1
 grep -q "'none-such' is not the label of a decoder" "$work/parse" || { cat "$work/parse"; echo "FAIL: gpu-quick.yaml"; exit 1; }
+# The break-even table names its decoders: an unknown one is refused before any work, naming the known ones.
+"$build/vispec" step-cost --decoders eagle2,none-such --results "$work/refused" > "$work/refused.log" 2>&1 && exit 1
+grep -q "unknown decoder 'none-such' (known: all, " "$work/refused.log" && [ ! -e "$work/refused" ] \
+  || { cat "$work/refused.log"; echo "FAIL: step-cost --decoders none-such"; exit 1; }
 printf 't-shirt/top\n' > "$work/prompts.txt"
 bash "$src/scripts/gpu_check.sh" --cpu --quick --binaries "$build" --deadline 500 \
   --step-cost-args "--dtypes fp32,bf16 --batches 1,32 --modes graphs --xl-layers 1 --xl-grid 4 --max-steps 8" \
+  --break-even-args "--dtypes fp32 --batches 1,2 --xl-preset GPT-B --xl-layers 1 --xl-grid 6 --xl-vocab 512 --mal-samples 3" \
   --bench-set "prompts=$work/prompts.txt" \
   --bench-set "decoders=[{label: ssd-r2, decoder: {name: ssd, cfg_scale: 2.0, r: 2}}]" --bench-set baseline=ssd-r2 \
   --also '"$VISPEC" decoders > /dev/null && echo "also ran on $VISPEC_DEVICE"' \
@@ -33,7 +39,7 @@ every = {"mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "
          "sentencepiece", "pcre2", "utf8proc", "fashion-mnist"}
 assert set(s["deps"]) == every and set(s["deps"].values()) <= {"machine", "prefix"}, s["deps"]
 assert s["libs"] and "missing" not in s["libs"].values(), s["libs"]
-for step in ["binaries", "cuda_tests", "step_cost", "step_profile", "bench_b1", "bench_b8", "bench_b32", "demo_fp32",
+for step in ["binaries", "cuda_tests", "step_cost", "break_even", "step_profile", "bench_b1", "bench_b8", "bench_b32", "demo_fp32",
              "demo_bf16", "demo_cpu"]:
     assert s["steps"][step]["exit"] == 0, (step, s["steps"])
 assert "configure" not in s["steps"] and "build" not in s["steps"], s["steps"]
@@ -52,6 +58,24 @@ assert all(r["ms_per_token"] > 0 and r["floor_ms"] > 0 and r["ratio"] > 0 for r 
 assert all(r["ops_per_step"] > 0 for r in rows), rows
 assert all(r["conversions_per_step"] >= (1 if r["dtype"] == "bf16" else 0) for r in rows), rows
 assert open(f"{out}/step-cost-cpu.md").read().startswith("Device cpu"), "markdown"
+# The break-even table: every decoder at both batches on the cut shape, AR first at each (its own break-even 1),
+# each iteration timed against AR's step in the same run, and the projection from the embedded model's MAL over 3
+# samples (per batch: chunks of the batch, each waiting for its slowest row, so never above the per-row MAL).
+be = s["break_even"]
+assert be["shape"].startswith("GPT-B (1 of its 12 layers, dim 768") and "6x6 grid (36 tokens), vocabulary 512" in be["shape"], be["shape"]
+assert not be["shape_real"] and not be["graphs"] and be["mal_samples"] == 3 and be["tokens"] == 36, be
+every = {"ar", "sd", "eagle2", "lantern", "adt_tree", "eagle1", "lanternpp", "coolsd", "ssd", "sjd", "zipar", "mulo_sd"}
+for batch in (1, 2):
+    rows = [r for r in be["rows"] if r["batch"] == batch]
+    assert [r["decoder"] for r in rows][0] == "ar" and {r["decoder"] for r in rows} == every, rows
+    for r in rows:
+        assert "error" not in r and r["dtype"] == "fp32" and r["rows"] == 2 * batch, r
+        assert r["ms_per_iteration"] > 0 and r["ar_ms_per_step"] == rows[0]["ms_per_iteration"], r
+        assert abs(r["break_even_mal"] - r["ms_per_iteration"] / r["ar_ms_per_step"]) < 1e-9, r
+        assert abs(r["projected_speedup"] - r["embedded_batch_mal"] / r["break_even_mal"]) < 1e-9, r
+        assert 1 <= r["iterations"] <= 36 and r["embedded_batch_mal"] <= r["embedded_mal"] + 1e-9, r
+        assert r["embedded_mal"] >= 1 and (r["embedded_mal"] > 1) == (r["decoder"] != "ar"), r
+    assert rows[0]["break_even_mal"] == 1 and rows[0]["iterations"] == 36 and rows[0]["mal_random"] == 1, rows[0]
 # The kernel profile (on a CPU: the operators' times): every row profiled, its time per step split by class,
 # the longest first, and the table in the markdown.
 profiled = s["step_profile"]["rows"]
@@ -74,7 +98,10 @@ assert [f"# Batch {b}" in open(f"{out}/gpu-quick.md").read() for b in (1, 8, 32)
 # at batch 8 (a speedup of 1: not faster), and null where this run measured nothing (no EAGLE-2, LANTERN, SD, SJD).
 f = s["figures"]
 targets = {t["what"].split(":")[0]: t for t in f["targets"]}
-assert len(targets) == 8, f["targets"]
+assert len(targets) == 8 + 7, f["targets"]  # and the break-even MALs at batch 1 (batch 8 did not run)
+for what in ["eagle2", "lantern", "adt_tree", "eagle1", "sd", "sjd", "ssd"]:
+    t = targets[f"{what} at batch 1, break-even MAL on GPT-XL's shape"]
+    assert t["value"] > 0 and t["met"] is None, t  # shown, not judged: not GPT-XL's whole shape on a GPU
 for what in ["AR, GPT-XL shape, bf16, batch 1", "AR, GPT-XL shape, bf16, batch 32"]:
     assert targets[what]["value"] > 0 and targets[what]["met"] == (targets[what]["value"] <= float(targets[what]["target"][3:])), targets[what]
 assert f["ar_gptxl_bf16"]["1"]["replayed"] is False and f["ar_gptxl_bf16"]["1"]["llamagen_compiled_over_this"] > 0, f["ar_gptxl_bf16"]
@@ -89,7 +116,9 @@ assert ssd["label"] == "ssd-r2" and ssd["speedup_per_accepted_length"] == 1.0 / 
 for k in ["fp32", "bf16", "cpu"]:
     b = f["demo_batches"][k]
     assert [x["images"] for x in b["batches"]] == [20, 20] and b["first_ms"] > 0 and b["later_images_per_s"] > 0, b
-assert "| target | value | bound | met |" in open(f"{out}/figures.md").read(), "figures.md"
+figures_md = open(f"{out}/figures.md").read()
+assert "| target | value | bound | met |" in figures_md, "figures.md"
+assert "Break-even table: GPT-B (1 of its 12 layers" in figures_md and "| 2 | mulo_sd |" in figures_md, figures_md
 logs = open(f"{out}/logs.txt").read()
 assert "===== cuda_tests.log =====" in logs
 # --also: the experiment ran as a step of its own, with the binaries and the device in its environment.

@@ -1,5 +1,7 @@
 #include "decoding/floor/acceptance_params.h"
 
+#include <map>
+
 #include "core/check.h"
 #include "decoding/floor/decoder_fields.h"
 
@@ -22,39 +24,70 @@ CoolSchedule parse_cool_schedule(const std::string& name) {
 
 namespace {
 
+// Each rule key and the rules that read it (their names, for the message that refuses it elsewhere).
+struct RuleKey {
+  const char* key;
+  bool lantern, lanternpp, coolsd;
+  const char* readers;
+};
+constexpr RuleKey kRuleKeys[] = {
+    {"k", true, true, false, "lantern and lanternpp"},
+    {"delta", true, false, false, "lantern"},
+    {"lambda", false, true, false, "lanternpp"},
+    {"optimal_resampling", true, true, false, "lantern and lanternpp"},
+    {"budget", false, false, true, "coolsd"},
+    {"schedule", false, false, true, "coolsd"},
+    {"nu", false, false, true, "coolsd"},
+    {"mu", false, false, true, "coolsd"},
+    {"slope", false, false, true, "coolsd"},
+};
+
+const RuleKey* rule_key(const std::string& key) {
+  for (const auto& k : kRuleKeys)
+    if (key == k.key) return &k;
+  return nullptr;
+}
+
 // A field of another rule than the chosen one, given with other than its default value, would change nothing
 // but the run's identity: it is refused in one line. (Given with its default, as a run's kept job names every
 // field, it is read as the default.)
 void refuse_unread_rule_fields(const DecoderFields& f, const AcceptanceParams& a) {
   const AcceptanceParams d;
   const char* const rule_names[] = {"exact", "lantern", "lanternpp", "coolsd"};  // AcceptRule's order
-  const bool lantern = a.rule == AcceptRule::kLantern, lanternpp = a.rule == AcceptRule::kLanternPlusPlus,
-             coolsd = a.rule == AcceptRule::kCoolSd;
-  struct Field {
-    const char* key;
-    bool read, differs;
-    const char* readers;
+  const bool lanternpp = a.rule == AcceptRule::kLanternPlusPlus;
+  const std::map<std::string, bool> differs = {
+      {"k", a.k != (lanternpp ? 10 : d.k)},
+      {"delta", a.delta != d.delta},
+      {"lambda", a.lambda != d.lambda},
+      {"optimal_resampling", a.optimal_resampling != d.optimal_resampling},
+      {"budget", a.budget != d.budget},
+      {"schedule", a.schedule != d.schedule},
+      {"nu", a.nu != d.nu},
+      {"mu", true},
+      {"slope", a.slope != d.slope},
   };
-  const Field fields[] = {
-      {"k", lantern || lanternpp, a.k != (lanternpp ? 10 : d.k), "lantern and lanternpp"},
-      {"delta", lantern, a.delta != d.delta, "lantern"},
-      {"lambda", lanternpp, a.lambda != d.lambda, "lanternpp"},
-      {"optimal_resampling", lantern || lanternpp, a.optimal_resampling != d.optimal_resampling,
-       "lantern and lanternpp"},
-      {"budget", coolsd, a.budget != d.budget, "coolsd"},
-      {"schedule", coolsd, a.schedule != d.schedule, "coolsd"},
-      {"nu", coolsd, a.nu != d.nu, "coolsd"},
-      {"mu", coolsd, true, "coolsd"},
-      {"slope", coolsd, a.slope != d.slope, "coolsd"},
-  };
-  for (const auto& field : fields)
-    if (!field.read && field.differs && f.given(field.key))
-      f.fail(field.key, std::string("not read by accept: ") + rule_names[int(a.rule)] + " (only " + field.readers +
-                            (std::string(field.readers).find(" and ") != std::string::npos ? " use" : " uses") +
-                            " it): remove it, or choose that rule");
+  for (const auto& k : kRuleKeys)
+    if (!rule_reads(a.rule, k.key) && differs.at(k.key) && f.given(k.key))
+      f.fail(k.key, std::string("not read by accept: ") + rule_names[int(a.rule)] + " (only " + k.readers +
+                        (std::string(k.readers).find(" and ") != std::string::npos ? " use" : " uses") +
+                        " it): remove it, or choose that rule");
 }
 
 }  // namespace
+
+bool is_rule_key(const std::string& key) { return rule_key(key) != nullptr; }
+
+bool rule_reads(AcceptRule rule, const std::string& key) {
+  const auto* k = rule_key(key);
+  if (!k) return false;
+  switch (rule) {
+    case AcceptRule::kExact: return false;
+    case AcceptRule::kLantern: return k->lantern;
+    case AcceptRule::kLanternPlusPlus: return k->lanternpp;
+    case AcceptRule::kCoolSd: return k->coolsd;
+  }
+  return false;
+}
 
 AcceptanceParams read_acceptance(DecoderFields& f, const std::string& default_rule) {
   AcceptanceParams a;

@@ -30,6 +30,11 @@ struct AcceptanceParams {
 AcceptRule parse_accept_rule(const std::string& name);      // exact | lantern | lanternpp | coolsd
 CoolSchedule parse_cool_schedule(const std::string& name);  // uniform | exponential | linear
 
+// The rule keys (k, delta, lambda, optimal_resampling, budget, schedule, nu, mu, slope: not `accept` itself), and
+// which rules read each: a key of another rule than the chosen one changes nothing.
+bool is_rule_key(const std::string& key);
+bool rule_reads(AcceptRule rule, const std::string& key);
+
 // The rule keys of a decoder section (accept, k, delta, lambda, schedule, budget, nu, mu, slope,
 // optimal_resampling), every one read, each with its check; `default_rule` when the job names none.
 AcceptanceParams read_acceptance(DecoderFields& fields, const std::string& default_rule);
