@@ -12,6 +12,7 @@
 #include "bench/shape_models.h"
 #include "core/check.h"
 #include "core/device.h"
+#include "core/op_counter.h"
 #include "decoding/floor/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "models/checkpoints/load.h"
@@ -81,6 +82,7 @@ void synchronize(const torch::Device& device) {
 nlohmann::json embedded_mal(const DecoderConfig& config, const ModelConfig& model, const LoadedModels& loaded,
                             const std::vector<int64_t>& batches, int64_t samples, torch::Device device) {
   auto decoder = make_decoder(config, load_decoder_models(config, model, loaded.gpt, loaded.vq, device));
+  OpCounter counter;  // eager: what each iteration launches besides its forwards (core/op_counter.h)
   const auto result = decoder->decode(request_of(samples, model.gpt.num_classes));
   int64_t tokens = 0, forwards = 0;
   for (const auto& s : result.stats) {
@@ -98,7 +100,11 @@ nlohmann::json embedded_mal(const DecoderConfig& config, const ModelConfig& mode
     }
     per_batch[std::to_string(b)] = double(tokens) / double(waited);
   }
-  return {{"row", double(tokens) / double(forwards)}, {"batch", per_batch}};
+  const auto iterations = counter.iterations();
+  return {{"row", double(tokens) / double(forwards)},
+          {"batch", per_batch},
+          {"kernel_ops_per_iteration",
+           iterations > 0 ? nlohmann::json(double(counter.iteration_kernel_ops()) / double(iterations)) : nullptr}};
 }
 
 // One decoder at one batch on the shape: a warm-up decode, then a timed one.
@@ -133,27 +139,30 @@ std::string markdown(const nlohmann::json& r) {
       "same settings over {} samples, per row and per batch of the row's size (a batch iterates until its slowest "
       "row is done). **Projected speedup** = embedded batch MAL / break-even MAL: projected, the embedded model's "
       "acceptance carried over to this shape's costs. Random weights accept at their own rate (iterations per "
-      "image, here).\n\n",
+      "image, here). **Kernel ops**: the operators each iteration launches besides its forwards, counted on the "
+      "embedded model's eager decode (core/op_counter.h; a GPU replays them inside the iteration's graph).\n\n",
       r["device"].get<std::string>(), r["device_model"].get<std::string>(), r["software"].get<std::string>(),
       r["threads"].get<int64_t>(), r["shape"].get<std::string>(), r["cfg_scale"].get<double>(),
       r["graphs"].get<bool>() ? "each iteration replayed as CUDA graphs where the decoder has them"
                               : "eagerly (no CUDA graphs on a CPU)",
       r["embedded_model"].get<std::string>(), r["mal_samples"].get<int64_t>());
   s += "| dtype | batch | decoder | settings | ms / iteration | AR ms / step | break-even MAL | iterations / image "
-       "(random) | MAL embedded (row / batch) | projected speedup |\n";
-  s += "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+       "(random) | MAL embedded (row / batch) | projected speedup | kernel ops / iteration besides forwards |\n";
+  s += "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& x : r["rows"]) {
     const auto head = fmt::format("| {} | {} | {} | {} |", x["dtype"].get<std::string>(), x["batch"].get<int64_t>(),
                                   x["decoder"].get<std::string>(), x["settings"].get<std::string>());
     if (x.contains("error")) {
-      s += head + fmt::format(" failed: {} | | | | | |\n", x["error"].get<std::string>());
+      s += head + fmt::format(" failed: {} | | | | | | |\n", x["error"].get<std::string>());
       continue;
     }
-    s += head + fmt::format(" {:.3f} | {:.3f} | **{:.2f}** | {} | {:.2f} / {:.2f} | {:.2f}x |\n",
+    const auto& ops = x["kernel_ops_per_iteration"];
+    s += head + fmt::format(" {:.3f} | {:.3f} | **{:.2f}** | {} | {:.2f} / {:.2f} | {:.2f}x | {} |\n",
                             x["ms_per_iteration"].get<double>(), x["ar_ms_per_step"].get<double>(),
                             x["break_even_mal"].get<double>(), x["iterations"].get<int64_t>(),
                             x["embedded_mal"].get<double>(), x["embedded_batch_mal"].get<double>(),
-                            x["projected_speedup"].get<double>());
+                            x["projected_speedup"].get<double>(),
+                            ops.is_null() ? std::string("-") : fmt::format("{:.0f}", ops.get<double>()));
   }
   return s;
 }
@@ -229,7 +238,8 @@ std::string run_break_even(const StepCostOptions& o) {
                               {"decoder", c.name},
                               {"settings", settings_of(c)},
                               {"embedded_mal", mal["row"]},
-                              {"embedded_batch_mal", mal["batch"][std::to_string(batch)]}};
+                              {"embedded_batch_mal", mal["batch"][std::to_string(batch)]},
+                              {"kernel_ops_per_iteration", mal["kernel_ops_per_iteration"]}};
         try {
           auto decoder = make_decoder(c, networks[d]);
           row.update(time_decoder(*decoder, batch, classes, device));
