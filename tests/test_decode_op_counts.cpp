@@ -188,11 +188,12 @@ TEST(DecodeOpCounts, IterationKernelOpsBesidesTheForwardsStayUnderTheirCeilings)
   torch::NoGradGuard no_grad;
   const auto model = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
   const auto loaded = load_models(model, torch::kCPU);
-  // The counts when the ceilings were first set, after c872a6c: EAGLE-2 202, SD 144 (far from 120 and 60). ZipAR's
-  // iteration is one static step and its planned inputs; SSD's iterations are its first row's.
+  // The counts when the ceilings were first set, after c872a6c: EAGLE-2 202, SD 144 (far from 120 and 60); then
+  // without the static forwards' output copies (two per forward). ZipAR's iteration is one static step and its
+  // planned inputs; SSD's iterations are its first row's; ADT-Tree's trees change shape, hence a fraction.
   const std::map<std::string, double> ceiling = {
-      {"sd", 144},      {"sjd", 95},       {"ssd", 203},    {"zipar", 17},      {"eagle2", 202},
-      {"lantern", 202}, {"adt_tree", 210}, {"eagle1", 215}, {"lanternpp", 215}, {"coolsd", 215}};
+      {"sd", 132},      {"sjd", 93},         {"ssd", 201},    {"zipar", 15},      {"eagle2", 195},
+      {"lantern", 195}, {"adt_tree", 202.8}, {"eagle1", 208}, {"lanternpp", 208}, {"coolsd", 208}};
   for (const auto& [name, most] : ceiling) {
     DecoderSpec spec;
     spec.name = name;

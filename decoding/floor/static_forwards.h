@@ -6,7 +6,10 @@
 // from one decode to the next: make_cache() hands out a copy of a pooled static cache (the copy shares the
 // pool's device tensors; its host bookkeeping is its own, reset), and forward() copies the block's inputs into
 // buffers of the pooled cache's that never move, runs the forward through StepGraphs keyed by (rows, block
-// width, length bucket), and returns copies of the outputs, so a caller may keep them past the next forward.
+// width, length bucket), and returns the outputs' static buffers themselves: they hold a forward's outputs until
+// the next forward of the same block (its inputs' shapes) on the same pooled cache overwrites them, so a caller
+// that keeps an output past that forward copies it (every decoder consumes them before: a copy per output per
+// forward was a kernel each, two per forward).
 // A pooled cache in use (a copy of it alive) is never handed out twice. A forward may extend the pending block
 // (extend_pending before it: an EAGLE drafter's tree level); its inputs' shapes, the mask's width among them,
 // tell its graphs apart from the block's first forward.
@@ -38,7 +41,7 @@ class StaticForwards {
 
   // run(inputs) -> outputs, as a static step of the pooled cache that `cache` copies, opening (or extending) a
   // block of T entries per row: the inputs (undefined ones allowed) copied into static buffers, the step run
-  // or replayed, its outputs copied into static buffers and returned as copies.
+  // or replayed, its outputs copied into static buffers and those returned (valid until the block's next forward).
   using Run = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>;
   std::vector<torch::Tensor> forward(KvCache& cache, int64_t T, const std::vector<torch::Tensor>& inputs,
                                      const Run& run);
