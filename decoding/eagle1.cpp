@@ -215,8 +215,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       auto node_prob = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
       node_tok.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
       const auto root_cells = (rows.n - 1).view({B, 1});
-      std::vector<torch::Tensor> level_q;  // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
-      torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
+      const auto level_cells = rows.positions(0, L);  // [B, L] the cells of depths 1 .. L, once
+      std::vector<torch::Tensor> level_q;             // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
+      torch::Tensor drafted;                          // drafter outputs of the block entries so far [R, W, D]
       level_q.push_back(draft_probs(catchup.unsqueeze(1)));
       const auto u = params_.greedy() ? torch::Tensor()  // [B, draws]
                                       : rows.uniforms(root_cells + tab.draw_depths, Purpose::kDraft, tab.draw_indices);
@@ -240,7 +241,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
         const int64_t K = lv.next_nodes.size(0);
         auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
         auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
-        auto cells = (root_cells + d + 1).clamp_max(N - 1).expand({B, K});
+        auto cells = level_cells.narrow(1, d, 1).expand({B, K});
         if (lv.first_entry > 0) dcache.extend_pending();
         auto out = pairs.draft(dcache, source.index_select(1, lv.parent_slot),
                                twice(node_tok.index_select(1, lv.next_nodes)), twice(cells), lv.mask);

@@ -104,8 +104,10 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
 
       // ---- build the trees: each expansion runs only the newest level's nodes, extending the drafter's
       // pending block (their mask also covers the earlier levels' entries)
-      torch::Tensor drafted;                          // drafter outputs of every tree node so far [R, M_prev, D]
-      const auto root_cells = rows.positions(-1, 1);  // [B, 1] each row's newest cell, on the device
+      torch::Tensor drafted;  // drafter outputs of every tree node so far [R, M_prev, D]
+      // Each row's newest cell (the root's) and the cells of its tree's levels below it, on the device, once.
+      const auto level_cells = rows.positions(-1, widest.depth + 2);  // [B, depth + 2]
+      const auto root_cells = level_cells.narrow(1, 0, 1);            // [B, 1]
       TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
                               int64_t level) {
         const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest top_k)
@@ -114,7 +116,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
         // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]).
         auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
         auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
-        auto node_cells = (root_cells + 1 + level).clamp_max(N - 1).expand({B, K});
+        auto node_cells = level_cells.narrow(1, 1 + level, 1).expand({B, K});
         if (level > 0) dcache.extend_pending();
         auto out =
             pairs.draft(dcache, source.gather(1, slot), twice(newest(tok)), twice(node_cells), twice(newest(mask)));

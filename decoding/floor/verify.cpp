@@ -110,12 +110,14 @@ ChainRule chain_rule(const AcceptanceParams& params, const CodebookNeighbours* n
   return rule;
 }
 
-ChainUniforms chain_uniforms(const DecodeRows& rows, int64_t G, const ChainRule& rule, bool greedy) {
+ChainUniforms chain_uniforms(const DecodeRows& rows, int64_t G, const ChainRule& rule, bool greedy,
+                             const torch::Tensor& cells) {
   ChainUniforms u;
-  if (!greedy || rule.params.rule == AcceptRule::kCoolSd)
-    u.accept = rows.uniforms(rows.positions(0, G), Purpose::kAccept);
+  const bool accept = !greedy || rule.params.rule == AcceptRule::kCoolSd;
+  if (!accept && greedy) return u;
+  const auto at = cells.defined() ? cells : rows.positions(0, G + 1);  // the accept draws read the first G
+  if (accept) u.accept = rows.uniforms(at.narrow(1, 0, G), Purpose::kAccept);
   if (!greedy) {
-    const auto at = rows.positions(0, G + 1);
     u.resample = rows.uniforms(at, Purpose::kResample);
     u.sample = rows.uniforms(at, Purpose::kSample);
   }

@@ -60,7 +60,9 @@ ChainRule chain_rule(const AcceptanceParams& params, const CodebookNeighbours* n
 // The uniforms a chain of G drafts after each row's newest token reads: accept at n + j (j < G), resample and
 // sample at n + j (j <= G), keyed by (seed, sample id, position, purpose) like every draw. Greedy chains
 // read only Cool-SD's accept uniforms; the rest stay undefined.
-ChainUniforms chain_uniforms(const DecodeRows& rows, int64_t G, const ChainRule& rule, bool greedy);
+// cells: the positions n .. n + G of every row ([B, G + 1], rows.positions(0, G + 1)) where the caller has them.
+ChainUniforms chain_uniforms(const DecodeRows& rows, int64_t G, const ChainRule& rule, bool greedy,
+                             const torch::Tensor& cells = {});
 
 // Sampling: p [B, G + 1, V] the target's processed distributions, q [B, G, V] the drafts', drafts [B, G],
 // count [B] the drafts that take part (those past a row's image end never are).
