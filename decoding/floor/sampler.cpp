@@ -84,8 +84,11 @@ torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& par
 torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u) {
   auto cdf = probs.to(torch::kFloat64).cumsum(-1);  // [B, V]
   auto target = u.to(cdf.device(), torch::kFloat64).unsqueeze(-1) * cdf.narrow(-1, cdf.size(-1) - 1, 1);
-  auto idx = (cdf <= target).sum(-1);  // first index whose cdf exceeds u * total
-  return idx.clamp_max(probs.size(-1) - 1).to(torch::kInt64);
+  // The first index whose cdf exceeds u * total: the count of cdf values at or below it, which a non-decreasing cdf
+  // holds as a prefix (one search where a comparison and a sum were two kernels). A NaN cdf or target, which the
+  // samplers' non-finite watch fails, would give V here and 0 there: either is clamped to a token.
+  auto idx = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1);
+  return idx.clamp_max(probs.size(-1) - 1);
 }
 
 int64_t sample_token(const torch::Tensor& probs, double u) {
