@@ -26,7 +26,8 @@ TREE_SPEEDUP_PER_ACCEPTED = 0.6       # at batch 1: EAGLE-2's and LANTERN's spee
 TREES = ("eagle2", "lantern")
 FASTER_THAN_AR_AT_8 = ("sd", "sjd", "ssd")
 # The break-even MAL (iteration / AR step, GPT-XL shape, bf16, replayed) each decoder must reach at most, by batch
-# (issue 53); every other decoder at batch 8 at most BREAK_EVEN_AT_8; batch 32 is reported, with no target.
+# (docs/gpu.md, "Break-even table"); every other decoder at batch 8 at most BREAK_EVEN_AT_8; batch 32 is reported,
+# with no target.
 BREAK_EVEN_AT_1 = {"eagle2": 1.5, "lantern": 1.5, "adt_tree": 1.5, "eagle1": 1.5, "sd": 1.6, "sjd": 1.2, "ssd": 1.2}
 BREAK_EVEN_AT_8 = 2.0
 

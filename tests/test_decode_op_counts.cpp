@@ -181,9 +181,9 @@ namespace vispec {
 // counted apart), on the embedded model with its trained drafters, every decoder at its paper defaults, T = 1,
 // CFG 2, batch 4. On a GPU each is at least one kernel inside the iteration's graph; with the forwards they make
 // the iteration's cost, which on GPT-XL's shape is what the break-even table weighs against AR's step
-// (bench/break_even.h). Each decoder's count is held under a ceiling that only comes down: the targets
-// (EAGLE-2, LANTERN and ADT-Tree at most 120, SD at most 60) where they are met, else the count when it was
-// last cut, so that no change adds launches unseen.
+// (bench/break_even.h). Each decoder's count is held under a ceiling that only comes down: the targets (EAGLE-2,
+// LANTERN and ADT-Tree at most 120, SD at most 60; docs/decoding_floor.md) where they are met, else the count when
+// it was last cut, so that no change adds launches unseen.
 TEST(DecodeOpCounts, IterationKernelOpsBesidesTheForwardsStayUnderTheirCeilings) {
   torch::NoGradGuard no_grad;
   const auto model = load_model_config(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
