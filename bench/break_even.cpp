@@ -224,8 +224,9 @@ std::string run_break_even(const StepCostOptions& o) {
     set_cuda_graphs(true);  // read when a decoder makes its graphs; a CPU makes none
     const auto options = torch::TensorOptions().device(device).dtype(model_dtype(dtype));
     const auto target = random_target(shape, options);
+    ShapeCodebook codebook;
     std::vector<DecoderModels> networks;
-    for (const auto& c : configs) networks.push_back(random_decoder_models(c, shape, target));
+    for (const auto& c : configs) networks.push_back(random_decoder_models(c, shape, target, codebook));
     const auto classes = target->config().num_classes;
     for (auto batch : o.batches) {
       double ar_ms = 0;

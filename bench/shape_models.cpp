@@ -71,7 +71,8 @@ Gpt random_target(const ModelShape& shape, const torch::TensorOptions& options) 
   return gpt;
 }
 
-DecoderModels random_decoder_models(const DecoderConfig& config, const ModelShape& shape, Gpt target) {
+DecoderModels random_decoder_models(const DecoderConfig& config, const ModelShape& shape, Gpt target,
+                                    ShapeCodebook& codebook) {
   DecoderModels m;
   m.target = std::move(target);
   const auto& t = m.target->config();
@@ -79,6 +80,14 @@ DecoderModels random_decoder_models(const DecoderConfig& config, const ModelShap
   const auto dtype = m.target->tok_embeddings->weight.scalar_type();
   const auto options = torch::TensorOptions().device(device).dtype(dtype);
   const int64_t preset_layers = gpt_preset(shape.preset).n_layer;
+  const auto shared_vq = [&] {
+    if (!codebook.vq) {
+      codebook.vq = codebook_vq(t.vocab_size);
+      codebook.vq->to(device);  // float32, as load_vq places a model config's
+      codebook.vq->eval();
+    }
+    return codebook.vq;
+  };
   const auto place = [&](torch::nn::Module& module) {
     module.to(device, dtype);
     module.eval();
@@ -106,7 +115,7 @@ DecoderModels random_decoder_models(const DecoderConfig& config, const ModelShap
       half.grid_size = t.grid_size / 2;
       m.mulo_gpt = Gpt(half, options);
       m.mulo_gpt->eval();
-      m.vq = codebook_vq(t.vocab_size);
+      m.vq = shared_vq();
       MuloResamplerConfig r;
       r.embed_dim = m.vq->config().codebook_embed_dim;
       m.mulo_resamplers = MuloResamplers(r);
@@ -116,13 +125,12 @@ DecoderModels random_decoder_models(const DecoderConfig& config, const ModelShap
     }
   }
   if (config.neighbours > 0) {
-    if (!m.vq) m.vq = codebook_vq(t.vocab_size);
-    m.neighbours = std::make_shared<const CodebookNeighbours>(
-        CodebookNeighbours::build(m.vq->quantize->embedding->weight, std::min(config.neighbours, t.vocab_size - 1)));
-  }
-  if (m.vq) {
-    m.vq->to(device);  // float32, as load_vq places a model config's
-    m.vq->eval();
+    if (!m.vq) m.vq = shared_vq();
+    const int64_t wanted = std::min(config.neighbours, t.vocab_size - 1);
+    if (!codebook.neighbours || codebook.neighbours->columns() < wanted)
+      codebook.neighbours = std::make_shared<const CodebookNeighbours>(CodebookNeighbours::build(
+          m.vq->quantize->embedding->weight, std::max(wanted, std::min<int64_t>(1000, t.vocab_size - 1))));
+    m.neighbours = codebook.neighbours;
   }
   return m;
 }

@@ -39,8 +39,17 @@ ModelShape measured_shape(const std::string& preset, int64_t layers, int64_t gri
 // The target, random, in eval mode (seeded: the same weights in every run).
 Gpt random_target(const ModelShape& shape, const torch::TensorOptions& options);
 
+// The VQ codebook that every decoder's drafters and rules share, made on first use: LANTERN's neighbour table of
+// 16384 codes takes seconds of sorting, so it is built once, with the most columns any decoder has asked for
+// (LANTERN's 1000 at least; a rule reading fewer reads the first of them).
+struct ShapeCodebook {
+  VqModel vq{nullptr};
+  std::shared_ptr<const CodebookNeighbours> neighbours;
+};
+
 // The networks `config`'s decoder reads beside `target`, random, in the target's dtype (the VQ in float32), in eval
-// mode, and the codebook neighbours its rule reads (built from that VQ's codebook).
-DecoderModels random_decoder_models(const DecoderConfig& config, const ModelShape& shape, Gpt target);
+// mode, and the codebook neighbours its rule reads (from `codebook`, made there if it has none yet).
+DecoderModels random_decoder_models(const DecoderConfig& config, const ModelShape& shape, Gpt target,
+                                    ShapeCodebook& codebook);
 
 }  // namespace vispec
