@@ -106,7 +106,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // pending block (their mask also covers the earlier levels' entries)
       torch::Tensor drafted;  // drafter outputs of every tree node so far [R, M_prev, D]
       // Each row's newest cell (the root's) and the cells of its tree's levels below it, on the device, once.
-      const auto level_cells = rows.positions(-1, widest.depth + 2);  // [B, depth + 2]
+      // The walk's levels sit one further: offsets -1 .. depth + 1.
+      const auto level_cells = rows.positions(-1, widest.depth + 3);  // [B, depth + 3]
       const auto root_cells = level_cells.narrow(1, 0, 1);            // [B, 1]
       TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
                               int64_t level) {
@@ -125,8 +126,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       };
       // The trees stay on the device: their verification inputs and walk tables are built there, of one width
       // (total_tokens nodes), so nothing is read or uploaded between drafting and the walk.
-      const auto grown = grown_tree_tables(grow_dynamic_trees(draft_log_probs(catchup), shapes, own_shapes, expand),
-                                           rows.tokens_at(-1).view({B}), root_cells.view({B}), shape_.total_tokens, N);
+      const auto grown =
+          grown_tree_tables(grow_dynamic_trees(draft_log_probs(catchup), shapes, own_shapes, expand),
+                            rows.tokens.gather(1, root_cells).view({B}), root_cells.view({B}), shape_.total_tokens, N);
       times.end(times.draft, clock);
 
       // ---- verify: one target forward over every row's tree
@@ -137,7 +139,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once), commit its path
       const auto& tables = grown.tables;
       VISPEC_ASSERT(tables.children.size(2) == slots, "the grown trees' child slots are the widest top_k");
-      const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels);
+      const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels, {}, {},
+                                      level_cells.narrow(1, 1, levels + 1));
       rows.commit_tree_on_device(verdict, tables.token);
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
       pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);

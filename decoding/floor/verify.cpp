@@ -175,10 +175,11 @@ CellVerdict verify_cells(const ChainRule& rule, const torch::Tensor& p, const to
   return {kept.view_as(x), torch::where(kept, flat, fresh).view_as(x)};
 }
 
-TreeUniforms tree_uniforms(const DecodeRows& rows, int64_t levels, int64_t slots, const ChainRule& rule, bool greedy) {
+TreeUniforms tree_uniforms(const DecodeRows& rows, int64_t levels, int64_t slots, const ChainRule& rule, bool greedy,
+                           const torch::Tensor& cells) {
   const int64_t B = rows.batch(), L = levels, C = slots;
   // Level l's children, and the token that may end the walk there, sit at raster index n + l (the root's + l + 1).
-  const auto at = rows.positions(0, L + 1);
+  const auto at = cells.defined() ? cells : rows.positions(0, L + 1);
   TreeUniforms u;
   u.levels = L;
   if (!greedy || rule.params.rule == AcceptRule::kCoolSd) {
@@ -397,8 +398,9 @@ TreeVerdict fused_walk(const ChainRule& rule, const SamplingParams& params, cons
 
 TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,
                        const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,
-                       int64_t levels, const torch::Tensor& node_q, const torch::Tensor& q_slot) {
-  const auto u = tree_uniforms(rows, levels, tree.children.size(2), rule, params.greedy());
+                       int64_t levels, const torch::Tensor& node_q, const torch::Tensor& q_slot,
+                       const torch::Tensor& cells) {
+  const auto u = tree_uniforms(rows, levels, tree.children.size(2), rule, params.greedy(), cells);
   const auto limit = rows.cells() - rows.n;  // drafts each row may still accept: the cells after its root
   if (kernels::use_fused(logits.device(), torch::kFloat32))
     return fused_walk(rule, params, tree, logits, lengths, levels, node_q, q_slot, limit, u);

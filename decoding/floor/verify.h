@@ -93,7 +93,9 @@ struct TreeUniforms {
   int64_t levels = 0;  // L: the deepest node's depth
   torch::Tensor accept, resample, sample;
 };
-TreeUniforms tree_uniforms(const DecodeRows& rows, int64_t levels, int64_t slots, const ChainRule& rule, bool greedy);
+// cells: the positions n .. n + L of every row ([B, L + 1], rows.positions(0, L + 1)) where the caller has them.
+TreeUniforms tree_uniforms(const DecodeRows& rows, int64_t levels, int64_t slots, const ChainRule& rule, bool greedy,
+                           const torch::Tensor& cells = {});
 
 struct TreeVerdict {
   torch::Tensor path;      // [B, L + 1] int64: the accepted nodes, root first, -1 after the last
@@ -137,7 +139,8 @@ class DeviceShapedWalks {
 
 TreeVerdict walk_trees(const DecodeRows& rows, const ChainRule& rule, const SamplingParams& params,
                        const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,
-                       int64_t levels, const torch::Tensor& node_q = {}, const torch::Tensor& q_slot = {});
+                       int64_t levels, const torch::Tensor& node_q = {}, const torch::Tensor& q_slot = {},
+                       const torch::Tensor& cells = {});  // tree_uniforms' cells
 
 // Writes each row's accepted drafts and next token into tokens [B, >= N + G + 1] at columns n[b] ..
 // n[b] + accepted[b] (the padding beyond N takes what falls past the image); rows with n[b] >= N are left as
