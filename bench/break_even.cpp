@@ -72,10 +72,6 @@ DecodeRequest request_of(int64_t count, int64_t num_classes) {
   return r;
 }
 
-void synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
 // The tokens committed per target forward of the decoder on the embedded model: per row over every sample, and
 // per batch of each size in `batches` (the samples in order cut into chunks of it, each chunk's rows waiting for
 // its slowest: its rows' tokens over its size times its largest count of target forwards).
@@ -111,7 +107,7 @@ nlohmann::json embedded_mal(const DecoderConfig& config, const ModelConfig& mode
 nlohmann::json time_decoder(Decoder& decoder, int64_t batch, int64_t num_classes, torch::Device device) {
   const auto request = request_of(batch, num_classes);
   decoder.decode(request);  // warm-up: graphs captured and checked, the allocator's pools, first launches
-  synchronize(device);
+  synchronize_device(device);
   const auto t0 = Clock::now();
   const auto result = decoder.decode(request);  // returns after the tokens are on the host
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -23,22 +23,18 @@ namespace vispec {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-void synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
 // Copy bandwidth, counting bytes read and written (a copy of N bytes moves 2N), best of 5 after a warm-up.
 double copy_bandwidth(const torch::Device& device) {
   const int64_t bytes = device.is_cuda() ? (int64_t(1) << 30) : (int64_t(1) << 28);
   auto src = torch::ones({bytes / 4}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   auto dst = torch::empty_like(src);
   dst.copy_(src);
-  synchronize(device);
+  synchronize_device(device);
   double best = 1e30;
   for (int i = 0; i < 5; ++i) {
     const auto t0 = Clock::now();
     dst.copy_(src);
-    synchronize(device);
+    synchronize_device(device);
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return 2.0 * double(bytes) / best;
@@ -97,7 +93,7 @@ nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, co
   for (int64_t b = 0; b < batch; ++b) request.sample_ids.push_back(uint64_t(b));
   const auto device = c.gpt->device();
   decoder.decode(request);  // warm-up: allocator, kernels' first launches
-  synchronize(device);
+  synchronize_device(device);
   const auto t0 = Clock::now();
   const auto out = decoder.decode(request);  // returns after the tokens are on the host
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

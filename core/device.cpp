@@ -117,6 +117,10 @@ std::string software_versions() {
   return std::string("libtorch ") + TORCH_VERSION + ", cuda " + cuda;
 }
 
+void synchronize_device(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
 bool cuda_usable() { return torch::cuda::is_available(); }
 
 }  // namespace vispec

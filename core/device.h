@@ -22,6 +22,9 @@ int set_threads(int threads);
 std::string device_model(const c10::Device& device);
 // LibTorch's version and the CUDA version it was built with ("libtorch 2.11.0, cuda 13.0" or ", cuda none").
 std::string software_versions();
+// Waits until every kernel queued on `device` has run (nothing to wait for on a CPU): what a wall-clock timing
+// of device work ends with.
+void synchronize_device(const c10::Device& device);
 // Whether this build can drive a GPU and one is visible (tests and benchmarks skip CUDA cases otherwise).
 bool cuda_usable();
 // Why not, in a few words ("no CUDA device visible", "the NVIDIA driver supports CUDA 12.4, this build needs

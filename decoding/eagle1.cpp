@@ -215,9 +215,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       auto node_prob = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
       node_tok.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
       const auto root_cells = (rows.n - 1).view({B, 1});
-      const auto level_cells = rows.positions(0, L + 1);  // [B, L + 1] the cells of depths 1 .. L + 1, once
-      std::vector<torch::Tensor> level_q;  // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
-      torch::Tensor drafted;               // drafter outputs of the block entries so far [R, W, D]
+      const auto cells = rows.span(0, L + 1);  // the cells of depths 1 .. L + 1, once
+      std::vector<torch::Tensor> level_q;      // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
+      torch::Tensor drafted;                   // drafter outputs of the block entries so far [R, W, D]
       level_q.push_back(draft_probs(catchup.unsqueeze(1)));
       const auto u = params_.greedy() ? torch::Tensor()  // [B, draws]
                                       : rows.uniforms(root_cells + tab.draw_depths, Purpose::kDraft, tab.draw_indices);
@@ -241,10 +241,10 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
         const int64_t K = lv.next_nodes.size(0);
         auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
         auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
-        auto cells = level_cells.narrow(1, d, 1).expand({B, K});
+        auto level_cells = cells.at(d, 1).expand({B, K});
         if (lv.first_entry > 0) dcache.extend_pending();
         auto out = pairs.draft(dcache, source.index_select(1, lv.parent_slot),
-                               twice(node_tok.index_select(1, lv.next_nodes)), twice(cells), lv.mask);
+                               twice(node_tok.index_select(1, lv.next_nodes)), twice(level_cells), lv.mask);
         drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
         level_q.push_back(draft_probs(out));
       }
@@ -264,9 +264,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       const auto kids = torch::where(tab.static_kids.ge(0).logical_and(drawn_kid), tab.static_kids, -1).view({B, T, C});
       const TreeTables tables{node_tok, tab.node_depth.expand({B, T}), kids};
       const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
-      const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, L,
-                                      params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1),
-                                      tab.q_slot.expand({B, T}), level_cells);
+      const auto verdict =
+          walk_trees(rows, rule_, params_, tables, vout.logits, lengths, L,
+                     params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), tab.q_slot.expand({B, T}), cells.all);
       rows.commit_tree_on_device(verdict, node_tok);
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
       pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);

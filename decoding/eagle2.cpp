@@ -107,8 +107,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       torch::Tensor drafted;  // drafter outputs of every tree node so far [R, M_prev, D]
       // Each row's newest cell (the root's) and the cells of its tree's levels below it, on the device, once.
       // The walk's levels sit one further: offsets -1 .. depth + 1.
-      const auto level_cells = rows.positions(-1, widest.depth + 3);  // [B, depth + 3]
-      const auto root_cells = level_cells.narrow(1, 0, 1);            // [B, 1]
+      const auto cells = rows.span(-1, widest.depth + 3);
+      const auto root_cells = cells.at(-1, 1);  // [B, 1]
       TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
                               int64_t level) {
         const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest top_k)
@@ -117,7 +117,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
         // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]).
         auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
         auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
-        auto node_cells = level_cells.narrow(1, 1 + level, 1).expand({B, K});
+        auto node_cells = cells.at(level, 1).expand({B, K});
         if (level > 0) dcache.extend_pending();
         auto out =
             pairs.draft(dcache, source.gather(1, slot), twice(newest(tok)), twice(node_cells), twice(newest(mask)));
@@ -139,8 +139,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once), commit its path
       const auto& tables = grown.tables;
       VISPEC_ASSERT(tables.children.size(2) == slots, "the grown trees' child slots are the widest top_k");
-      const auto verdict = walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels, {}, {},
-                                      level_cells.narrow(1, 1, levels + 1));
+      const auto verdict =
+          walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels, {}, {}, cells.at(0, levels + 1));
       rows.commit_tree_on_device(verdict, tables.token);
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
       pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);

@@ -59,11 +59,10 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
     // The iteration on the device: draft, verify, accept, commit. Nothing in it reads the host.
     const auto iteration = [&] {
       // ---- draft. Every cell the iteration reads, once: the newest (offset -1), the drafts' and the bonus's.
-      const auto cells = rows.positions(-1, G + 2);
-      const auto at = [&](int64_t offset, int64_t count) { return cells.narrow(1, offset + 1, count); };
+      const auto cells = rows.span(-1, G + 2);
       const auto newest = rows.tokens_at(-1);
-      const auto u_draft = params_.greedy() ? torch::Tensor() : rows.uniforms(at(0, G), Purpose::kDraft);
-      auto q_logits = drafter_.decode_block(dcache, newest, at(-1, 1), one_).logits.select(1, 0);
+      const auto u_draft = params_.greedy() ? torch::Tensor() : rows.uniforms(cells.at(0, G), Purpose::kDraft);
+      auto q_logits = drafter_.decode_block(dcache, newest, cells.at(-1, 1), one_).logits.select(1, 0);
       dcache.keep_all();
       std::vector<torch::Tensor> drafted, q_steps;
       for (int64_t j = 0; j < G; ++j) {
@@ -75,17 +74,17 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
           x = sample_from_probs(q_steps.back(), u_draft.select(1, j));
         }
         drafted.push_back(x);
-        q_logits = drafter_.decode_block(dcache, x.view({B, 1}), at(j, 1), one_).logits.select(1, 0);
+        q_logits = drafter_.decode_block(dcache, x.view({B, 1}), cells.at(j, 1), one_).logits.select(1, 0);
         dcache.keep_all();
       }
       const auto drafts = torch::stack(drafted, 1);  // [B, G]
       times.end(times.draft, clock);
 
       // ---- verify: one target forward, then the chain rule over every row
-      const auto out = target_.decode_block(tcache, torch::cat({newest, drafts}, 1), at(-1, G + 1), chain_mask_);
+      const auto out = target_.decode_block(tcache, torch::cat({newest, drafts}, 1), cells.at(-1, G + 1), chain_mask_);
       times.end(times.verify, clock);
       const auto count = (N - rows.n).clamp(0, G);
-      const auto u = chain_uniforms(rows, G, rule_, params_.greedy(), at(0, G + 1));
+      const auto u = chain_uniforms(rows, G, rule_, params_.greedy(), cells.at(0, G + 1));
       const auto verdict = params_.greedy() ? verify_chain_greedy(rule_, greedy_tokens(out.logits), drafts, count, u)
                                             : verify_chain(rule_, target_probs(out.logits, params_),
                                                            torch::stack(q_steps, 1), drafts, count, u);

@@ -64,9 +64,8 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
     const auto iteration = [&] {
       // ---- the window of every row: newest, carried drafts, new uniform drafts. Every cell the iteration reads,
       // once: the newest (offset -1), the window's and the one after it.
-      const auto cells = rows.positions(-1, W + 2);
-      const auto at = [&](int64_t offset, int64_t count) { return cells.narrow(1, offset + 1, count); };
-      const auto u_init = rows.uniforms(at(0, W), Purpose::kInit, rows.iteration);
+      const auto cells = rows.span(-1, W + 2);
+      const auto u_init = rows.uniforms(cells.at(0, W), Purpose::kInit, rows.iteration);
       const auto fresh = (u_init * double(V)).to(torch::kInt64).clamp_max(V - 1);
       const auto carried = column < carry_len.view({B, 1});
       const auto drafts = torch::where(carried, carry, fresh);
@@ -74,10 +73,10 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
 
       // ---- one target forward over every window, then the chain rule
       const auto out =
-          target_.decode_block(cache, torch::cat({rows.tokens_at(-1), drafts}, 1), at(-1, W + 1), window_mask_);
+          target_.decode_block(cache, torch::cat({rows.tokens_at(-1), drafts}, 1), cells.at(-1, W + 1), window_mask_);
       times.end(times.verify, clock);
       const auto count = (N - rows.n).clamp(0, W);
-      const auto u = chain_uniforms(rows, W, rule_, params_.greedy(), at(0, W + 1));
+      const auto u = chain_uniforms(rows, W, rule_, params_.greedy(), cells.at(0, W + 1));
       // The Jacobi update reads y_j, a sample of p_j at n + j (the argmax at temperature 0).
       torch::Tensor y, p;
       ChainVerdict verdict;
@@ -89,7 +88,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
         auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
         const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
         verdict = verify_chain(rule_, p, q, drafts, count, u);
-        const auto u_carry = rows.uniforms(at(0, W + 1), Purpose::kDraft, rows.iteration);
+        const auto u_carry = rows.uniforms(cells.at(0, W + 1), Purpose::kDraft, rows.iteration);
         y = sample_from_probs(p.reshape({B * (W + 1), V}), u_carry.reshape(-1)).view({B, W + 1});
       }
       // ---- carry: y_{a+1} .. y_count (those inside the image) become the next window's drafts

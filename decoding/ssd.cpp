@@ -108,15 +108,14 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     auto times = IterationTimes::start(clock, graphs_.replays(device));
     const auto iteration = [&] {
       // Every cell the iteration reads, once: the newest (offset -1), the drafts' and the bonus's.
-      const auto cells = rows.positions(-1, K + 2);
-      const auto at = [&](int64_t offset, int64_t count) { return cells.narrow(1, offset + 1, count); };
+      const auto cells = rows.span(-1, K + 2);
       // Every stream of sample b drafts from the state and token of b's newest cell.
       const auto n_streams = rows.n.repeat({R / B}).view({R, 1});
       const auto src_states = states.gather(1, (n_streams - 1).unsqueeze(-1).expand({R, 1, D}));
       const auto src_tokens = rows.tokens_at(-1);
       std::vector<torch::Tensor> q_heads, x_heads;
       for (int64_t k = 0; k < K; ++k) {
-        auto [q, x] = draft(k, src_states, src_tokens, at(k, 1));
+        auto [q, x] = draft(k, src_states, src_tokens, cells.at(k, 1));
         if (q.defined()) q_heads.push_back(q.select(1, 0));
         x_heads.push_back(x.select(1, 0));
       }
@@ -124,11 +123,11 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       times.end(times.draft, clock);
 
       // The pending token, then the drafts: p at cells n .. n + K.
-      const auto out =
-          target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), at(-1, K + 1), causal_mask(1 + K, device));
+      const auto out = target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), cells.at(-1, K + 1),
+                                            causal_mask(1 + K, device));
       times.end(times.verify, clock);
       const auto count = (W - rows.n).clamp(0, K);  // drafts past the row's end take no part
-      const auto u = chain_uniforms(rows, K, first_row_rule_, greedy, at(0, K + 1));
+      const auto u = chain_uniforms(rows, K, first_row_rule_, greedy, cells.at(0, K + 1));
       const auto verdict = greedy ? verify_chain_greedy(first_row_rule_, greedy_tokens(out.logits), drafts, count, u)
                                   : verify_chain(first_row_rule_, target_probs(out.logits, params_),
                                                  torch::stack(q_heads, 1), drafts, count, u);

@@ -1,6 +1,7 @@
 #include "decoding/floor/acceptance_params.h"
 
 #include <map>
+#include <vector>
 
 #include "core/check.h"
 #include "decoding/floor/decoder_fields.h"
@@ -24,22 +25,17 @@ CoolSchedule parse_cool_schedule(const std::string& name) {
 
 namespace {
 
-// Each rule key and the rules that read it (their names, for the message that refuses it elsewhere).
+// Each rule key and the rules that read it.
 struct RuleKey {
   const char* key;
   bool lantern, lanternpp, coolsd;
-  const char* readers;
 };
 constexpr RuleKey kRuleKeys[] = {
-    {"k", true, true, false, "lantern and lanternpp"},
-    {"delta", true, false, false, "lantern"},
-    {"lambda", false, true, false, "lanternpp"},
-    {"optimal_resampling", true, true, false, "lantern and lanternpp"},
-    {"budget", false, false, true, "coolsd"},
-    {"schedule", false, false, true, "coolsd"},
-    {"nu", false, false, true, "coolsd"},
-    {"mu", false, false, true, "coolsd"},
-    {"slope", false, false, true, "coolsd"},
+    {"k", true, true, false},       {"delta", true, false, false},
+    {"lambda", false, true, false}, {"optimal_resampling", true, true, false},
+    {"budget", false, false, true}, {"schedule", false, false, true},
+    {"nu", false, false, true},     {"mu", false, false, true},
+    {"slope", false, false, true},
 };
 
 const RuleKey* rule_key(const std::string& key) {
@@ -66,11 +62,15 @@ void refuse_unread_rule_fields(const DecoderFields& f, const AcceptanceParams& a
       {"mu", true},
       {"slope", a.slope != d.slope},
   };
-  for (const auto& k : kRuleKeys)
-    if (!rule_reads(a.rule, k.key) && differs.at(k.key) && f.given(k.key))
-      f.fail(k.key, std::string("not read by accept: ") + rule_names[int(a.rule)] + " (only " + k.readers +
-                        (std::string(k.readers).find(" and ") != std::string::npos ? " use" : " uses") +
-                        " it): remove it, or choose that rule");
+  for (const auto& k : kRuleKeys) {
+    if (rule_reads(a.rule, k.key) || !differs.at(k.key) || !f.given(k.key)) continue;
+    std::vector<std::string> readers;  // "lantern and lanternpp use it", "coolsd uses it"
+    for (auto rule : {AcceptRule::kLantern, AcceptRule::kLanternPlusPlus, AcceptRule::kCoolSd})
+      if (rule_reads(rule, k.key)) readers.push_back(rule_names[int(rule)]);
+    const std::string who = readers.size() == 2 ? readers[0] + " and " + readers[1] + " use" : readers[0] + " uses";
+    f.fail(k.key, std::string("not read by accept: ") + rule_names[int(a.rule)] + " (only " + who +
+                      " it): remove it, or choose that rule");
+  }
 }
 
 }  // namespace

@@ -63,6 +63,15 @@ class DecodeRows {
 
   // Raster positions n[b] + offset + j, j < count, clamped to the image: [B, count] int64 on the device.
   torch::Tensor positions(int64_t offset, int64_t count) const;
+  // positions(first, count) computed once, and any run of them as a view: an iteration that reads several runs of
+  // its cells (the newest, the drafts', the verify block's, the uniforms') asks once, where each call of
+  // positions() is three kernels.
+  struct Span {
+    torch::Tensor all;  // [B, count]
+    int64_t first = 0;
+    torch::Tensor at(int64_t offset, int64_t count) const { return all.narrow(1, offset - first, count); }
+  };
+  Span span(int64_t first, int64_t count) const { return {positions(first, count), first}; }
   // Every row's uniforms at `positions` [B, C] for `purpose`, draw index `draw` (a host number, or a device
   // counter such as `iteration`, so that the iteration's operators stay the same).
   torch::Tensor uniforms(const torch::Tensor& positions, Purpose purpose, int64_t draw = 0) const;
