@@ -27,7 +27,7 @@ std::vector<KernelTime> profile_kernels(const std::function<void()>& work, bool 
 std::vector<KernelTime> per_step(const std::vector<KernelTime>& longer, const std::vector<KernelTime>& shorter,
                                  int64_t steps);
 
-// What a kernel is, from its name: "matmul" (cuBLAS's and kernels/linear_rows.cu's products), "attention"
+// What a kernel is, from its name: "matmul" (cuBLAS's and kernels/linear.cu's products), "attention"
 // (LibTorch's and kernels/attend_cache.cu's), "vispec" (the other kernels/), "copy" (memcpy, memset) or "aten"
 // (LibTorch's other kernels).
 std::string kernel_class(const std::string& name);

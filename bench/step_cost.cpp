@@ -145,7 +145,7 @@ std::string profile_markdown(const nlohmann::json& rows) {
       s = fmt::format(
           "\n## Device time per step, by kernel\n\nEach profiled row's kernels over {} steps (two "
           "profiled decodes of 8 and {} steps, their difference divided by {}; bench/kernel_profile.h). "
-          "Classes: matmul (cuBLAS's and kernels/linear_rows.cu's products), attention, vispec (the "
+          "Classes: matmul (cuBLAS's and kernels/linear.cu's products), attention, vispec (the "
           "other kernels/), aten (LibTorch's other kernels), copy.{}\n",
           p["steps"].get<int64_t>(), 8 + p["steps"].get<int64_t>(), p["steps"].get<int64_t>(),
           p["device_kernels"].get<bool>() ? ""

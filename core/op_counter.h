@@ -113,7 +113,7 @@ class OpCounter {
     }
     if (!metadata_only(name)) c.top_launches = true;
     if (std::strcmp(name, "aten::_to_copy") == 0 && (c.depth == 0 || (c.depth == 1 && c.top_is_to))) ++c.conversions;
-    // Top-level operators: ATen's and our fused ones (kernels/fused_ops.h), each counted once.
+    // Top-level operators: ATen's and our fused ones (kernels/README.md), each counted once.
     if (c.depth++ == 0 && (std::strncmp(name, "aten::", 6) == 0 ||
                            (std::strncmp(name, "vispec::", 8) == 0 && std::strcmp(name, "vispec::host_read") != 0)))
       ++c.ops;

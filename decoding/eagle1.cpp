@@ -33,7 +33,7 @@
 #include "decoding/floor/iteration_stats.h"
 #include "decoding/floor/phase_clock.h"
 #include "decoding/floor/verify.h"
-#include "kernels/fused_ops.h"
+#include "kernels/draws.h"
 #include "kernels/kernel_check.h"
 
 namespace vispec {

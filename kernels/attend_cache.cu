@@ -1,4 +1,4 @@
-// attend_cache's CUDA kernel (kernels/fused_ops.h): attention of a block's queries over a layer's key/value
+// vispec::attend_cache's CUDA kernel (kernels/attend_cache.h): attention of a block's queries over a layer's key/value
 // caches under a boolean mask, for decode steps, chains and trees. The composite it replaces
 // (LibTorch's scaled_dot_product_attention over the bucket of keys) converts the mask to a float bias and
 // runs a kernel tiled for long query blocks, one per layer; a decode step has one to a few dozen queries per
@@ -19,8 +19,8 @@
 //     as the composite gives.
 // Grouped-query attention: query head h reads key/value head h / (H / Hkv).
 // Arithmetic is float32 throughout; the sum order differs from the composite's, so the last bits of bf16
-// outputs do (kernels/kernel_check.cpp bounds the difference before first use).
-#include "kernels/fused_ops_cuda.h"
+// outputs do (the kernel check of kernels/attend_cache.cpp bounds the difference before first use).
+#include "kernels/attend_cache.h"
 #include "kernels/exp_f32.h"
 #include "kernels/launch.cuh"
 #include "kernels/packed.cuh"

@@ -1,11 +1,10 @@
-// EAGLE-1's draws without replacement as a CUDA kernel: kernels/draws_body.h with a block of team::kLanes threads
-// as the team, one block per row of q. Its CPU reference (kernels/draws_cpu.cpp) runs the same body, so the two
-// agree bit for bit; kernels/kernel_check.cpp holds them together before a GPU's first draw.
+// vispec::draw_without_replacement's CUDA kernel (kernels/draws.h): kernels/draws_body.h with a block of
+// team::kLanes threads as the team, one block per row of q. Its CPU reference (kernels/draws.cpp) runs the same
+// body, so the two agree bit for bit; the kernel check there holds them together before a GPU's first draw.
 #include <cuda_runtime.h>
 
 #include "kernels/block_team.cuh"
 #include "kernels/draws_body.h"
-#include "kernels/fused_ops_cuda.h"
 
 namespace vispec::kernels::cuda {
 

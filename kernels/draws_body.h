@@ -1,5 +1,5 @@
 // EAGLE-1's draws without replacement (decoding/eagle1.h's draw_without_replacement) for one row of q, written
-// once for the CPU reference (kernels/draws_cpu.cpp) and the CUDA kernel (kernels/draws.cu) as a body for a
+// once for the CPU reference (kernels/draws.cpp) and the CUDA kernel (kernels/draws.cu) as a body for a
 // team of lanes (kernels/team.h): draw j is the inverse-CDF draw with uniform u_j from q without the earlier
 // draws, its probability the drawn mass over what was left (0 once nothing is left). Sums and running sums are
 // the tree walk's (kernels/tree_walk_body.h: chunk by chunk, then over the chunks, in float64), so both backends

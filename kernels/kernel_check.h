@@ -1,4 +1,4 @@
-// When the fused operators (kernels/fused_ops.h) run, and the check that protects a GPU user from a kernel
+// When the fused operators (kernels/README.md) run, and the check that protects a GPU user from a kernel
 // nobody has run on their card: before a device and dtype's first fused forward, each CUDA kernel runs on
 // test inputs beside its CPU reference; if any disagrees (or fails to launch), one warning line says so and
 // that device and dtype keep the composite ATen formulas, which are slower but right.
@@ -18,9 +18,10 @@ class Tensor;
 namespace vispec::kernels {
 
 // The kernels a run with this device and dtype computes with, which decide its outputs' last bits, so the
-// job's identity records it: "fused-5" (bump the number whenever a kernel's arithmetic changes) or
-// "composite" (a CUDA device whose kernels were not built or failed their check). On a GPU the first call
-// runs the check.
+// job's identity records it: "fused-" and a digest of every operator's name and arithmetic version
+// (kernels/operator.h's entries: a kernel added or changed names another set), the same on every device that
+// passed, or "composite" (a CUDA device whose kernels were not built or failed their check). On a GPU the first
+// call runs every operator's check.
 std::string kernel_set(const c10::Device& device, c10::ScalarType dtype);
 
 // Whether work on this device in this dtype takes the fused operators: no gradient is being recorded (they

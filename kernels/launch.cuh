@@ -17,7 +17,13 @@
 // scripts/gpu_check.sh).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda_dtype.h"
 
 namespace vispec::kernels::cuda {
 
@@ -52,6 +58,23 @@ int launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, CUstream_st*
   config.attrs = attribute;
   config.numAttrs = overlapped_launches() ? 1 : 0;
   return int(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+// Blocks of `threads` for a grid-stride loop over n elements: at least 1, at most 65535.
+inline int blocks_for(int64_t n, int threads) {
+  const int64_t b = (n + threads - 1) / threads;
+  return int(b < 65535 ? (b > 0 ? b : 1) : 65535);
+}
+
+// launch_as(T{}) for the dtype's element type T; its result is the launch's error.
+template <typename F>
+int by_dtype(Dtype dtype, F&& launch_as) {
+  switch (dtype) {
+    case Dtype::f32: return launch_as(float{});
+    case Dtype::bf16: return launch_as(__nv_bfloat16{});
+    case Dtype::f16: return launch_as(__half{});
+  }
+  return int(cudaErrorInvalidValue);
 }
 
 }  // namespace vispec::kernels::cuda

@@ -1,6 +1,6 @@
 // SwiGLU's gate on one value, the arithmetic of vispec::silu_mul on CUDA: T(T(silu(gate)) * up), silu(a) =
 // a / (1 + e^-a) in float32 with the e^x of kernels/exp_f32.h. Written once for the two kernels that apply it
-// (silu_mul's, and linear_silu_mul's epilogue in kernels/linear_rows.cu), so that they give the same bits.
+// (silu_mul's, and linear_silu_mul's epilogue in kernels/linear.cu), so that they give the same bits.
 #pragma once
 
 #include "kernels/exp_f32.h"

@@ -1,5 +1,5 @@
 // torch.sort's stable descending order of float64 values (NaN first, then larger first, equal values by index),
-// as the tree operators (kernels/tree_layout_body.h, kernels/tree_growth_body.h) pick from their candidates, and
+// as the tree operators (kernels/tree_layout_body.h, kernels/grow_level_body.h) pick from their candidates, and
 // the team's way to find the first `top` of n values in it without a sort (top_by_counting): what a CUDA block
 // runs (kernels/block_team.cuh). A CPU team sorts instead (kernels/cpu_team.h); the two give the same ranks
 // (TreeLayout.CountingTheTopEqualsSortingIt), so the CPU reference of a kernel may use either.

@@ -1,6 +1,6 @@
 // EAGLE-2's grown trees laid out for their verification, for one row (decoding/floor/draft_tree.h: the rerank of
 // grow_dynamic_trees' candidates and grown_tree_tables), written once for the CPU reference
-// (kernels/tree_layout_cpu.cpp) and the CUDA kernel (kernels/tree_layout.cu) as a body for a team of lanes
+// (kernels/tree_layout.cpp) and the CUDA kernel (kernels/tree_layout.cu) as a body for a team of lanes
 // (kernels/team.h). It only compares and counts, so both backends give the composite formulas' outputs exactly.
 //
 // The candidates of a row, C = K + D K^2 of them in level order (level 0: the root's K children; then K^2 per

@@ -1,10 +1,9 @@
-// The tree walk's CUDA kernel: kernels/tree_walk_body.h with a block of walk::kLanes threads as the team, one
-// block per row. Its CPU reference (kernels/tree_walk_cpu.cpp) runs the same body, so the two agree bit for
-// bit; kernels/kernel_check.cpp holds them together before a GPU's first walk.
+// vispec::tree_walk's CUDA kernel (kernels/tree_walk.h): kernels/tree_walk_body.h with a block of walk::kLanes
+// threads as the team, one block per row. Its CPU reference (kernels/tree_walk.cpp) runs the same body, so the two
+// agree bit for bit; the kernel check there holds them together before a GPU's first walk.
 #include <cuda_runtime.h>
 
 #include "kernels/block_team.cuh"
-#include "kernels/fused_ops_cuda.h"
 #include "kernels/tree_walk_body.h"
 
 namespace vispec::kernels::cuda {

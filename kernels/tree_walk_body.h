@@ -1,5 +1,5 @@
 // The tree walk of the verification unit (decoding/floor/verify.h's verify_tree and verify_tree_greedy) for one row,
-// written once for the CPU reference (kernels/tree_walk_cpu.cpp) and the CUDA kernel (kernels/tree_walk.cu):
+// written once for the CPU reference (kernels/tree_walk.cpp) and the CUDA kernel (kernels/tree_walk.cu):
 // the same function body, so the same bits, on both.
 //
 // The body is written for a team of team::kLanes lanes (kernels/team.h: a CUDA block's threads, or one CPU

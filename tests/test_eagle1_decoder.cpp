@@ -12,7 +12,7 @@
 #include "decoding/ar.h"
 #include "decoding/floor/decoder_registry.h"
 #include "decoding/eagle1.h"
-#include "kernels/fused_ops.h"
+#include "kernels/draws.h"
 #include "kernels/kernel_check.h"
 #include "models/checkpoints/load.h"
 #include "models/model_config.h"

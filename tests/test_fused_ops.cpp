@@ -1,4 +1,4 @@
-// The fused operators (kernels/fused_ops.h): each CPU implementation against the composite formula it
+// The fused operators (kernels/README.md): each CPU implementation against the composite formula it
 // replaces, in float32 and bfloat16; a whole cached decode fused against composite for each model layout;
 // the merged projections; and the ceiling of operators per transformer layer of an AR step. (Their CUDA
 // kernels are held against these CPU implementations in test_devices.cpp and, at first use, by
@@ -8,6 +8,7 @@
 
 #include <ATen/record_function.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,8 +22,13 @@
 #include "decoding/floor/sampler.h"
 #include "exact_distribution.h"
 #include "kernels/exp_f32.h"
-#include "kernels/fused_ops.h"
+#include "kernels/linear.h"
+#include "kernels/note_nonfinite.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope_write_kv.h"
+#include "kernels/silu_mul.h"
 #include "kernels/kernel_check.h"
+#include "kernels/operator.h"
 #include "kernels/vector_loops.h"
 #include "models/gpt/gpt.h"
 #include "models/gpt/rope_1d.h"
@@ -104,6 +110,51 @@ TEST(FusedOps, SharedExpIsWithinOneUlpAndTheVectorLoopEqualsTheScalar) {
     const float scalar = gate[i] / (1.0f + exp_f32(-gate[i]));
     ASSERT_EQ(std::memcmp(&scalar, &vectorized[i], sizeof scalar), 0) << "silu of " << gate[i];
   }
+}
+
+// Every vispec:: operator is registered with an implementation on the CPU (its reference), and declares its entry in
+// the kernel set (kernels/README.md): one per operator, versions from 1. The kernel set a job records is "fused-" and
+// a digest of those entries, so an operator without one would change outputs unseen by a job's identity.
+TEST(FusedOps, EveryOperatorHasACpuReferenceAndAnEntryInTheKernelSet) {
+  std::vector<std::string> operators;
+  for (const auto& name : c10::Dispatcher::singleton().getAllOpNames()) {
+    if (name.name.rfind("vispec::", 0) != 0) continue;
+    operators.push_back(name.name.substr(8));
+    const auto op = c10::Dispatcher::singleton().findOp(name);
+    ASSERT_TRUE(op.has_value()) << name.name;
+    EXPECT_TRUE(op->hasComputedKernelForDispatchKey(c10::DispatchKey::CPU)) << name.name << " has no CPU reference";
+  }
+  EXPECT_GE(operators.size(), size_t(15));
+  const auto entries = kernels::kernel_entries();
+  std::vector<std::string> names;
+  for (const auto& e : entries) {
+    names.push_back(e.name);
+    EXPECT_GE(e.version, 1) << e.name;
+  }
+  EXPECT_TRUE(std::adjacent_find(names.begin(), names.end()) == names.end()) << "an entry is declared twice";
+  std::sort(operators.begin(), operators.end());
+  EXPECT_EQ(names, operators) << "the kernel set's entries are not the operators";
+  const auto set = kernels::kernel_set(torch::kCPU, torch::kFloat32);
+  EXPECT_EQ(set.size(), std::string("fused-").size() + 8) << set;
+  EXPECT_EQ(set.rfind("fused-", 0), size_t(0)) << set;
+  EXPECT_EQ(kernels::kernel_set(torch::kCPU, torch::kBFloat16), set);
+}
+
+// The kernel checks a GPU runs before its first fused forward, run here with the CPU as "the device": each
+// compares the CPU reference with itself, so each must pass. This runs every check's code (its inputs, shapes
+// and calls through the operators' handles) where there is no GPU, so that a GPU's first use finds no mistake
+// in the check itself. A build without nvcc has no checks to run.
+TEST(FusedOps, EveryKernelCheckPassesWithTheCpuAsTheDevice) {
+  torch::NoGradGuard no_grad;
+  int checks = 0;
+  for (const auto& e : kernels::kernel_entries()) {
+    if (!e.check) continue;
+    ++checks;
+    for (const auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16})
+      EXPECT_EQ(e.check(torch::kCPU, dtype), "") << e.name << " " << dtype;
+  }
+  if (checks == 0) GTEST_SKIP() << "this build has no CUDA kernels, so no kernel checks";
+  EXPECT_GE(checks, 13);
 }
 
 // Guidance in one pass gives the composite formula's bits, from float32 and bfloat16 logits of a step and a

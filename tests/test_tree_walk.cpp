@@ -1,4 +1,4 @@
-// The verification unit's tree walk as one operator (kernels/fused_ops.h's tree_walk): its CPU reference
+// The verification unit's tree walk as one operator (kernels/tree_walk.h): its CPU reference
 // walks as the composite tensor walk (decoding/floor/verify.h's verify_tree and verify_tree_greedy) does, for
 // every acceptance rule, with and without EAGLE-1's drafter q, greedy and sampling; its CUDA kernel computes
 // the CPU reference's bits. The decoders' own tests (greedy equality with AR, chi-square against the exact
@@ -14,7 +14,7 @@
 #include "decoding/floor/acceptance.h"
 #include "decoding/floor/draft_tree.h"
 #include "decoding/floor/verify.h"
-#include "kernels/fused_ops.h"
+#include "kernels/tree_walk.h"
 #include "kernels/kernel_check.h"
 
 namespace vispec {

@@ -7,7 +7,8 @@
 
 #include "core/check.h"
 #include "decoding/floor/decode_rows.h"
-#include "kernels/fused_ops.h"
+#include "kernels/grow_level.h"
+#include "kernels/tree_layout.h"
 #include "kernels/kernel_check.h"
 
 namespace vispec {
@@ -100,7 +101,7 @@ TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std
 
 namespace {
 
-// The growth's buffers (kernels/tree_growth_body.h says what each holds), made once per tree.
+// The growth's buffers (kernels/grow_level_body.h says what each holds), made once per tree.
 struct Growth {
   torch::Tensor score, cand_token, cand_parent, cand_score, frontier, tokens, parent_slot, mask;
 };

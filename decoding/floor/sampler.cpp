@@ -1,7 +1,9 @@
 #include "decoding/floor/sampler.h"
 
 #include "core/check.h"
-#include "kernels/fused_ops.h"
+#include "kernels/cfg_mix.h"
+#include "kernels/note_nonfinite.h"
+#include "kernels/sample_next.h"
 #include "kernels/kernel_check.h"
 
 namespace vispec {
@@ -9,9 +11,7 @@ namespace vispec {
 torch::Tensor cfg_combine(const torch::Tensor& logits, double scale) {
   const int64_t B = logits.size(0) / 2;
   VISPEC_ASSERT(logits.size(0) == 2 * B, "CFG needs [cond; uncond] rows");
-  if (kernels::use_fused(logits)) return kernels::cfg_mix(logits, scale);  // the formula below, in one pass
-  auto c = logits.narrow(0, 0, B).to(torch::kFloat32), u = logits.narrow(0, B, B).to(torch::kFloat32);
-  return u + scale * (c - u);
+  return kernels::cfg_mix(logits, scale);  // u + scale (c - u) in float32, in one pass where the operator runs
 }
 
 torch::Tensor apply_top_k(const torch::Tensor& logits, int64_t k) {
@@ -38,8 +38,7 @@ namespace {
 thread_local torch::Tensor flag;
 void note(const torch::Tensor& logits) {
   const auto& flag = flag_on(logits.device());
-  if (kernels::use_fused(logits)) return kernels::note_nonfinite(logits, flag);  // one kernel, not four
-  flag.logical_or_(torch::isfinite(logits).logical_not().any());
+  kernels::note_nonfinite(logits, flag);  // one kernel where the operator runs, else four
 }
 }  // namespace
 const torch::Tensor& flag_on(const torch::Device& device) {

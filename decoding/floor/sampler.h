@@ -36,7 +36,7 @@ torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& pa
 // target_probs()'s one-hot distribution puts its mass on (non-finite logits noted the same way).
 torch::Tensor greedy_tokens(const torch::Tensor& logits);
 // The next tokens from logits [B, V]: greedy_tokens() at temperature 0, else a sample of target_probs() with
-// the uniforms u [B]. Float32 logits take the fused sampler (kernels/fused_ops.h: the same chain in one
+// the uniforms u [B]. Float32 logits take the fused sampler (kernels/sample_next.h: the same chain in one
 // operator) where the fused operators run.
 torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& u);
 // Inverse-CDF sampling: probs [B, V] (need not be normalised), u [B] in [0, 1) -> tokens [B] int64.

@@ -7,7 +7,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "decoding/floor/sampler.h"
-#include "kernels/fused_ops.h"
+#include "kernels/tree_walk.h"
 #include "kernels/kernel_check.h"
 
 namespace vispec {
@@ -63,7 +63,7 @@ torch::Tensor cool_weight_table(const ChainRule& rule, const std::vector<int64_t
   return rule.cool_tables[key] = torch::tensor(table, torch::kFloat64).view({B, W}).to(device);
 }
 
-// A chain as the tree walk's input (kernels/fused_ops.h's tree_walk): node j <= G is the context after j drafts,
+// A chain as the tree walk's input (kernels/tree_walk.h): node j <= G is the context after j drafts,
 // node j + 1 (draft j) its one child while j < count. Walking it is the chain rule: accept draft j against
 // p_j and q_j (Cool-SD's weight at depth j + 1), at the first rejection resample at that position, and where
 // no draft is left (all accepted, or count reached) draw the bonus token of p there. p_or_target: the
@@ -374,7 +374,7 @@ TreeVerdict verify_tree_greedy(const ChainRule& rule, const torch::Tensor& targe
 DeviceShapedWalks::DeviceShapedWalks() : set_(device_shaped_walks) {}
 
 namespace {
-// The walk as one operator (kernels/fused_ops.h's tree_walk): one CUDA block per row, or its CPU reference.
+// The walk as one operator (kernels/tree_walk.h): one CUDA block per row, or its CPU reference.
 TreeVerdict fused_walk(const ChainRule& rule, const SamplingParams& params, const TreeTables& tree,
                        const torch::Tensor& logits, const std::vector<int64_t>& lengths, int64_t levels,
                        const torch::Tensor& node_q, const torch::Tensor& q_slot, const torch::Tensor& limit,

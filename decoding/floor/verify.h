@@ -15,7 +15,7 @@
 //
 // Wherever the fused operators run (kernels/kernel_check.h's use_fused: always on the CPU, on a GPU whose
 // kernels passed their check), verify_chain, verify_chain_greedy and walk_trees run as one operator,
-// kernels/fused_ops.h's tree_walk (a chain is a tree of one child per node); the tensor forms below are the
+// kernels/tree_walk.h (a chain is a tree of one child per node); the tensor forms below are the
 // composite formulas it was tested against (tests/test_tree_walk.cpp) and a GPU's fallback.
 #pragma once
 

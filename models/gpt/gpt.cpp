@@ -1,7 +1,10 @@
 #include "models/gpt/gpt.h"
 
 #include "core/check.h"
-#include "kernels/fused_ops.h"
+#include "kernels/attend_cache.h"
+#include "kernels/linear.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope_write_kv.h"
 #include "kernels/kernel_check.h"
 #include "models/gpt/rope_1d.h"
 #include "models/gpt/rope_2d.h"

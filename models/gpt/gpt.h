@@ -35,8 +35,8 @@ struct AttentionImpl : torch::nn::Module {
   MergedWeights merged_qkv;  // wq, wk, wv as one [q; k; v] matrix for the fused path
 
  private:
-  // A cached forward in three fused operators (kernels/fused_ops.h): the projection, RoPE with the cache
-  // write, attention.
+  // A cached forward in three fused operators (kernels/linear.h, rope_write_kv.h, attend_cache.h): the projection, RoPE
+  // with the cache write, attention.
   torch::Tensor forward_fused(const torch::Tensor& x, const torch::Tensor& rope, const AttentionMask& mask,
                               KvCache& cache, int64_t layer);
 };

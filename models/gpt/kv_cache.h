@@ -52,9 +52,9 @@ class KvCache {
   // Stores one layer's block keys/values k, v [B, Hkv, T, Dh]; returns that layer's keys/values to attend over,
   // [B, Hkv, S, Dh] each.
   std::pair<torch::Tensor, torch::Tensor> write(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
-  // What the fused path (kernels/fused_ops.h) needs to do write()'s work itself: the cache slots of this
-  // forward's entries, [B, T] int64 (made once per forward), each layer's whole caches to write them into, and
-  // how many of their first slots the queries attend over (the S of write()'s views).
+  // What the fused path (kernels/rope_write_kv.h, kernels/attend_cache.h) needs to do write()'s work itself: the cache
+  // slots of this forward's entries, [B, T] int64 (made once per forward), each layer's whole caches to write them
+  // into, and how many of their first slots the queries attend over (the S of write()'s views).
   const torch::Tensor& block_slots();
   const torch::Tensor& keys(int64_t layer) const { return k_[layer]; }    // [B, Hkv, capacity, Dh]
   const torch::Tensor& values(int64_t layer) const { return v_[layer]; }  // [B, Hkv, capacity, Dh]

@@ -1,4 +1,4 @@
-// linear's CUDA kernel for a few rows (kernels/fused_ops.h): y [M, N] = x [M, K] W^T, W [N, K], M <= 4. An AR
+// vispec::linear's CUDA kernel for a few rows (kernels/linear.h): y [M, N] = x [M, K] W^T, W [N, K], M <= 4. An AR
 // step of one image with guidance multiplies 2 rows by each weight matrix; cuBLAS's kernels for that shape
 // read the weights at under half the memory bandwidth (an H200 profile of a GPT-XL step: 880 us of matrix
 // products per token where reading the weights once takes 365 us), and the product is bound by that read.
@@ -10,7 +10,7 @@
 // whole), multiply them with the same vectors of every x row (read through the read-only cache: every warp
 // reads the same x), and the warp sums its lanes' partial products by shuffles.
 // Float32 accumulation; the result rounds once to T. The sum order differs from cuBLAS's and the CPU's, so
-// the last bits of bf16 outputs do (kernels/kernel_check.cpp bounds it before first use).
+// the last bits of bf16 outputs do (the kernel check of kernels/linear.cpp bounds it before first use).
 //
 // The weights never change during a step, so a warp loads its first kStride weight vectors before it waits for
 // the kernel before it (kernels/launch.cuh): on sm_90 the weights stream while that kernel still runs.
@@ -18,9 +18,7 @@
 // linear_silu_mul: SwiGLU's middle, silu(x w1^T) * (x w3^T), from the merged [w1; w3] in the same pass: the
 // warp of column j takes weight rows j and F + j, rounds both products to T as linear writes them, and applies
 // silu_mul's arithmetic (kernels/silu_gate.cuh, shared with silu_mul's kernel), so its output is that of linear
-// then silu_mul bit for bit,
-// without the [M, 2F] intermediate and the silu_mul kernel.
-#include "kernels/fused_ops_cuda.h"
+// then silu_mul bit for bit, without the [M, 2F] intermediate and the silu_mul kernel.
 #include "kernels/launch.cuh"
 #include "kernels/packed.cuh"
 #include "kernels/silu_gate.cuh"
@@ -127,7 +125,8 @@ int launch_rows(const void* x, const void* w, void* y, int64_t M, int64_t N, int
 }
 
 template <bool GATED>
-int by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K, CUstream_st* stream) {
+int launch_by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,
+                    CUstream_st* stream) {
   if (M == 0 || N == 0) return 0;
   if (N > (int64_t(1) << 36)) return int(cudaErrorInvalidValue);
   switch (dtype) {
@@ -141,17 +140,18 @@ int by_dtype(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int6
 }  // namespace
 
 bool linear_rows_supports(int64_t M, int64_t K, int element_size) {
-  return M >= 1 && M <= kLinearRowsMax && element_size > 0 && K % (16 / element_size) == 0;
+  constexpr int64_t kMaxRows = 4;  // past 4 rows cuBLAS's products are faster (above)
+  return M >= 1 && M <= kMaxRows && element_size > 0 && K % (16 / element_size) == 0;
 }
 
 int linear_rows(Dtype dtype, const void* x, const void* w, void* y, int64_t M, int64_t N, int64_t K,
                 CUstream_st* stream) {
-  return by_dtype<false>(dtype, x, w, y, M, N, K, stream);
+  return launch_by_dtype<false>(dtype, x, w, y, M, N, K, stream);
 }
 
 int linear_silu_mul_rows(Dtype dtype, const void* x, const void* w13, void* y, int64_t M, int64_t F, int64_t K,
                          CUstream_st* stream) {
-  return by_dtype<true>(dtype, x, w13, y, M, F, K, stream);
+  return launch_by_dtype<true>(dtype, x, w13, y, M, F, K, stream);
 }
 
 }  // namespace vispec::kernels::cuda
