@@ -17,9 +17,14 @@
 
 #include <ATen/record_function.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace vispec {
 
@@ -40,15 +45,24 @@ class OpCounter {
   // Decoder iterations begun, and the kernel-launching operators inside them besides their forwards (above).
   int64_t iterations() const { return counts().iterations; }
   int64_t iteration_kernel_ops() const { return counts().iteration_kernel_ops; }
+  // Those operators by name, the most frequent first: what an iteration's count is made of (the op-count test
+  // and `vispec step-cost --decoders` print the head of it).
+  std::vector<std::pair<std::string, int64_t>> iteration_kernel_ops_by_name() const {
+    std::vector<std::pair<std::string, int64_t>> named(counts().by_name.begin(), counts().by_name.end());
+    std::stable_sort(named.begin(), named.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return named;
+  }
 
  private:
   struct Counts {
     int64_t ops = 0, reads = 0, conversions = 0, depth = 0;
     int64_t iterations = 0, iteration_kernel_ops = 0;
-    int64_t in_iteration = 0, in_step = 0;  // open iteration and static-step markers
-    bool top_is_to = false;                 // the current top-level operator is aten::to
-    bool top_launches = false;              // it, or an operator it called so far, launches a kernel
-    bool top_is_read = false;               // it is a host read
+    int64_t in_iteration = 0, in_step = 0;   // open iteration and static-step markers
+    bool top_is_to = false;                  // the current top-level operator is aten::to
+    bool top_launches = false;               // it, or an operator it called so far, launches a kernel
+    bool top_is_read = false;                // it is a host read
+    const char* top_name = nullptr;          // its name (the operator schema's, alive as long as the program)
+    std::map<std::string, int64_t> by_name;  // iteration_kernel_ops by top-level operator
   };
   static Counts& counts() {
     static thread_local Counts c;
@@ -110,6 +124,7 @@ class OpCounter {
       c.top_is_to = std::strcmp(name, "aten::to") == 0;
       c.top_is_read = read || std::strcmp(name, "aten::item") == 0;
       c.top_launches = false;
+      c.top_name = name;
     }
     if (!metadata_only(name)) c.top_launches = true;
     if (std::strcmp(name, "aten::_to_copy") == 0 && (c.depth == 0 || (c.depth == 1 && c.top_is_to))) ++c.conversions;
@@ -126,8 +141,10 @@ class OpCounter {
       if (open) --(c.*open);
       return;
     }
-    if (--c.depth == 0 && c.top_launches && !c.top_is_read && c.in_iteration > 0 && c.in_step == 0)
+    if (--c.depth == 0 && c.top_launches && !c.top_is_read && c.in_iteration > 0 && c.in_step == 0) {
       ++c.iteration_kernel_ops;
+      ++c.by_name[c.top_name];
+    }
   }
 
   at::CallbackHandle handle_;

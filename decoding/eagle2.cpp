@@ -31,6 +31,8 @@
 #include "decoding/floor/iteration_stats.h"
 #include "decoding/floor/phase_clock.h"
 #include "decoding/floor/verify.h"
+#include "kernels/draft_top_k.h"
+#include "kernels/kernel_check.h"
 
 namespace vispec {
 
@@ -48,12 +50,24 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
   const auto device = gpt->device();
 
-  // Guided drafter log-probs for tree building: the processed distribution's log (raw CFG logits at T = 0,
-  // where the processed distribution is one-hot and would leave only one candidate).
-  auto draft_log_probs = [&](const torch::Tensor& features) {  // [R, ..., D] -> [B, ..., V]
+  // The K largest of the drafter's guided log-probs at each node, which the tree grows by: the processed
+  // distribution's log (the raw CFG logits' at T = 0, where the processed distribution is one-hot and would leave
+  // only one candidate). One operator where the fused operators run and the sampler filters nothing (no top-k or
+  // top-p: kernels/draft_top_k.h), else the chain of CFG's mix, the sampler's processing, log and topk.
+  const int64_t V = gpt->config().vocab_size;
+  const bool one_operator =
+      kernels::use_fused(device, torch::kFloat32) && (params_.top_k <= 0 || params_.top_k >= V) && params_.top_p >= 1.0;
+  auto draft_top = [&](const torch::Tensor& features, int64_t K) -> TopLogProbs {  // [R, ..., D] -> [B, ..., K]
     auto logits = gpt->image_logits(features).to(torch::kFloat32);
+    if (one_operator) {
+      auto [values, indices] = kernels::draft_top_k(logits, target_.guided(), params_.cfg_scale, params_.temperature, K,
+                                                    nonfinite_watch::flag_on(device));
+      return {values, indices};
+    }
     if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
-    return params_.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params_).log();
+    const auto log_probs = params_.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params_).log();
+    auto [values, indices] = log_probs.topk(K, -1);
+    return {values, indices};
   };
   auto tcache = target_.make_cache(B, shape_.total_tokens, /*static_steps=*/true);
   // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.
@@ -109,25 +123,26 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // The walk's levels sit one further: offsets -1 .. depth + 1.
       const auto cells = rows.span(-1, widest.depth + 3);
       const auto root_cells = cells.at(-1, 1);  // [B, 1]
-      TreeExpand expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
-                              int64_t level) {
+      TreeExpandTop expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
+                                 int64_t level) {
         const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest top_k)
-        auto twice = [&](const torch::Tensor& x) { return R > B ? torch::cat({x, x}) : x; };
         auto newest = [&](const torch::Tensor& x) { return x.narrow(1, M - K, K); };
-        // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]).
+        // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]), in each
+        // CFG stream: the slots are per sample, gathered from every stream's rows at once.
         auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
-        auto slot = twice(newest(parent_slot) + 1).to(device).unsqueeze(-1).expand({R, K, source.size(-1)});
+        const int64_t streams = R / B, D = source.size(-1);
+        auto slot = (newest(parent_slot) + 1).view({1, B, K, 1}).expand({streams, B, K, D});
+        auto features = source.reshape({streams, B, source.size(1), D}).gather(2, slot).view({R, K, D});
         auto node_cells = cells.at(level, 1).expand({B, K});
         if (level > 0) dcache.extend_pending();
-        auto out =
-            pairs.draft(dcache, source.gather(1, slot), twice(newest(tok)), twice(node_cells), twice(newest(mask)));
+        auto out = pairs.draft(dcache, features, newest(tok), node_cells, newest(mask));
         drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
-        return draft_log_probs(out);
+        return draft_top(out, K);
       };
       // The trees stay on the device: their verification inputs and walk tables are built there, of one width
       // (total_tokens nodes), so nothing is read or uploaded between drafting and the walk.
       const auto grown =
-          grown_tree_tables(grow_dynamic_trees(draft_log_probs(catchup), shapes, own_shapes, expand),
+          grown_tree_tables(grow_dynamic_trees(draft_top(catchup, slots), shapes, own_shapes, expand),
                             rows.tokens.gather(1, root_cells).view({B}), root_cells.view({B}), shape_.total_tokens, N);
       times.end(times.draft, clock);
 

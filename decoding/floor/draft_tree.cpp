@@ -158,7 +158,22 @@ void grow_level_composite(const torch::Tensor& lp, const torch::Tensor& idx, con
 
 TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
                                   const torch::Tensor& own, const TreeExpand& expand) {
-  const int64_t B = root_log_probs.size(0);
+  int64_t K = 1;
+  for (const auto& s : shapes) K = std::max(K, s.top_k);
+  const auto top = [K](const torch::Tensor& log_probs) {
+    auto [values, indices] = log_probs.topk(K, -1);
+    return TopLogProbs{values, indices};
+  };
+  return grow_dynamic_trees(
+      top(root_log_probs), shapes, own,
+      [&](const torch::Tensor& tokens, const torch::Tensor& parent_slot, const torch::Tensor& mask, int64_t level) {
+        return top(expand(tokens, parent_slot, mask, level));
+      });
+}
+
+TreeCandidates grow_dynamic_trees(const TopLogProbs& root, const std::vector<TreeShape>& shapes,
+                                  const torch::Tensor& own, const TreeExpandTop& expand) {
+  const int64_t B = root.values.size(0);
   VISPEC_ASSERT(int64_t(shapes.size()) == B && own.size(0) == B && own.size(1) == 3, "tree shapes of ", shapes.size(),
                 " rows for ", B);
   int64_t K = 1, D = 0;
@@ -166,7 +181,7 @@ TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std
     K = std::max(K, s.top_k);
     D = std::max(D, s.depth);
   }
-  const auto device = root_log_probs.device();
+  const auto device = root.values.device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const auto f64 = i64.dtype(torch::kFloat64);
   const int64_t C = K + D * K * K, W = K * (D + 1);
@@ -180,14 +195,14 @@ TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std
     kernels::grow_level(lp, idx, own, g.score, g.cand_token, g.cand_parent, g.cand_score, g.frontier, g.tokens,
                         g.parent_slot, g.mask, level);
   };
-  const auto [lp0, idx0] = root_log_probs.topk(K, -1);
-  grow(lp0, idx0, -1);
+  VISPEC_ASSERT(root.values.dim() == 2 && root.values.size(1) == K, "the root's top log-probs are ",
+                root.values.sizes(), ", not [", B, ", ", K, "]");
+  grow(root.values, root.indices, -1);
   for (int64_t level = 0; level < D; ++level) {
     const int64_t M = K * (level + 1);
-    const auto [lp, idx] =
-        expand(g.tokens.narrow(1, 0, M), g.parent_slot.narrow(1, 0, M), g.mask.narrow(1, 0, M).narrow(2, 0, M), level)
-            .topk(K, -1);  // [B, K, K] each
-    grow(lp, idx, level);
+    const auto top =
+        expand(g.tokens.narrow(1, 0, M), g.parent_slot.narrow(1, 0, M), g.mask.narrow(1, 0, M).narrow(2, 0, M), level);
+    grow(top.values, top.indices, level);  // [B, K, K] each
   }
   TreeCandidates c;
   c.top_k = K;

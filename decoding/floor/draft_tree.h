@@ -56,6 +56,16 @@ struct TreeShape {
 using TreeExpand = std::function<torch::Tensor(const torch::Tensor& tokens, const torch::Tensor& parent_slot,
                                                const torch::Tensor& mask, int64_t level)>;
 
+// The K largest of a block of log-probs ([B, ..., K] values, descending, and their indices): what the growth
+// reads of each level. A drafter that computes them in one pass (kernels/draft_top_k.h) hands them over as they
+// are; TreeExpand's log-probs are cut to them with topk.
+struct TopLogProbs {
+  torch::Tensor values, indices;
+};
+// TreeExpand's form for such a drafter: the K largest of the same log-probs, [B, K, K] each (K: the widest top_k).
+using TreeExpandTop = std::function<TopLogProbs(const torch::Tensor& tokens, const torch::Tensor& parent_slot,
+                                                const torch::Tensor& mask, int64_t level)>;
+
 // EAGLE-2's trees as they grow on the device: every candidate scored, [B, C] each, C = K + D K^2 (K, D: the
 // widest row's top_k and depth) in level order, so parents precede children. Level 0 is the root's K children;
 // level l + 1 the K^2 children of level l's frontier, K consecutive candidates per frontier node, best first.
@@ -79,6 +89,10 @@ TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std
 // uploaded (an iteration replayed as a graph).
 TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
                                   const torch::Tensor& own_shapes, const TreeExpand& expand);
+// The same from the root's K largest log-probs [B, K] and a drafter that gives its own (the others take these
+// through topk).
+TreeCandidates grow_dynamic_trees(const TopLogProbs& root, const std::vector<TreeShape>& shapes,
+                                  const torch::Tensor& own_shapes, const TreeExpandTop& expand);
 // Each row's top_k, depth and nodes to choose (total_tokens - 1): [B, 3] int64 on the CPU.
 torch::Tensor tree_shape_table(const std::vector<TreeShape>& shapes);
 

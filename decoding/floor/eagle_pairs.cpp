@@ -17,10 +17,16 @@ KvCache EaglePairs::drafter_cache(int64_t extra) {
 
 torch::Tensor EaglePairs::draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
                                 const torch::Tensor& cells, const torch::Tensor& mask) {
+  VISPEC_ASSERT(
+      features.size(0) == R_ && tokens.size(0) == B_ && cells.size(0) == B_ && (mask.dim() == 2 || mask.size(0) == B_),
+      "EaglePairs::draft: features of ", features.size(0), " rows, tokens, cells and mask of ", tokens.size(0), ", ",
+      cells.size(0), " and ", mask.sizes(), " for ", B_, " samples in ", R_, " rows");
   return steps_.forward(
-      dcache, tokens.size(1), {features, tokens, cells, mask}, [&](const std::vector<torch::Tensor>& in) {
+      dcache, tokens.size(1), {features, tokens, cells, mask},
+      [&](const std::vector<torch::Tensor>& in) {
         return std::vector<torch::Tensor>{drafter_(in[0], drafter_->embed(in[1], *gpt_), in[2], in[3], &dcache)};
-      })[0];
+      },
+      /*per_sample=*/{false, true, true, mask.dim() == 3})[0];
 }
 
 void EaglePairs::start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows,
@@ -47,15 +53,16 @@ torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {
   // ones: all from device counts, so the block is the same step whatever was accepted.
   const auto j = torch::arange(W, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device())).view({1, W});
   const auto n = waiting_device_.view({B_, 1});
-  const auto cells =
-      (rows.n.view({B_, 1}) - n + torch::minimum(j, (n - 1).clamp_min(0))).clamp_max(N - 1).repeat({S, 1});
-  const auto real = j.lt(n).repeat({S, 1});  // [R, W]
-  const auto tokens = torch::where(real, rows.tokens.repeat({S, 1}).gather(1, cells), 0);
+  // Tokens and cells per sample: every CFG stream reads the same (draft() repeats them in its input copy).
+  const auto cells = (rows.n.view({B_, 1}) - n + torch::minimum(j, (n - 1).clamp_min(0))).clamp_max(N - 1);
+  const auto real = j.lt(n);  // [B, W]
+  const auto tokens = torch::where(real, rows.tokens.gather(1, cells), 0);
   auto out = draft(dcache, features_, tokens, cells, causal_mask(W, gpt_->device()));
   // The pairs stay where they were written: bookkeeping, no data moves. The device counts the real pairs; the
   // host counts every entry, whatever was accepted (so that a replayed iteration moves the host lengths as the
   // recorded one did), and settle() takes the padding back.
-  const auto real_pairs = real.sum(1);  // [R]
+  const auto per_sample = real.sum(1);
+  const auto real_pairs = S > 1 ? per_sample.repeat({S}) : per_sample;  // [R]
   dcache.shift_lengths_on_host(std::vector<int64_t>(size_t(R_), W));
   dcache.shift_lengths_on_device(real_pairs);
   // Each row's newest pair: its last real one (the first, in a finished row that has none).

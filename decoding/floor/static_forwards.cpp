@@ -61,7 +61,7 @@ const torch::Tensor* StaticForwards::pooled_lengths(const KvCache& cache) const 
 }
 
 std::vector<torch::Tensor> StaticForwards::forward(KvCache& cache, int64_t T, const std::vector<torch::Tensor>& inputs,
-                                                   const Run& run) {
+                                                   const Run& run, const std::vector<bool>& per_sample) {
   auto* pooled = pooled_of(cache);
   VISPEC_ASSERT(pooled, "a static forward on a cache that is not pooled");
   auto& p = *pooled;
@@ -73,17 +73,35 @@ std::vector<torch::Tensor> StaticForwards::forward(KvCache& cache, int64_t T, co
     shape.push_back(x.defined() ? x.dim() : -1);
     if (x.defined()) shape.insert(shape.end(), x.sizes().begin(), x.sizes().end());
   }
+  const int64_t rows = cache.batch();
+  const auto repeated = [&](size_t i) {
+    const bool repeat = i < per_sample.size() && per_sample[i] && inputs[i].defined();
+    VISPEC_ASSERT(!repeat || (inputs[i].dim() >= 1 && inputs[i].size(0) > 0 && rows % inputs[i].size(0) == 0),
+                  "a static forward's per-sample input of ", inputs[i].sizes(), " for ", rows, " rows");
+    return repeat;
+  };
   auto& block = p.blocks[shape];
   if (!block) {
     // The first forward of this key sizes the buffers: a run of it gives the outputs' shapes and dtypes.
     block = std::make_unique<Block>();
     const auto device = p.cache.lengths_on_device().device();
-    for (const auto& x : inputs)
-      block->inputs.push_back(x.defined() ? torch::empty(x.sizes(), x.options().device(device)) : torch::Tensor());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto& x = inputs[i];
+      auto sizes = x.defined() ? x.sizes().vec() : std::vector<int64_t>{};
+      if (repeated(i)) sizes[0] = rows;
+      block->inputs.push_back(x.defined() ? torch::empty(sizes, x.options().device(device)) : torch::Tensor());
+    }
   }
   auto& b = *block;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined()) b.inputs[i].copy_(inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    if (repeated(i)) {
+      const int64_t samples = inputs[i].size(0);
+      b.inputs[i].unflatten(0, {rows / samples, samples}).copy_(inputs[i].unsqueeze(0));  // every stream's rows
+    } else {
+      b.inputs[i].copy_(inputs[i]);
+    }
+  }
   if (!b.graphs) {
     auto out = run(b.inputs);  // eager, on the copied inputs
     std::vector<const at::Tensor*> state{&p.cache.lengths_on_device()}, compared;

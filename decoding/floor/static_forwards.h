@@ -42,9 +42,12 @@ class StaticForwards {
   // run(inputs) -> outputs, as a static step of the pooled cache that `cache` copies, opening (or extending) a
   // block of T entries per row: the inputs (undefined ones allowed) copied into static buffers, the step run
   // or replayed, its outputs copied into static buffers and those returned (valid until the block's next forward).
+  // per_sample[i] (where given): input i holds one row per sample, which each of the cache's streams reads (the
+  // CFG's [cond; uncond] rows, cache.batch() = streams x samples): its buffer has the cache's rows and its copy
+  // repeats it to every stream in one kernel, where a cat per stream and a copy were two.
   using Run = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>;
   std::vector<torch::Tensor> forward(KvCache& cache, int64_t T, const std::vector<torch::Tensor>& inputs,
-                                     const Run& run);
+                                     const Run& run, const std::vector<bool>& per_sample = {});
   // A GPT's forward: run(tokens, positions, block mask, committed mask) -> its logits and hidden states (the
   // committed mask, undefined or on the device, as KvCache::restrict_committed takes it).
   using Forward =
