@@ -163,7 +163,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
           Purpose::kDraft);
       for (int64_t j = 0; j < low_count; ++j) {
         const int64_t at = low_begin + j;
-        const auto y = sample_from_probs(target_probs(q_logits, params_), du.select(1, j));
+        const auto y = probs_and_draw(q_logits, params_, du.select(1, j)).second;
         low.select(1, at).copy_(y);
         if (j + 1 == low_count) break;
         auto pos = torch::full({B, 1}, at, i64);

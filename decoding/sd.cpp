@@ -70,8 +70,9 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
         if (params_.greedy()) {
           x = greedy_tokens(q_logits);
         } else {
-          q_steps.push_back(target_probs(q_logits, params_));
-          x = sample_from_probs(q_steps.back(), u_draft.select(1, j));
+          auto [q, token] = probs_and_draw(q_logits, params_, u_draft.select(1, j));
+          q_steps.push_back(q);
+          x = token;
         }
         drafted.push_back(x);
         q_logits = drafter_.decode_block(dcache, x.view({B, 1}), cells.at(j, 1), one_).logits.select(1, 0);

@@ -84,12 +84,12 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
         y = greedy_tokens(out.logits);  // [B, W + 1]
         verdict = verify_chain_greedy(rule_, y, drafts, count, u);
       } else {
-        p = target_probs(out.logits, params_);  // [B, W + 1, V]
+        // p [B, W + 1, V], and y its samples with the iteration's own uniforms.
+        const auto u_carry = rows.uniforms(cells.at(0, W + 1), Purpose::kDraft, rows.iteration);
+        std::tie(p, y) = probs_and_draw(out.logits, params_, u_carry);
         auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
         const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
         verdict = verify_chain(rule_, p, q, drafts, count, u);
-        const auto u_carry = rows.uniforms(cells.at(0, W + 1), Purpose::kDraft, rows.iteration);
-        y = sample_from_probs(p.reshape({B * (W + 1), V}), u_carry.reshape(-1)).view({B, W + 1});
       }
       // ---- carry: y_{a+1} .. y_count (those inside the image) become the next window's drafts
       const auto from = (verdict.accepted + 1).view({B, 1}) + column;  // [B, W]

@@ -82,9 +82,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     const auto logits = target_.output_logits(gpt->norm(h));
     if (greedy) return std::make_pair(torch::Tensor(), greedy_tokens(logits));
     const int64_t M = src_tokens.size(1);
-    auto q = target_probs(logits, params_);
-    auto x = sample_from_probs(q.reshape({B * M, V}), rows.uniforms(cells, Purpose::kDraft).reshape(-1));
-    return std::make_pair(q, x.view({B, M}));
+    return probs_and_draw(logits, params_, rows.uniforms(cells, Purpose::kDraft).view({B, M}));
   };
 
   PhaseClock clock(device);

@@ -23,6 +23,7 @@
 #include "exact_distribution.h"
 #include "kernels/draft_top_k.h"
 #include "kernels/exp_f32.h"
+#include "kernels/softmax_draw.h"
 #include "kernels/linear.h"
 #include "kernels/note_nonfinite.h"
 #include "kernels/rms_norm.h"
@@ -186,6 +187,44 @@ TEST(FusedOps, DraftTopKIsTheChainOfMixSoftmaxLogAndTopK) {
     }
   EXPECT_THROW(kernels::draft_top_k(torch::zeros({3, 8}), true, 2.0, 1.0, 2, torch::zeros({}, torch::kBool)),
                std::exception);  // guided rows come in [cond; uncond] pairs
+}
+
+// A draft's distribution and its draw in one operator are the chain's (the sampler's processing, then the inverse-CDF
+// draw) bit for bit on the CPU, at temperatures 0.7 and 1, with uniforms read through a stride (a column of an
+// iteration's uniforms): SD, SSD, SJD and MuLo-SD draw the tokens they drew. One operator where the chain is seven;
+// probs_and_draw takes the chain where the sampler filters (top-k), with the same results as the chain.
+TEST(FusedOps, SoftmaxDrawIsTheChainOfSoftmaxAndTheInverseCdfDraw) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(14);
+  for (const double temperature : {0.7, 1.0}) {
+    const auto logits = torch::randn({5, 70}) * 3;
+    const auto uniforms = torch::rand({5, 3}, torch::kFloat64);
+    const auto u = uniforms.select(1, 1);
+    const auto flag = torch::zeros({}, torch::kBool);
+    OpCounter counter;
+    const auto [probs, tokens] = kernels::softmax_draw(logits, u, temperature, flag);
+    EXPECT_EQ(counter.ops(), 1);
+    SamplingParams params;
+    params.temperature = temperature;
+    const auto want_probs = target_probs(logits, params);
+    EXPECT_TRUE(torch::equal(probs, want_probs)) << temperature;
+    EXPECT_TRUE(torch::equal(tokens, sample_from_probs(want_probs, u))) << temperature;
+    EXPECT_FALSE(flag.item<bool>());
+    const auto drawn = probs_and_draw(logits.view({5, 1, 70}), params, u.view({5, 1}));
+    EXPECT_TRUE(torch::equal(drawn.first, want_probs.view({5, 1, 70})));
+    EXPECT_TRUE(torch::equal(drawn.second, tokens.view({5, 1})));
+    params.top_k = 20;  // filtered: the chain
+    const auto filtered = probs_and_draw(logits, params, u);
+    EXPECT_TRUE(torch::equal(filtered.first, target_probs(logits, params)));
+    EXPECT_TRUE(torch::equal(filtered.second, sample_from_probs(filtered.first, u)));
+    auto bad = logits.clone();
+    bad[3][9] = -std::numeric_limits<float>::infinity();
+    kernels::softmax_draw(bad, u, temperature, flag);
+    EXPECT_TRUE(flag.item<bool>()) << temperature;
+  }
+  EXPECT_THROW(kernels::softmax_draw(torch::zeros({3, 8}), torch::rand({3}, torch::kFloat64), 0.0,
+                                     torch::zeros({}, torch::kBool)),
+               std::exception);  // a greedy draw is the argmax, not this
 }
 
 // Guidance in one pass gives the composite formula's bits, from float32 and bfloat16 logits of a step and a

@@ -4,6 +4,7 @@
 #include "kernels/cfg_mix.h"
 #include "kernels/note_nonfinite.h"
 #include "kernels/sample_next.h"
+#include "kernels/softmax_draw.h"
 #include "kernels/kernel_check.h"
 
 namespace vispec {
@@ -78,6 +79,20 @@ torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& par
                                 params.top_k, params.top_p, nonfinite_watch::flag_on(logits.device()));
   }
   return params.greedy() ? greedy_tokens(logits) : sample_from_probs(target_probs(logits, params), u);
+}
+
+std::pair<torch::Tensor, torch::Tensor> probs_and_draw(const torch::Tensor& logits, const SamplingParams& params,
+                                                       const torch::Tensor& u) {
+  const int64_t V = logits.size(-1);
+  const bool filters = (params.top_k > 0 && params.top_k < V) || params.top_p < 1.0;
+  if (!params.greedy() && !filters && logits.scalar_type() == torch::kFloat32 && kernels::use_fused(logits)) {
+    const auto [probs, tokens] =
+        kernels::softmax_draw(logits.reshape({-1, V}), u.to(logits.device(), torch::kFloat64).reshape(-1),
+                              params.temperature, nonfinite_watch::flag_on(logits.device()));
+    return {probs.view(logits.sizes()), tokens.view(u.sizes())};
+  }
+  const auto probs = target_probs(logits, params);
+  return {probs, sample_from_probs(probs.reshape({-1, V}), u.reshape(-1)).view(u.sizes())};
 }
 
 torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u) {

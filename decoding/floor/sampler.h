@@ -39,6 +39,12 @@ torch::Tensor greedy_tokens(const torch::Tensor& logits);
 // the uniforms u [B]. Float32 logits take the fused sampler (kernels/sample_next.h: the same chain in one
 // operator) where the fused operators run.
 torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& u);
+// The processed distribution of logits [..., V] and a token drawn from it with the uniforms u [...]: target_probs()
+// then sample_from_probs(), as (probs [..., V], tokens [...] int64). One operator (kernels/softmax_draw.h: the same
+// chain inside it on the CPU) where the fused operators run, the logits are float32 and the sampler neither is
+// greedy nor filters (no top-k, top-p); else the chain.
+std::pair<torch::Tensor, torch::Tensor> probs_and_draw(const torch::Tensor& logits, const SamplingParams& params,
+                                                       const torch::Tensor& u);
 // Inverse-CDF sampling: probs [B, V] (need not be normalised), u [B] in [0, 1) -> tokens [B] int64.
 torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u);
 // The same for one distribution probs [V] and one uniform.
