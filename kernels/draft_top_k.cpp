@@ -23,7 +23,8 @@ void check_draft_top_k(const torch::Tensor& logits, bool guided, int64_t K, cons
       ", not a 0-dim bool on ", logits.device());
 }
 
-// The ATen chain the operator replaces, inside it: the composite formulas' bits (decoding/floor/sampler.h's
+// The ATen chain the operator replaces, inside it (on any device: the CUDA binding's fallback too, where the
+// kernel failed its check): the composite formulas' bits (decoding/floor/sampler.h's
 // cfg_combine and target_probs, then log and topk), so a CPU run draws the trees it drew as a chain.
 std::tuple<torch::Tensor, torch::Tensor> draft_top_k_cpu(const torch::Tensor& logits, bool guided, double cfg_scale,
                                                          double temperature, int64_t K,
@@ -68,6 +69,8 @@ namespace {
 std::tuple<torch::Tensor, torch::Tensor> draft_top_k_cuda(const torch::Tensor& logits_in, bool guided, double cfg_scale,
                                                           double temperature, int64_t K,
                                                           const torch::Tensor& nonfinite) {
+  if (!kernel_agrees("draft_top_k", logits_in.device(), torch::kFloat32))  // its check failed: the chain
+    return draft_top_k_cpu(logits_in, guided, cfg_scale, temperature, K, nonfinite);
   check_draft_top_k(logits_in, guided, K, nonfinite);
   const c10::cuda::CUDAGuard guard(logits_in.device());
   const auto logits = logits_in.contiguous();
@@ -125,7 +128,7 @@ TORCH_LIBRARY_FRAGMENT(vispec, m) {
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) { m.impl("draft_top_k", &draft_top_k_cpu); }
 
-VISPEC_KERNEL(draft_top_k, 1, &cuda::kernel_check_draft_top_k);
+VISPEC_KERNEL_FALLING_BACK(draft_top_k, 1, &cuda::kernel_check_draft_top_k);
 
 std::tuple<at::Tensor, at::Tensor> draft_top_k(const at::Tensor& logits, bool guided, double cfg_scale,
                                                double temperature, int64_t K, const at::Tensor& nonfinite) {

@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <set>
 #include <utility>
 
+#include "core/scoped_flag.h"
 #include "kernels/operator.h"
 
 namespace vispec::kernels {
@@ -20,64 +22,98 @@ constexpr const char* kComposite = "composite";
 
 thread_local bool composite_only = false;
 
-// "fused-" and 8 hex digits of a 32-bit FNV-1a over every entry's "name@version;", sorted by name: a kernel
-// added, removed or with its arithmetic changed names another set.
-std::string fused_set_name() {
+// What the checks found on one device and dtype: the first failure that turns the whole set to the composite
+// formulas ("" if none), and the own_fallback entries whose kernels failed (each runs its reference instead).
+struct Verdict {
+  std::string problem;
+  std::set<std::string> falling_back;
+};
+
+// "fused-" and 8 hex digits of a 32-bit FNV-1a over every entry's "name@version;", sorted by name, an entry that
+// falls back counting as version 0: a kernel added, removed, with its arithmetic changed or not in use names
+// another set.
+std::string fused_set_name(const std::set<std::string>& falling_back) {
   uint32_t hash = 2166136261u;
-  for (const auto& e : kernel_entries())
-    for (const char c : std::string(e.name) + "@" + std::to_string(e.version) + ";") {
+  for (const auto& e : kernel_entries()) {
+    const int version = falling_back.count(e.name) ? 0 : e.version;
+    for (const char c : std::string(e.name) + "@" + std::to_string(version) + ";") {
       hash ^= uint8_t(c);
       hash *= 16777619u;
     }
+  }
   char name[16];
   std::snprintf(name, sizeof name, "fused-%08x", hash);
   return name;
 }
 
-// Every operator's CUDA check on `device` in `dtype`: "" when all agree with their CPU references, else the first
-// that does not, and what went wrong.
-std::string check_cuda(const c10::Device& device, torch::ScalarType dtype) {
+thread_local bool checking = false;  // this thread runs the checks: kernel_agrees says yes
+
+// Every operator's CUDA check on `device` in `dtype`.
+Verdict check_cuda(const c10::Device& device, torch::ScalarType dtype) {
+  Verdict v;
 #ifndef VISPEC_CUDA_KERNELS
   (void)device, (void)dtype;
-  return "this build has no CUDA kernels (nvcc did not compile kernels/*.cu)";
+  v.problem = "this build has no CUDA kernels (nvcc did not compile kernels/*.cu)";
 #else
   torch::NoGradGuard no_grad;
+  const ScopedFlag running(checking);
   for (const auto& e : kernel_entries()) {
     if (!e.check) continue;
+    std::string problem;
     try {
-      const auto problem = e.check(device, dtype);
-      if (!problem.empty()) return problem;
+      problem = e.check(device, dtype);
     } catch (const std::exception& error) {
       const std::string what = error.what();
-      return std::string(e.name) + ": " + what.substr(0, what.find('\n'));
+      problem = std::string(e.name) + ": " + what.substr(0, what.find('\n'));
     }
+    if (problem.empty()) continue;
+    if (!e.own_fallback) {
+      v.problem = problem;
+      break;
+    }
+    spdlog::warn("the CUDA kernel vispec::{} is not used on {} ({}): {}; its reference runs instead", e.name,
+                 device.str(), c10::toString(dtype), problem);
+    v.falling_back.insert(e.name);
   }
-  return "";
 #endif
+  return v;
+}
+
+std::mutex verdicts_mutex;
+std::map<std::pair<int, int>, Verdict> verdicts;  // (device index, dtype) -> what its checks found
+
+// The checks' verdict on a CUDA device and dtype, run at the first ask.
+const Verdict& verdict_of(const c10::Device& device, c10::ScalarType dtype) {
+  const std::lock_guard<std::mutex> lock(verdicts_mutex);
+  const std::pair<int, int> key{device.index(), int(dtype)};
+  auto found = verdicts.find(key);
+  if (found == verdicts.end()) {
+    auto v = check_cuda(device, dtype);
+    if (!v.problem.empty())
+      spdlog::warn(
+          "the fused CUDA kernels are not used on {} ({}): {}; the composite operators run instead "
+          "(slower; the last bits of the outputs differ)",
+          device.str(), c10::toString(dtype), v.problem);
+    found = verdicts.emplace(key, std::move(v)).first;
+  }
+  return found->second;  // std::map's nodes stay where they are
 }
 
 }  // namespace
 
 std::string kernel_set(const c10::Device& device, c10::ScalarType dtype) {
-  static const std::string fused = fused_set_name();
+  static const std::string fused = fused_set_name({});
   if (device.is_cpu()) return fused;
   const bool supported = dtype == torch::kFloat32 || dtype == torch::kBFloat16 || dtype == torch::kFloat16;
   if (!device.is_cuda() || !supported) return kComposite;
-  static std::mutex mutex;
-  static std::map<std::pair<int, int>, bool> agreed;  // (device index, dtype) -> the kernels passed
-  const std::lock_guard<std::mutex> lock(mutex);
-  const std::pair<int, int> key{device.index(), int(dtype)};
-  auto found = agreed.find(key);
-  if (found == agreed.end()) {
-    const auto problem = check_cuda(device, dtype);
-    if (!problem.empty())
-      spdlog::warn(
-          "the fused CUDA kernels are not used on {} ({}): {}; the composite operators run instead "
-          "(slower; the last bits of the outputs differ)",
-          device.str(), c10::toString(dtype), problem);
-    found = agreed.emplace(key, problem.empty()).first;
-  }
-  return found->second ? fused : kComposite;
+  const auto& v = verdict_of(device, dtype);
+  if (!v.problem.empty()) return kComposite;
+  return v.falling_back.empty() ? fused : fused_set_name(v.falling_back);
+}
+
+bool kernel_agrees(const char* name, const c10::Device& device, c10::ScalarType dtype) {
+  if (checking || !device.is_cuda()) return true;
+  return verdict_of(device, dtype).falling_back.count(name) == 0;
 }
 
 bool use_fused(const c10::Device& device, c10::ScalarType dtype) {

@@ -1,7 +1,8 @@
 // When the fused operators (kernels/README.md) run, and the check that protects a GPU user from a kernel
 // nobody has run on their card: before a device and dtype's first fused forward, each CUDA kernel runs on
 // test inputs beside its CPU reference; if any disagrees (or fails to launch), one warning line says so and
-// that device and dtype keep the composite ATen formulas, which are slower but right.
+// that device and dtype keep the composite ATen formulas, which are slower but right. An operator whose reference
+// runs on any device (kernels/operator.h's own_fallback) is turned off alone, with a line of its own.
 #pragma once
 
 #include <c10/core/Device.h>

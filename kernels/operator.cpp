@@ -22,9 +22,9 @@ std::mutex& entries_mutex() {
 
 }  // namespace
 
-KernelRegistration::KernelRegistration(const char* name, int version, KernelCheck check) {
+KernelRegistration::KernelRegistration(const char* name, int version, KernelCheck check, bool own_fallback) {
   const std::lock_guard<std::mutex> lock(entries_mutex());
-  entries().push_back({name, version, check});
+  entries().push_back({name, version, check, own_fallback});
 }
 
 std::vector<KernelEntry> kernel_entries() {

@@ -35,15 +35,19 @@ using KernelCheck = std::string (*)(const c10::Device& device, c10::ScalarType d
 // An operator's entry in the kernel set: its name, the version of its arithmetic (bump it whenever the bits it
 // computes change: the job identity's kernel set is derived from every entry, kernels/kernel_check.h) and its
 // CUDA check (none in a build without CUDA kernels).
+// own_fallback: the operator's reference is ATen operators that run on any device (the chain it replaces), so
+// where its kernel fails the check only this operator runs its reference on the GPU (its CUDA binding asks
+// kernel_agrees); any other failure turns the whole set to the composite formulas.
 struct KernelEntry {
   const char* name;
   int version;
   KernelCheck check;
+  bool own_fallback;
 };
 
 // Adds an entry at static initialisation (VISPEC_KERNEL below).
 struct KernelRegistration {
-  KernelRegistration(const char* name, int version, KernelCheck check);
+  KernelRegistration(const char* name, int version, KernelCheck check, bool own_fallback = false);
 };
 
 // Every entry, sorted by name.
@@ -52,10 +56,18 @@ std::vector<KernelEntry> kernel_entries();
 #ifdef VISPEC_CUDA_KERNELS
 #define VISPEC_KERNEL(name, version, check) \
   static const ::vispec::kernels::KernelRegistration vispec_kernel_##name { #name, version, check }
+#define VISPEC_KERNEL_FALLING_BACK(name, version, check) \
+  static const ::vispec::kernels::KernelRegistration vispec_kernel_##name { #name, version, check, true }
 #else
 #define VISPEC_KERNEL(name, version, check) \
   static const ::vispec::kernels::KernelRegistration vispec_kernel_##name { #name, version, nullptr }
+#define VISPEC_KERNEL_FALLING_BACK(name, version, check) \
+  static const ::vispec::kernels::KernelRegistration vispec_kernel_##name { #name, version, nullptr, true }
 #endif
+
+// Whether the kernel of entry `name` passed its check on this device and dtype (for an own_fallback entry's CUDA
+// binding: false, run the reference). True while the checks themselves run, so that a check runs the kernel.
+bool kernel_agrees(const char* name, const c10::Device& device, c10::ScalarType dtype);
 
 // The checks' test inputs: a sine pattern of the given shape in dtype (no random generator is touched).
 torch::Tensor check_pattern(std::vector<int64_t> shape, double phase, torch::ScalarType dtype);

@@ -26,7 +26,8 @@ void check_softmax_draw(const torch::Tensor& logits, const torch::Tensor& u, dou
       ", not a 0-dim bool on ", logits.device());
 }
 
-// The ATen chain the operator replaces, inside it: decoding/floor/sampler.h's target_probs (without top-k and
+// The ATen chain the operator replaces, inside it (on any device: the CUDA binding's fallback too, where the
+// kernel failed its check): decoding/floor/sampler.h's target_probs (without top-k and
 // top-p) and sample_from_probs, with their bits, so a CPU draws the tokens it drew as a chain.
 std::tuple<torch::Tensor, torch::Tensor> softmax_draw_cpu(const torch::Tensor& logits, const torch::Tensor& u,
                                                           double temperature, const torch::Tensor& nonfinite) {
@@ -63,6 +64,8 @@ namespace {
 
 std::tuple<torch::Tensor, torch::Tensor> softmax_draw_cuda(const torch::Tensor& logits_in, const torch::Tensor& u,
                                                            double temperature, const torch::Tensor& nonfinite) {
+  if (!kernel_agrees("softmax_draw", logits_in.device(), torch::kFloat32))  // its check failed: the chain
+    return softmax_draw_cpu(logits_in, u, temperature, nonfinite);
   check_softmax_draw(logits_in, u, temperature, nonfinite);
   const c10::cuda::CUDAGuard guard(logits_in.device());
   const auto logits = logits_in.contiguous();
@@ -109,7 +112,7 @@ TORCH_LIBRARY_FRAGMENT(vispec, m) {
 
 TORCH_LIBRARY_IMPL(vispec, CPU, m) { m.impl("softmax_draw", &softmax_draw_cpu); }
 
-VISPEC_KERNEL(softmax_draw, 1, &cuda::kernel_check_softmax_draw);
+VISPEC_KERNEL_FALLING_BACK(softmax_draw, 1, &cuda::kernel_check_softmax_draw);
 
 std::tuple<at::Tensor, at::Tensor> softmax_draw(const at::Tensor& logits, const at::Tensor& u, double temperature,
                                                 const at::Tensor& nonfinite) {
