@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/block_row.cuh"
 #include "kernels/launch.cuh"
 
 namespace vispec::kernels::cuda {
@@ -34,19 +35,6 @@ struct Row {
   }
 };
 
-// Block-wide reduction of one float by op; every thread gets the result.
-template <typename Op>
-__device__ float block_reduce(float value, Op op, float* scratch) {
-  for (int offset = 16; offset > 0; offset /= 2) value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = value;
-  __syncthreads();
-  float all = scratch[0];
-  for (int w = 1; w < kThreads / 32; ++w) all = op(all, scratch[w]);
-  __syncthreads();
-  return all;
-}
-
 // (value, index) ordered as the output is: a larger value first, then a lower index.
 __device__ __forceinline__ bool before(float v, int64_t i, float w, int64_t j) { return v > w || (v == w && i < j); }
 
@@ -68,12 +56,10 @@ __global__ void draft_top_k_kernel(const float* __restrict__ logits, float* __re
     top = fmaxf(top, x);
   }
   if (__syncthreads_or(bad) && threadIdx.x == 0) *nonfinite = true;
-  top = block_reduce(
-      top, [](float a, float b) { return fmaxf(a, b); }, scratch);
+  top = block_reduce<kThreads>(top, Max{}, scratch);
   float sum = 0.f;
   for (int64_t i = threadIdx.x; i < V; i += kThreads) sum = __fadd_rn(sum, expf(__fsub_rn(row.scaled(i), top)));
-  sum = block_reduce(
-      sum, [](float a, float b) { return a + b; }, scratch);
+  sum = block_reduce<kThreads>(sum, Sum{}, scratch);
   const float log_sum = logf(sum);
   const auto log_prob = [&](int64_t i) {
     const float shifted = __fsub_rn(row.scaled(i), top);

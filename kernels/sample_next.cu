@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kernels/block_row.cuh"
 #include "kernels/launch.cuh"
 
 namespace vispec::kernels::cuda {
@@ -22,36 +23,12 @@ __device__ __forceinline__ unsigned key_of(float x) {
   return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
 }
 
-// Block-wide sums and maxima over kSampleThreads threads (every thread gets the result).
-template <typename T, typename Op>
-__device__ T block_reduce(T value, Op op, T* scratch) {
-  for (int offset = 16; offset > 0; offset /= 2) value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = value;
-  __syncthreads();
-  T all = scratch[0];
-  for (int w = 1; w < kSampleThreads / 32; ++w) all = op(all, scratch[w]);
-  __syncthreads();
-  return all;
-}
-
-struct Sum {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return a + b;
-  }
-};
-struct Max {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-
 __global__ void sample_next_kernel(const float* __restrict__ logits, const double* __restrict__ u,
                                    int64_t* __restrict__ tokens, bool* __restrict__ nonfinite, int64_t V,
                                    float temperature, int64_t top_k, float bottom) {
   __shared__ float fscratch[kSampleThreads / 32];
   __shared__ unsigned long long uscratch[kSampleThreads / 32];
   __shared__ double prefix[kSampleThreads + 1];
-  __shared__ long long found;
   wait_for_previous();
   start_next();
   const int64_t row = blockIdx.x;
@@ -69,7 +46,7 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
   bad = __syncthreads_or(bad);
   if (bad && threadIdx.x == 0) *nonfinite = true;
   if (temperature <= 0.f) {
-    best = block_reduce(
+    best = block_reduce<kSampleThreads>(
         best, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; }, uscratch);
     if (threadIdx.x == 0) tokens[row] = int64_t(0xFFFFFFFFu - unsigned(best & 0xFFFFFFFFu));
     return;
@@ -83,21 +60,21 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
       const unsigned candidate = kth | (1u << bit);
       long long count = 0;
       for (int64_t i = threadIdx.x; i < V; i += kSampleThreads) count += key_of(value(i)) >= candidate;
-      if (block_reduce(count, Sum{}, reinterpret_cast<long long*>(uscratch)) >= top_k) kth = candidate;
+      if (block_reduce<kSampleThreads>(count, Sum{}, reinterpret_cast<long long*>(uscratch)) >= top_k) kth = candidate;
     }
   }
   auto kept = [&](int64_t i) { return key_of(value(i)) >= kth; };
   float top = dropped;
   for (int64_t i = threadIdx.x; i < V; i += kSampleThreads)
     if (kept(i)) top = fmaxf(top, value(i));
-  top = block_reduce(top, Max{}, fscratch);
+  top = block_reduce<kSampleThreads>(top, Max{}, fscratch);
   // top-p: the smallest key x whose mass at or below it exceeds 1 - p; every value below x is dropped.
   unsigned floor_key = kth;
   if (bottom > 0.f) {
     float mass = 0.f;
     for (int64_t i = threadIdx.x; i < V; i += kSampleThreads)
       if (kept(i)) mass += expf(value(i) - top);
-    mass = block_reduce(mass, Sum{}, fscratch);
+    mass = block_reduce<kSampleThreads>(mass, Sum{}, fscratch);
     unsigned lo = kth, hi = key_of(top);
     while (lo < hi) {
       const unsigned mid = lo + (hi - lo) / 2;
@@ -106,7 +83,7 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
         const unsigned k = key_of(value(i));
         if (k >= kth && k <= mid) below += expf(value(i) - top);
       }
-      if (__fdiv_rn(block_reduce(below, Sum{}, fscratch), mass) > bottom) hi = mid;
+      if (__fdiv_rn(block_reduce<kSampleThreads>(below, Sum{}, fscratch), mass) > bottom) hi = mid;
       else lo = mid + 1;
     }
     floor_key = lo;
@@ -115,33 +92,10 @@ __global__ void sample_next_kernel(const float* __restrict__ logits, const doubl
   float mass = 0.f;
   for (int64_t i = threadIdx.x; i < V; i += kSampleThreads)
     if (in_play(i)) mass += expf(value(i) - top);
-  mass = block_reduce(mass, Sum{}, fscratch);
-  // The draw: each thread sums its contiguous chunk of probabilities in float64, thread 0 scans the chunks, and
-  // the thread whose chunk holds u * total walks it.
-  const int64_t chunk = (V + kSampleThreads - 1) / kSampleThreads;
-  const int64_t begin = threadIdx.x * chunk, end = begin + chunk < V ? begin + chunk : V;
+  mass = block_reduce<kSampleThreads>(mass, Sum{}, fscratch);
   auto prob = [&](int64_t i) { return in_play(i) ? __fdiv_rn(expf(value(i) - top), mass) : 0.f; };
-  double own = 0;
-  for (int64_t i = begin; i < end; ++i) own += double(prob(i));
-  prefix[threadIdx.x + 1] = own;
-  if (threadIdx.x == 0) found = V - 1;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    prefix[0] = 0;
-    for (int t = 1; t <= kSampleThreads; ++t) prefix[t] += prefix[t - 1];
-  }
-  __syncthreads();
-  const double target = u[row] * prefix[kSampleThreads];
-  if (prefix[threadIdx.x] <= target && target < prefix[threadIdx.x + 1]) {
-    double cdf = prefix[threadIdx.x];
-    for (int64_t i = begin; i < end; ++i)
-      if ((cdf += double(prob(i))) > target) {
-        atomicMin(reinterpret_cast<unsigned long long*>(&found), static_cast<unsigned long long>(i));
-        break;
-      }
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) tokens[row] = found;
+  const int64_t token = block_draw<kSampleThreads>(prob, V, u[row], prefix);
+  if (threadIdx.x == 0) tokens[row] = token;
 }
 
 }  // namespace
