@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "bench/shape_models.h"
@@ -97,10 +98,17 @@ nlohmann::json embedded_mal(const DecoderConfig& config, const ModelConfig& mode
     per_batch[std::to_string(b)] = double(tokens) / double(waited);
   }
   const auto iterations = counter.iterations();
+  // What those operators are: the most frequent eight, per iteration (where a cut must come from).
+  nlohmann::json by_name = nlohmann::json::array();
+  for (const auto& [name, count] : counter.iteration_kernel_ops_by_name()) {
+    if (by_name.size() == 8 || iterations == 0) break;
+    by_name.push_back({{"op", name}, {"per_iteration", double(count) / double(iterations)}});
+  }
   return {{"row", double(tokens) / double(forwards)},
           {"batch", per_batch},
           {"kernel_ops_per_iteration",
-           iterations > 0 ? nlohmann::json(double(counter.iteration_kernel_ops()) / double(iterations)) : nullptr}};
+           iterations > 0 ? nlohmann::json(double(counter.iteration_kernel_ops()) / double(iterations)) : nullptr},
+          {"kernel_ops_by_name", by_name}};
 }
 
 // One decoder at one batch on the shape: a warm-up decode, then a timed one.
@@ -160,6 +168,19 @@ std::string markdown(const nlohmann::json& r) {
                             x["projected_speedup"].get<double>(),
                             ops.is_null() ? std::string("-") : fmt::format("{:.0f}", ops.get<double>()));
   }
+  // Once per decoder: what its kernel ops are.
+  std::string named;
+  std::set<std::string> seen;
+  for (const auto& x : r["rows"]) {
+    const auto decoder = x["decoder"].get<std::string>();
+    if (!x.contains("kernel_ops_by_name") || x["kernel_ops_by_name"].empty() || !seen.insert(decoder).second) continue;
+    named += "- " + decoder + ":";
+    for (const auto& op : x["kernel_ops_by_name"])
+      named += fmt::format(" {} {:.1f},", op["op"].get<std::string>(), op["per_iteration"].get<double>());
+    named.back() = '\n';
+  }
+  if (!named.empty())
+    s += "\nThe kernel ops per iteration by operator, the most frequent eight (embedded model, eager):\n\n" + named;
   return s;
 }
 }  // namespace
@@ -236,7 +257,8 @@ std::string run_break_even(const StepCostOptions& o) {
                               {"settings", settings_of(c)},
                               {"embedded_mal", mal["row"]},
                               {"embedded_batch_mal", mal["batch"][std::to_string(batch)]},
-                              {"kernel_ops_per_iteration", mal["kernel_ops_per_iteration"]}};
+                              {"kernel_ops_per_iteration", mal["kernel_ops_per_iteration"]},
+                              {"kernel_ops_by_name", mal["kernel_ops_by_name"]}};
         try {
           auto decoder = make_decoder(c, networks[d]);
           row.update(time_decoder(*decoder, batch, classes, device));
