@@ -31,8 +31,6 @@
 #include "decoding/floor/iteration_stats.h"
 #include "decoding/floor/phase_clock.h"
 #include "decoding/floor/verify.h"
-#include "kernels/draft_top_k.h"
-#include "kernels/kernel_check.h"
 
 namespace vispec {
 
@@ -50,24 +48,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
   const auto device = gpt->device();
 
-  // The K largest of the drafter's guided log-probs at each node, which the tree grows by: the processed
-  // distribution's log (the raw CFG logits' at T = 0, where the processed distribution is one-hot and would leave
-  // only one candidate). One operator where the fused operators run and the sampler filters nothing (no top-k or
-  // top-p: kernels/draft_top_k.h), else the chain of CFG's mix, the sampler's processing, log and topk.
-  const int64_t V = gpt->config().vocab_size;
-  const bool one_operator =
-      kernels::use_fused(device, torch::kFloat32) && (params_.top_k <= 0 || params_.top_k >= V) && params_.top_p >= 1.0;
-  auto draft_top = [&](const torch::Tensor& features, int64_t K) -> TopLogProbs {  // [R, ..., D] -> [B, ..., K]
-    auto logits = gpt->image_logits(features).to(torch::kFloat32);
-    if (one_operator) {
-      auto [values, indices] = kernels::draft_top_k(logits, target_.guided(), params_.cfg_scale, params_.temperature, K,
-                                                    nonfinite_watch::flag_on(device));
-      return {values, indices};
-    }
-    if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
-    const auto log_probs = params_.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params_).log();
-    auto [values, indices] = log_probs.topk(K, -1);
-    return {values, indices};
+  // The K largest of the drafter's guided log-probs at each node, which the tree grows by (draft_tree.h).
+  auto draft_top = [&](const torch::Tensor& features, int64_t K) {  // [R, ..., D] -> [B, ..., K]
+    return draft_top_log_probs(gpt->image_logits(features), target_.guided(), params_, K);
   };
   auto tcache = target_.make_cache(B, shape_.total_tokens, /*static_steps=*/true);
   // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.

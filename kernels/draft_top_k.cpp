@@ -44,15 +44,6 @@ std::tuple<torch::Tensor, torch::Tensor> draft_top_k_cpu(const torch::Tensor& lo
   return log_probs.topk(K, -1);
 }
 
-std::tuple<torch::Tensor, torch::Tensor> draft_top_k_op(const torch::Tensor& logits, bool guided, double cfg_scale,
-                                                        double temperature, int64_t K, const torch::Tensor& nonfinite) {
-  using Tensor = const torch::Tensor&;
-  static const auto op =
-      operator_handle<std::tuple<torch::Tensor, torch::Tensor>(Tensor, bool, double, double, int64_t, Tensor)>(
-          "vispec::draft_top_k");
-  return op.call(logits, guided, cfg_scale, temperature, K, nonfinite);
-}
-
 }  // namespace
 
 #ifdef VISPEC_CUDA_KERNELS
@@ -96,11 +87,12 @@ std::string kernel_check_draft_top_k(const c10::Device& device, c10::ScalarType)
   for (const bool guided : {true, false})
     for (const double temperature : {1.0, 0.7, 0.0}) {
       const auto flag = torch::zeros({}, torch::kBool);
-      const auto [values, indices] = draft_top_k_op(logits.to(device), guided, 2.5, temperature, 7, flag.to(device));
-      const auto [ref_values, ref_indices] = draft_top_k_op(logits, guided, 2.5, temperature, 7, flag);
+      const auto [values, indices] =
+          kernels::draft_top_k(logits.to(device), guided, 2.5, temperature, 7, flag.to(device));
+      const auto [ref_values, ref_indices] = kernels::draft_top_k(logits, guided, 2.5, temperature, 7, flag);
       auto problem = check_close("draft_top_k's values", values, ref_values, torch::kFloat32);
       if (problem.empty()) {
-        const auto [all_values, all_indices] = draft_top_k_op(logits, guided, 2.5, temperature, 300, flag);
+        const auto [all_values, all_indices] = kernels::draft_top_k(logits, guided, 2.5, temperature, 300, flag);
         const auto by_index = torch::empty_like(all_values).scatter_(-1, all_indices, all_values);
         problem = check_close("draft_top_k's indices' log-probs", by_index.gather(-1, indices.cpu()), ref_values,
                               torch::kFloat32);
@@ -110,7 +102,7 @@ std::string kernel_check_draft_top_k(const c10::Device& device, c10::ScalarType)
   auto bad = logits.clone();
   bad[1][1][17] = std::numeric_limits<float>::quiet_NaN();
   const auto flag = torch::zeros({}, torch::kBool).to(device);
-  draft_top_k_op(bad.to(device), true, 2.5, 1.0, 7, flag);
+  kernels::draft_top_k(bad.to(device), true, 2.5, 1.0, 7, flag);
   return flag.cpu().item<bool>() ? "" : "draft_top_k missed a NaN";
 }
 
@@ -132,7 +124,11 @@ VISPEC_KERNEL_FALLING_BACK(draft_top_k, 1, &cuda::kernel_check_draft_top_k);
 
 std::tuple<at::Tensor, at::Tensor> draft_top_k(const at::Tensor& logits, bool guided, double cfg_scale,
                                                double temperature, int64_t K, const at::Tensor& nonfinite) {
-  return draft_top_k_op(logits, guided, cfg_scale, temperature, K, nonfinite);
+  using Tensor = const at::Tensor&;
+  static const auto op =
+      operator_handle<std::tuple<at::Tensor, at::Tensor>(Tensor, bool, double, double, int64_t, Tensor)>(
+          "vispec::draft_top_k");
+  return op.call(logits, guided, cfg_scale, temperature, K, nonfinite);
 }
 
 }  // namespace vispec::kernels

@@ -76,15 +76,6 @@ torch::Tensor rope_write_kv_cpu(const torch::Tensor& qkv_in, const torch::Tensor
   return q;
 }
 
-torch::Tensor rope_write_kv_op(const torch::Tensor& qkv, const torch::Tensor& rope, const torch::Tensor& k_cache,
-                               const torch::Tensor& v_cache, const torch::Tensor& slots, int64_t n_head,
-                               int64_t n_kv_head, bool half_split) {
-  using Tensor = const torch::Tensor&;
-  static const auto op = operator_handle<torch::Tensor(Tensor, Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, bool)>(
-      "vispec::rope_write_kv");
-  return op.call(qkv, rope, k_cache, v_cache, slots, n_head, n_kv_head, half_split);
-}
-
 }  // namespace
 
 #ifdef VISPEC_CUDA_KERNELS
@@ -123,10 +114,10 @@ std::string kernel_check_rope_write_kv(const c10::Device& device, c10::ScalarTyp
   for (const bool half_split : {false, true}) {
     auto k = torch::zeros({B, Hkv, S, Dh}, dtype), v = torch::zeros_like(k);
     auto kg = k.to(device), vg = v.to(device);
-    auto problem =
-        check_close("rope_write_kv's q",
-                    rope_write_kv_op(qkv.to(device), rope.to(device), kg, vg, slots.to(device), H, Hkv, half_split),
-                    rope_write_kv_op(qkv, rope, k, v, slots, H, Hkv, half_split), dtype);
+    auto problem = check_close(
+        "rope_write_kv's q",
+        kernels::rope_write_kv(qkv.to(device), rope.to(device), kg, vg, slots.to(device), H, Hkv, half_split),
+        kernels::rope_write_kv(qkv, rope, k, v, slots, H, Hkv, half_split), dtype);
     if (problem.empty()) problem = check_close("rope_write_kv's keys", kg, k, dtype);
     if (problem.empty()) problem = check_close("rope_write_kv's values", vg, v, dtype);
     if (!problem.empty()) return problem;
@@ -153,7 +144,10 @@ VISPEC_KERNEL(rope_write_kv, 1, &cuda::kernel_check_rope_write_kv);
 at::Tensor rope_write_kv(const at::Tensor& qkv, const at::Tensor& rope, const at::Tensor& k_cache,
                          const at::Tensor& v_cache, const at::Tensor& slots, int64_t n_head, int64_t n_kv_head,
                          bool half_split) {
-  return rope_write_kv_op(qkv, rope, k_cache, v_cache, slots, n_head, n_kv_head, half_split);
+  using Tensor = const at::Tensor&;
+  static const auto op = operator_handle<at::Tensor(Tensor, Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, bool)>(
+      "vispec::rope_write_kv");
+  return op.call(qkv, rope, k_cache, v_cache, slots, n_head, n_kv_head, half_split);
 }
 
 }  // namespace vispec::kernels

@@ -42,14 +42,6 @@ std::tuple<torch::Tensor, torch::Tensor> softmax_draw_cpu(const torch::Tensor& l
   return {probs, tokens.clamp_max(probs.size(-1) - 1)};
 }
 
-std::tuple<torch::Tensor, torch::Tensor> softmax_draw_op(const torch::Tensor& logits, const torch::Tensor& u,
-                                                         double temperature, const torch::Tensor& nonfinite) {
-  using Tensor = const torch::Tensor&;
-  static const auto op =
-      operator_handle<std::tuple<torch::Tensor, torch::Tensor>(Tensor, Tensor, double, Tensor)>("vispec::softmax_draw");
-  return op.call(logits, u, temperature, nonfinite);
-}
-
 }  // namespace
 
 #ifdef VISPEC_CUDA_KERNELS
@@ -85,8 +77,8 @@ std::string kernel_check_softmax_draw(const c10::Device& device, c10::ScalarType
   const auto u = torch::tensor({0.05, 0.0, 0.37, 0.0, 0.61, 0.0, 0.93, 0.0}, torch::kFloat64).view({4, 2}).select(1, 0);
   for (const double temperature : {1.0, 0.7}) {
     const auto flag = torch::zeros({}, torch::kBool);
-    const auto gpu = softmax_draw_op(logits.to(device), u.to(device), temperature, flag.to(device));
-    const auto ref = softmax_draw_op(logits, u, temperature, flag);
+    const auto gpu = kernels::softmax_draw(logits.to(device), u.to(device), temperature, flag.to(device));
+    const auto ref = kernels::softmax_draw(logits, u, temperature, flag);
     const auto problem =
         check_close("softmax_draw's probabilities", std::get<0>(gpu), std::get<0>(ref), torch::kFloat32);
     if (!problem.empty()) return problem + " (T " + std::to_string(temperature) + ")";
@@ -96,7 +88,7 @@ std::string kernel_check_softmax_draw(const c10::Device& device, c10::ScalarType
   auto bad = logits.clone();
   bad[2][40] = std::numeric_limits<float>::infinity();
   const auto flag = torch::zeros({}, torch::kBool).to(device);
-  softmax_draw_op(bad.to(device), u.to(device), 1.0, flag);
+  kernels::softmax_draw(bad.to(device), u.to(device), 1.0, flag);
   return flag.cpu().item<bool>() ? "" : "softmax_draw missed an infinity";
 }
 
@@ -116,7 +108,10 @@ VISPEC_KERNEL_FALLING_BACK(softmax_draw, 1, &cuda::kernel_check_softmax_draw);
 
 std::tuple<at::Tensor, at::Tensor> softmax_draw(const at::Tensor& logits, const at::Tensor& u, double temperature,
                                                 const at::Tensor& nonfinite) {
-  return softmax_draw_op(logits, u, temperature, nonfinite);
+  using Tensor = const at::Tensor&;
+  static const auto op =
+      operator_handle<std::tuple<at::Tensor, at::Tensor>(Tensor, Tensor, double, Tensor)>("vispec::softmax_draw");
+  return op.call(logits, u, temperature, nonfinite);
 }
 
 }  // namespace vispec::kernels

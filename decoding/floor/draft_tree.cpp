@@ -7,7 +7,10 @@
 
 #include "core/check.h"
 #include "decoding/floor/decode_rows.h"
+#include "decoding/floor/sampler.h"
+#include "kernels/draft_top_k.h"
 #include "kernels/grow_level.h"
+#include "kernels/kernel_check.h"
 #include "kernels/tree_layout.h"
 #include "kernels/kernel_check.h"
 
@@ -155,6 +158,21 @@ void grow_level_composite(const torch::Tensor& lp, const torch::Tensor& idx, con
 }
 
 }  // namespace
+
+TopLogProbs draft_top_log_probs(const torch::Tensor& logits_in, bool guided, const SamplingParams& params, int64_t K) {
+  auto logits = logits_in.to(torch::kFloat32);
+  const int64_t V = logits.size(-1);
+  const bool filters = (params.top_k > 0 && params.top_k < V) || params.top_p < 1.0;
+  if (!filters && kernels::use_fused(logits)) {
+    auto [values, indices] = kernels::draft_top_k(logits, guided, params.cfg_scale, params.temperature, K,
+                                                  nonfinite_watch::flag_on(logits.device()));
+    return {values, indices};
+  }
+  if (guided) logits = cfg_combine(logits, params.cfg_scale);
+  const auto log_probs = params.greedy() ? torch::log_softmax(logits, -1) : target_probs(logits, params).log();
+  auto [values, indices] = log_probs.topk(K, -1);
+  return {values, indices};
+}
 
 TreeCandidates grow_dynamic_trees(const torch::Tensor& root_log_probs, const std::vector<TreeShape>& shapes,
                                   const torch::Tensor& own, const TreeExpand& expand) {

@@ -8,6 +8,8 @@
 #include <functional>
 #include <vector>
 
+#include "decoding/floor/sampling_params.h"
+
 namespace vispec {
 
 struct DraftTree {
@@ -62,6 +64,12 @@ using TreeExpand = std::function<torch::Tensor(const torch::Tensor& tokens, cons
 struct TopLogProbs {
   torch::Tensor values, indices;
 };
+// The drafter's K largest guided log-probs from its logits [R, ..., V] ([cond; uncond] rows when guided, mixed by
+// params' CFG scale): the processed distribution's log, or at temperature 0 the guided logits' log-softmax (the
+// processed distribution is one-hot there and would leave one candidate). One operator (kernels/draft_top_k.h)
+// where the fused operators run and the sampler filters nothing (no top-k or top-p), else CFG's mix, the
+// sampler's processing, log and topk.
+TopLogProbs draft_top_log_probs(const torch::Tensor& logits, bool guided, const SamplingParams& params, int64_t K);
 // TreeExpand's form for such a drafter: the K largest of the same log-probs, [B, K, K] each (K: the widest top_k).
 using TreeExpandTop = std::function<TopLogProbs(const torch::Tensor& tokens, const torch::Tensor& parent_slot,
                                                 const torch::Tensor& mask, int64_t level)>;
