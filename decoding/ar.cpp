@@ -94,8 +94,7 @@ DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   const auto positions = s.step.view({1, 1}).expand({B, 1});
   const auto forward = [&] {
     const auto o = target_.decode_block(s.cache, s.token, positions, torch::Tensor());
-    if (s.static_steps) s.cache.keep_all_on_device();
-    else s.cache.keep_all();
+    s.cache.keep_all();
     s.logits.copy_(o.logits.select(1, 0));
     s.step.add_(1);
     s.sample(params_);
@@ -106,9 +105,16 @@ DecodeResult ArDecoder::decode(const DecodeRequest& request) {
       forward();
       continue;
     }
-    const int64_t keys = s.cache.plan_static_block(1);
-    s.graphs.run({s.cache.batch(), 1, keys}, forward);
-    s.cache.keep_all_on_host();
+    // Every run of the step (a capture runs it several times) plans from the same lengths, and the host knows
+    // where a step leaves them: one entry further.
+    const auto start = s.cache.lengths();
+    auto after = start;
+    for (auto& n : after) n += 1;
+    s.graphs.run({s.cache.batch(), 1, s.cache.bucket_for(1)}, [&] {
+      s.cache.settle(start);
+      forward();
+    });
+    s.cache.settle(after);
   }
   // A copy even on the CPU (where reading to the host is the tensor itself): the next decode reuses s.tokens.
   auto tokens = read_to_host(s.tokens).clone();

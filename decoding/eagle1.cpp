@@ -268,7 +268,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
                      params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), tab.q_slot.expand({B, T}), cells.all);
       rows.commit_tree_on_device(verdict, node_tok);
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-      pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);
+      pairs.keep_paths(rows, verdict.path, vout.hidden);
     };
     const auto paths =
         pairs.iterate(graphs_, rows, dcache, /*shape=*/{}, T, tab.drafter_widths, times, clock, iteration);

@@ -141,7 +141,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
           walk_trees(rows, rule_, params_, tables, vout.logits, lengths, levels, {}, {}, cells.at(0, levels + 1));
       rows.commit_tree_on_device(verdict, tables.token);
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
-      pairs.keep_paths_on_device(rows, verdict.path, vout.hidden);
+      pairs.keep_paths(rows, verdict.path, vout.hidden);
     };
     // The body's host numbers are the widest top_k and depth (its blocks' sizes), the walk's levels and each
     // row's draft length (Cool-SD's weights); ADT-Tree's rows' own shapes are on the device (own_shapes).

@@ -171,9 +171,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
         dcache.keep_all();
       }
       // The drafts leave the drafter's cache: its next prefix comes from D_2.
-      const int64_t back = drafter_committed - dcache.length(0);
-      drafter_.shift_lengths_on_device(dcache, torch::full({B}, back, i64));
-      drafter_.shift_lengths_on_host(dcache, std::vector<int64_t>(size_t(B), back));
+      dcache.advance(torch::full({B}, drafter_committed - dcache.length(0), i64));
       times.end(times.draft, clock);
 
       const int64_t low_rows = (low_begin + low_count) / Wl;
@@ -181,11 +179,9 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       tokens.narrow(1, n, span).copy_(vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second);
       times.end(up_lap, clock);
     };
-    if (drafter_lengths && dcache.lengths_current()) {
-      graphs_.run(rows, {B, n, dcache.length(0), int64_t(request.seed)}, {drafter_lengths}, {&dcache}, draft_span);
-    } else {
-      draft_span();
-    }
+    // The span ends with the drafter's cache at drafter_committed entries in every row, known here.
+    graphs_.run(rows, {B, n, dcache.length(0), int64_t(request.seed)}, {drafter_lengths}, {&dcache}, draft_span,
+                {std::vector<int64_t>(size_t(dcache.batch()), drafter_committed)});
     if (n > 0) {
       low_fed = low_begin;
       ++draft_forwards;
@@ -233,7 +229,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
       s.extra["rejected"] += double(rejected.size());
       s.extra["expanded"] += double(rx.size());
     }
-    target_.shift_lengths(tcache, kept_now);  // lengths only: the entries are already in place
+    tcache.advance(kept_now);  // lengths only: the entries are already in place
     accept_lap = clock.lap();
 
     // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position, every row at once
@@ -277,7 +273,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
         ua[b] = uniform(key(b), uint32_t(at), Purpose::kSample);
         ++stats[size_t(b)].target_forwards;
       }
-      target_.shift_lengths(tcache, ahead);  // each row keeps what it fed before its position
+      tcache.advance(ahead);  // each row keeps what it fed before its position
       write_cells(tokens, cell, write, sample_from_probs(target_probs(row_entries(logits, entry), params_), u));
     }
     times.resample = clock.lap();

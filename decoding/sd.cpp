@@ -12,7 +12,7 @@
 // cache keeps per-row lengths), and nothing loops over rows issuing kernels: one read of the accepted counts
 // per iteration is the host's only wait. The iteration up to that read touches only the device, so on a GPU a
 // steady one (its drafter steps within one length bucket) is replayed as one CUDA graph
-// (decoding/floor/iteration_graphs.h); the host then replays it, reads, and moves the caches' host lengths. With the
+// (decoding/floor/iteration_graphs.h); the host then replays it and reads the counts and the caches' lengths. With the
 // exact rule the output distribution is the target's (lossless); at temperature 0 the tokens are AR's greedy tokens.
 // Randomness per (seed, sample id, position): kSample for token 0 and bonus tokens, kDraft for drafts,
 // kAccept for the tests, kResample after a rejection.
@@ -90,28 +90,19 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
                                             : verify_chain(rule_, target_probs(out.logits, params_),
                                                            torch::stack(q_steps, 1), drafts, count, u);
       const auto kept = rows.commit_chain_on_device(drafts, verdict, count, N);
-      // ---- keep [newest, accepted drafts] in the target's cache; the drafter's fed all G + 1, so it drops the rest
-      target_.shift_lengths_on_device(tcache, kept);
-      drafter_.shift_lengths_on_device(dcache, kept - (G + 1));
+      // ---- keep [newest, accepted drafts] in the target's cache; the drafter, which fed all G + 1, drops the
+      // rest: it keeps what the target kept, in entries rather than tokens (where image rows end in an
+      // end-of-line entry, a dynamic cache, the two differ).
+      tcache.advance(kept);
+      dcache.advance(tcache.lengths_now() - dcache.lengths_now());
     };
     // Steady: every drafter step reads through one bucket, so the iteration's forwards have one key each.
-    const bool steady = pooled[0] && pooled[1] && tcache.lengths_current() && dcache.lengths_current() &&
-                        dcache.bucket_for(1) == dcache.bucket_for(G + 1);
-    if (steady) {
-      graphs_.run(rows, {B, G, dcache.bucket_for(1), tcache.bucket_for(G + 1), int64_t(request.seed)}, pooled,
-                  {&tcache, &dcache}, iteration);
-    } else {
-      iteration();
-    }
-    const auto kept = rows.settle_chain(N);  // the iteration's one read
+    const bool steady = dcache.bucket_for(1) == dcache.bucket_for(G + 1);
+    graphs_.run(
+        rows, steady ? StepKey{B, G, dcache.bucket_for(1), tcache.bucket_for(G + 1), int64_t(request.seed)} : StepKey{},
+        pooled, {&tcache, &dcache}, iteration);
+    rows.settle_chain(N);  // the iteration's one read, which settles the caches' lengths
     times.end_device_half(clock);
-    target_.shift_lengths_on_host(tcache, kept.host);
-    std::vector<int64_t> dropped(kept.host.size());
-    // Entries, not tokens: where image rows end in an end-of-line entry (a dynamic cache) the two differ, and
-    // the drafter, of the same layout, keeps the entries the target kept; in a static cache they are the
-    // device counts' kept - (G + 1).
-    for (int64_t b = 0; b < B; ++b) dropped[size_t(b)] = tcache.length(b) - dcache.length(b);
-    drafter_.shift_lengths_on_host(dcache, dropped);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, G + 1);
   }

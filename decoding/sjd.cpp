@@ -96,18 +96,12 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
       carry.copy_(y.gather(1, from.clamp_max(W)));
       if (p.defined()) carry_q.copy_(p.gather(1, from.clamp_max(W).unsqueeze(2).expand({B, W, V})));
       carry_len.copy_((torch::minimum(count, N - rows.n - 1) - verdict.accepted).clamp_min(0));
-      const auto kept = rows.commit_chain_on_device(drafts, verdict, count, N);
-      target_.shift_lengths_on_device(cache, kept);  // newest + accepted drafts
+      cache.advance(rows.commit_chain_on_device(drafts, verdict, count, N));  // newest + accepted drafts
     };
-    // One forward per iteration: every iteration whose lengths are on the device is steady.
-    if (pooled && cache.lengths_current()) {
-      graphs_.run(rows, {B, W, cache.bucket_for(W + 1), int64_t(request.seed)}, {pooled}, {&cache}, iteration);
-    } else {
-      iteration();
-    }
-    const auto kept = rows.settle_chain(N);  // the iteration's one read
+    // One forward per iteration: every iteration is steady.
+    graphs_.run(rows, {B, W, cache.bucket_for(W + 1), int64_t(request.seed)}, {pooled}, {&cache}, iteration);
+    rows.settle_chain(N);  // the iteration's one read, which settles the cache's lengths
     times.end_device_half(clock);
-    target_.shift_lengths_on_host(cache, kept.host);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, 0);
   }

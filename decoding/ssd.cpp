@@ -136,14 +136,11 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       const auto cols = (n_streams + block_index).clamp_max(N).unsqueeze(-1).expand({R, K + 1, D});
       const auto fresh = block_index.lt(kept.repeat({R / B}).view({R, 1})).unsqueeze(-1);
       states.scatter_(1, cols, torch::where(fresh, out.hidden, states.gather(1, cols)));
-      target_.shift_lengths_on_device(cache, kept);
+      cache.advance(kept);
     };
-    if (pooled[0] && cache.lengths_current())
-      graphs_.run(rows, {B, K, cache.bucket_for(K + 1), int64_t(request.seed)}, pooled, {&cache}, iteration);
-    else iteration();
-    const auto kept = rows.settle_chain(W);  // the iteration's one read
+    graphs_.run(rows, {B, K, cache.bucket_for(K + 1), int64_t(request.seed)}, pooled, {&cache}, iteration);
+    rows.settle_chain(W);  // the iteration's one read, which settles the cache's lengths
     times.end_device_half(clock);
-    target_.shift_lengths_on_host(cache, kept.host);
     times.bookkeeping = clock.lap();
     charge_iteration(clock, stats, active, times, 1);
   }
@@ -237,13 +234,13 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
         }
       }
     };
-    if (pooled[0] && cache.lengths_current()) {
-      StepKey key{B, y, int64_t(request.seed)};  // with the lengths, every forward's bucket
-      for (int64_t row = 0; row < cache.batch(); ++row) key.push_back(cache.length(row));
-      graphs_.run(rows, key, pooled, {&cache}, block);
-    } else {
-      block();
+    StepKey key{B, y, int64_t(request.seed)};  // with the lengths, every forward's bucket
+    auto after = cache.lengths();              // the block commits drafted_rows image rows, known here
+    for (int64_t row = 0; row < cache.batch(); ++row) {
+      key.push_back(after[size_t(row)]);
+      after[size_t(row)] += drafted_rows * W;
     }
+    graphs_.run(rows, key, pooled, {&cache}, block, {after});
     // What the block did, from its plan: one drafting, its rounds and commits; the first round's cells drafted.
     int64_t rounds = 0, first_round_cells = 0;
     for (const auto& [from, n] : plan) {

@@ -136,11 +136,9 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
           next_tokens(logits.reshape({B * K, logits.size(2)}), params_, u.index_select(1, to).reshape(-1));
       rows.tokens.index_copy_(1, to, next.view({B, K}));
     };
-    if (pooled && cache.lengths_current()) {
-      graphs_.run(rows, {B, T, K, cache.bucket_for(T)}, {pooled}, {&cache}, step);
-    } else {
-      step();
-    }
+    auto after = cache.lengths();  // the step keeps its T entries in every row
+    for (auto& n : after) n += T;
+    graphs_.run(rows, {B, T, K, cache.bucket_for(T)}, {pooled}, {&cache}, step, {after});
     ++forwards;
     // A fed token that ends a row brought its end-of-line entry into the cache right after it (models/
     // sequence_layout.h): the same cell for every rule above, so it lives and dies with its token.

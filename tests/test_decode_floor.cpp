@@ -120,15 +120,20 @@ TEST(CfgModel, GuidedLogitsMixTheTwoStreamsAndCommitsKeepBoth) {
   null.class_ids = i64({3, 3});  // the null class of a 3-class model
   const auto uncond = plain.prefill(null_cache, null).logits;
   EXPECT_TRUE(torch::allclose(out.logits, uncond + 3.0 * (cond - uncond), 1e-5, 1e-5));
-  // A block of 3, then row 0 keeps 2 entries and row 1 none: both streams of each sample follow.
+  // A block of 3, then sample 0 keeps 2 entries and sample 1 none, given once per sample: both streams of each
+  // sample follow, in a dynamic cache and in a static one (on its device lengths).
+  const auto paths = torch::tensor(std::vector<int64_t>{0, 1, -1, -1}).view({2, 2});
   guided.decode_block(cache, i64({5, 6, 7, 8, 9, 10}).view({2, 3}), i64({0, 1, 2, 0, 1, 2}).view({2, 3}),
                       causal_mask(3));
-  guided.keep_paths_on_device(cache, torch::tensor(std::vector<int64_t>{0, 1, -1, -1}).view({2, 2}));
-  guided.keep_paths_on_host(cache, {{0, 1}, {}});
-  EXPECT_EQ(cache.length(0), 3);
-  EXPECT_EQ(cache.length(2), 3);
-  EXPECT_EQ(cache.length(1), 1);
-  EXPECT_EQ(cache.length(3), 1);
+  cache.keep_paths(paths);
+  EXPECT_EQ(cache.lengths(), (std::vector<int64_t>{3, 1, 3, 1}));
+  auto pooled = guided.make_cache(2, 4, /*static_steps=*/true);
+  guided.prefill(pooled, c);
+  pooled.keep_all();
+  guided.decode_block(pooled, i64({5, 6, 7, 8, 9, 10}).view({2, 3}), i64({0, 1, 2, 0, 1, 2}).view({2, 3}),
+                      causal_mask(3));
+  pooled.keep_paths(paths);
+  EXPECT_TRUE(torch::equal(pooled.lengths_on_device(), i64({3, 1, 3, 1})));
 }
 
 TEST(CfgModel, PooledStaticCachesAreReusedOnlyWhenFree) {

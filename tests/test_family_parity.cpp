@@ -200,7 +200,7 @@ TEST_F(FamilyParity, CachedStepsAndBlocksEqualTransformers) {
 }
 
 // A draft tree across a row end on Emu3 (both siblings at the row's last cell get their own end-of-line entry),
-// then one path kept (KvCache::keep_rows names nodes; the cache keeps their end-of-line entries with them)
+// then one path kept (KvCache::keep_paths names nodes; the cache keeps their end-of-line entries with them)
 // and decoding carried on: every output the teacher-forced reference's.
 TEST_F(FamilyParity, TreesAcrossRowEndsKeepTheirEndOfLineEntries) {
   torch::NoGradGuard no_grad;
@@ -224,7 +224,7 @@ TEST_F(FamilyParity, TreesAcrossRowEndsKeepTheirEndOfLineEntries) {
   EXPECT_LT((out.select(1, 0) - expected.select(1, 3)).abs().max().item<double>(), 1e-4);
   EXPECT_LT((out.select(1, 1) - expected.select(1, 4)).abs().max().item<double>(), 1e-4);
   EXPECT_LT((out.select(1, 3) - expected.select(1, 5)).abs().max().item<double>(), 1e-4);
-  cache.keep_rows({{0, 1, 3}, {0, 1, 3}});
+  cache.keep_paths({{0, 1, 3}, {0, 1, 3}});
   EXPECT_EQ(cache.length(0), 12 + 2 + 4);  // prefix, two tokens, three tokens and one end-of-line entry
   const auto next = gpt->decode_block(cache, codes.narrow(1, 5, 1), torch::full({2, 1}, 5, torch::kInt64),
                                       torch::ones({1, 1}, torch::kBool))

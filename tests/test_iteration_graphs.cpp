@@ -1,7 +1,8 @@
 // Whole decoder iterations as one graph (decoding/floor/iteration_graphs.h), proven on the CPU: a replay runs
-// none of the host bookkeeping of the caches' forwards, so after it the caches are put where the iteration
-// would have left them (KvCache::follow_host); the decode state lives in buffers that a later decode of the
-// same shape reuses in place; and the tokens are the same with the whole-iteration path as without it.
+// none of the host bookkeeping of the caches' forwards, so the caches' host plans follow the device instead
+// (settled on the lengths the iteration's read brings back, or on lengths the host knew), and never fall below
+// it; the decode state lives in buffers that a later decode of the same shape reuses in place; and the tokens
+// are the same with the whole-iteration path as without it.
 #include <gtest/gtest.h>
 
 #include "decoding/floor/iteration_graphs.h"
@@ -16,47 +17,65 @@ namespace {
 // A tiny GPT on a 12x12 grid: 144 tokens, so that iterations cross length buckets (64, 128, 145 keys).
 Gpt grid12_gpt(uint64_t seed) { return test::tiny_grid_gpt(seed, 12); }
 
-struct HostCheck {
-  HostCheck() { set_step_graph_host_check(true); }
-  ~HostCheck() { set_step_graph_host_check(false); }
+struct PlanCheck {
+  PlanCheck() { set_kv_plan_check(true); }
+  ~PlanCheck() { set_kv_plan_check(false); }
 };
 
-TEST(IterationGraphs, AReplayWouldLeaveTheCachesWhereTheIterationLeavesThem) {
+// Every graphed decoder, both temperatures, one stream and both CFG streams: each cache's host plan is settled
+// on exactly its device lengths (from the read, or as the decoder knew them) and never plans a block below
+// them; a second decode gives the same tokens.
+TEST(IterationGraphs, TheCachesHostPlansAreSettledOnTheirDeviceLengthsAndNeverFallBelowThem) {
   const test::GraphedDecoderModels models;
   for (double temperature : {0.0, 1.0}) {
-    for (double cfg : {1.0, 3.0}) {  // one stream and both CFG streams
+    for (double cfg : {1.0, 3.0}) {
       auto p = test::guided_sampling(temperature);
       p.cfg_scale = cfg;
       for (const auto& name : test::kGraphedDecoders) {
         const auto decoder = test::graphed_decoder(name, models, p);
         const auto r = test::requests(0, 3);
         const auto want = decoder->decode(r).tokens;
-        const HostCheck check;  // from here each steady iteration checks follow_host against the iteration's
-        // Two decodes: the first records each key's host bookkeeping, then every later iteration of that key (in
-        // this decode and the next) must move the caches' host state exactly as a replay would.
-        EXPECT_TRUE(torch::equal(decoder->decode(r).tokens, want)) << name << " T = " << temperature << ", cfg " << cfg;
+        const PlanCheck check;
         EXPECT_TRUE(torch::equal(decoder->decode(r).tokens, want)) << name << " T = " << temperature << ", cfg " << cfg;
       }
     }
   }
 }
 
-TEST(IterationGraphs, ACachesHostStateThatAReplayWouldMissIsCaught) {
-  // A step that moves a cache's host lengths by an amount that depends on them (not a static cache's
-  // bookkeeping) cannot be replayed: the check says so on the step's second run.
+// An iteration whose body commits on the device: after it, the cache's host plan is what the device holds,
+// brought back by the iteration's read, or what the host said it knew (and, under the check, a wrong "known"
+// length is caught). The body's own host bookkeeping is not what a replay would leave, so it never counts.
+TEST(IterationGraphs, TheReadOrTheKnownLengthsSettleThePlanNotTheBody) {
   auto gpt = grid12_gpt(9);
   KvCache cache = gpt->make_cache(2, 8);
   cache.use_device_lengths();
-  torch::Tensor flag = torch::zeros({1});
-  StepGraphs graphs(torch::kCPU, {&flag}, {&flag});
-  const HostCheck check;
-  const auto step = [&] {
-    std::vector<int64_t> delta{cache.length(0) == 0 ? 2 : 1, 1};
-    cache.plan_static_block(2);
-    cache.shift_lengths(delta, torch::tensor(delta));
+  IterationGraphs graphs;
+  auto rows = graphs.rows(test::requests(0, 2), 144, 5, torch::kCPU);
+  const std::vector<const torch::Tensor*> lengths{&cache.lengths_on_device()};
+  const auto body = [&] {
+    cache.plan_static_block(3);
+    cache.advance(torch::tensor({3, 1}, torch::kInt64));  // device counts: the plan counts the block, 3 each
+    EXPECT_EQ(cache.lengths(), (std::vector<int64_t>{3, 3}));
   };
-  graphs.run({2, 2, 64}, step, {&cache});                                // recorded: row 0 moved by 2
-  EXPECT_THROW(graphs.run({2, 2, 64}, step, {&cache}), std::exception);  // moves it by 1: a replay would by 2
+  graphs.run(rows, {2, 3}, lengths, {&cache}, body);
+  rows.settle_chain(-1);
+  EXPECT_EQ(cache.lengths(), (std::vector<int64_t>{3, 1}));
+  // Known lengths: the body commits its block whole.
+  graphs.run(rows, {2, 2}, lengths, {&cache},
+             [&] {
+               cache.plan_static_block(2);
+               cache.keep_all();
+             },
+             {{5, 3}});
+  EXPECT_EQ(cache.lengths(), (std::vector<int64_t>{5, 3}));
+  const PlanCheck check;
+  EXPECT_THROW(graphs.run(rows, {2, 2}, lengths, {&cache},
+                          [&] {
+                            cache.plan_static_block(2);
+                            cache.keep_all();
+                          },
+                          {{7, 6}}),
+               std::exception);
 }
 
 TEST(IterationGraphs, ADecodeOfTheSameShapeReusesTheStateBuffersInPlace) {

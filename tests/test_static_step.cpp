@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/device.h"
+#include "core/op_counter.h"
 #include "core/rng.h"
 #include "decoding/ar.h"
 #include "exact_distribution.h"
@@ -357,8 +358,8 @@ TEST(StaticStep, AStepThatMovesItsStateIsRefused) {
 
 namespace {
 // A cache of `gpt` (dynamic, or static with device lengths) holding two rows' prefills and a first block of 3
-// entries, of which rows keep 3 and 1: ragged rows with 4 and 2 committed entries, the static cache adding
-// the counts on the device.
+// entries, of which rows keep 3 and 1: ragged rows with 4 and 2 committed entries (host counts, which the static
+// cache uploads: its host plan exact).
 KvCache ragged_cache(Gpt gpt, const torch::Tensor& cond, bool static_block, int64_t extra) {
   auto cache = gpt->make_cache(2, extra);
   gpt->prefill(cache, cond);
@@ -366,7 +367,7 @@ KvCache ragged_cache(Gpt gpt, const torch::Tensor& cond, bool static_block, int6
   if (static_block) cache.use_device_lengths();
   const auto i64 = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).view({2, 3}); };
   gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}), i64({0, 1, 2, 0, 1, 2}), torch::Tensor());
-  cache.shift_lengths({3, 1}, static_block ? torch::tensor({3, 1}, torch::kInt64) : torch::Tensor());
+  cache.advance(std::vector<int64_t>{3, 1});
   return cache;
 }
 }  // namespace
@@ -441,34 +442,39 @@ TEST(StaticStep, ARestrictedStaticBlockEqualsTheDynamicCache) {
   EXPECT_FALSE(torch::allclose(outs[0].logits, outs[2].logits, 1e-3, 1e-3)) << "the restriction was not read";
 }
 
-// A tree decoder's commit from the walk's device paths (keep_rows with its device rows: -1 past each path's
-// end, a row keeping nothing all -1): the next block sees the same committed entries as after the dynamic
-// cache's host keep, and the static cache's device lengths moved without an upload; likewise in its two halves
-// (keep_rows_on_device inside an iteration graph, keep_rows_on_host after its read).
+// A tree decoder's commit from the walk's device paths (keep_paths: -1 past each path's end, a row keeping nothing
+// all -1): the next block sees the same committed entries as after the dynamic cache's host keep. The static
+// cache moves its device lengths without a read, and its host plan, an upper bound until then, is
+// exact once settled on them (as an iteration's read does); host paths on a static cache are uploaded, the plan
+// exact at once.
 TEST(StaticStep, KeepingPathsFromDeviceRowsEqualsTheDynamicCache) {
   auto gpt = bucketed_gpt(10);
   torch::NoGradGuard no_grad;
   const auto cond = gpt->embed_classes(torch::tensor({2, 0}, torch::kInt64));
   const auto i64 = [](std::vector<int64_t> v, int64_t T) { return torch::tensor(v, torch::kInt64).view({2, T}); };
   const auto tree = torch::tensor({1, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1}, torch::kBool).view({4, 4});
-  enum Keep { kDynamic, kStatic, kStaticHalves };
+  enum Keep { kDynamic, kStaticDevicePaths, kStaticHostPaths };
   for (const auto& paths : std::vector<std::vector<std::vector<int64_t>>>{{{0, 1}, {0, 2, 3}}, {{0, 1, 3}, {}}}) {
     std::vector<GptOutput> outs;
-    for (Keep keep : {kDynamic, kStatic, kStaticHalves}) {
+    for (Keep keep : {kDynamic, kStaticDevicePaths, kStaticHostPaths}) {
       auto cache = ragged_cache(gpt, cond, keep != kDynamic, 8);
       gpt->decode_block(cache, i64({9, 10, 11, 12, 13, 14, 15, 16}, 4), i64({3, 4, 4, 5, 1, 2, 2, 3}, 4), tree);
       auto rows = torch::full({2, 4}, -1, torch::kInt64);
       for (int64_t b = 0; b < 2; ++b)
         for (size_t j = 0; j < paths[size_t(b)].size(); ++j) rows[b][int64_t(j)] = paths[size_t(b)][j];
-      if (keep == kStaticHalves) {
-        cache.keep_rows_on_device(rows);
-        EXPECT_EQ(cache.length(0), 4);  // the host's lengths wait for the host half
-        cache.keep_rows_on_host(paths);
+      if (keep == kStaticDevicePaths) {
+        OpCounter counter;
+        cache.keep_paths(rows);
+        EXPECT_EQ(counter.host_reads(), 0);
+        EXPECT_EQ(cache.length(1), 2 + 4);  // the plan: every row may have kept the whole width
+        const auto read = cache.lengths_on_device().clone();
+        cache.settle({read[0].item<int64_t>(), read[1].item<int64_t>()});
       } else {
-        cache.keep_rows(paths, keep == kStatic ? rows : torch::Tensor());
+        cache.keep_paths(paths);
       }
       EXPECT_EQ(cache.length(0), 4 + int64_t(paths[0].size()));
-      if (keep != kDynamic)  // already moved on the device: a host keep would leave them for the next block to upload
+      EXPECT_EQ(cache.length(1), 2 + int64_t(paths[1].size()));
+      if (keep != kDynamic)
         EXPECT_TRUE(
             torch::equal(cache.lengths_on_device(), torch::tensor({cache.length(0), cache.length(1)}, torch::kInt64)));
       outs.push_back(gpt->decode_block(cache, i64({17, 18}, 1), i64({6, 4}, 1), torch::Tensor()));

@@ -44,24 +44,4 @@ CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, co
   return {out.logits, out.hidden};
 }
 
-void CfgModel::keep_paths_on_device(KvCache& cache, const torch::Tensor& on_device) const {
-  cache.keep_rows_on_device(twice(on_device));
-}
-
-void CfgModel::keep_paths_on_host(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const {
-  cache.keep_rows_on_host(every_stream(paths));
-}
-
-void CfgModel::shift_lengths(KvCache& cache, const std::vector<int64_t>& delta) const {
-  cache.shift_lengths(every_stream(delta));
-}
-
-void CfgModel::shift_lengths_on_device(KvCache& cache, const torch::Tensor& on_device) const {
-  cache.shift_lengths_on_device(twice(on_device));
-}
-
-void CfgModel::shift_lengths_on_host(KvCache& cache, const std::vector<int64_t>& delta) const {
-  cache.shift_lengths_on_host(every_stream(delta));
-}
-
 }  // namespace vispec

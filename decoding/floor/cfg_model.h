@@ -32,6 +32,7 @@ class CfgModel {
   // static_steps: a pooled static cache, whose forwards are static steps replayed as CUDA graphs on a GPU
   // (decoding/floor/static_forwards.h); a model whose rows end in an end-of-line token gets a dynamic cache either
   // way.
+  // The cache's commits (models/gpt/kv_cache.h) take one value per sample, which it gives to both streams' rows.
   KvCache make_cache(int64_t batch, int64_t extra = 0, bool static_steps = false) const;
   // B conditions -> outputs at the condition positions; the last predicts image token 0. The unconditional
   // rows take the null class, or uncond_embedding under their conditional row's caption mask.
@@ -40,16 +41,6 @@ class CfgModel {
   // on the device, the committed entries each query sees (KvCache::restrict_committed; undefined: all).
   CfgOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                          const torch::Tensor& block_mask, const torch::Tensor& committed = {});
-  // The cache's commits (models/gpt/kv_cache.h) for B samples, given to both streams. Every sample's path (block
-  // indices; empty: none) in two halves: on the device, [B, W] with -1 past each end (KvCache::keep_rows_on_device,
-  // inside an iteration's graph), then on the host (keep_rows_on_host, after its read). Every sample's length
-  // moved by delta[b]: on the host only (shift_lengths: a static cache uploads it at its next block), or in two
-  // halves, the same counts on the device then on the host.
-  void keep_paths_on_device(KvCache& cache, const torch::Tensor& on_device) const;
-  void keep_paths_on_host(KvCache& cache, const std::vector<std::vector<int64_t>>& paths) const;
-  void shift_lengths(KvCache& cache, const std::vector<int64_t>& delta) const;
-  void shift_lengths_on_device(KvCache& cache, const torch::Tensor& on_device) const;
-  void shift_lengths_on_host(KvCache& cache, const std::vector<int64_t>& delta) const;
   // The device lengths of the pooled static cache that `cache` copies: a tensor that outlives every copy, for
   // the state list of a graph (null for a dynamic cache).
   const torch::Tensor* pooled_lengths(const KvCache& cache) const { return statics_->pooled_lengths(cache); }
@@ -62,13 +53,6 @@ class CfgModel {
 
  private:
   torch::Tensor twice(const torch::Tensor& x) const { return guided() ? torch::cat({x, x}) : x; }
-  // Per-sample host values given to every stream's row: [v; v] when guided.
-  template <class T>
-  std::vector<T> every_stream(const std::vector<T>& v) const {
-    auto rows = v;
-    if (guided()) rows.insert(rows.end(), v.begin(), v.end());
-    return rows;
-  }
   CfgOutput combine(const GptOutput& out) const;
 
   Gpt gpt_;

@@ -8,6 +8,7 @@
 #include "decoding/floor/sampler.h"
 #include "decoding/floor/verify.h"
 #include "kernels/keyed_uniforms.h"
+#include "models/gpt/kv_cache.h"
 
 namespace vispec {
 
@@ -28,18 +29,19 @@ void upload_to(const torch::Tensor& buffer, const torch::Tensor& host) {
 
 DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device, Buffers* buffers,
                        int64_t path_width)
-    : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), seed_(request.seed) {
+    : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), path_width_(path_width),
+      seed_(request.seed) {
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   const int64_t B = request.batch();
   Buffers own;
   auto& b = buffers ? *buffers : own;
   if (!b.tokens.defined() || b.tokens.size(0) != B || b.tokens.size(1) != cells + pad || b.tokens.device() != device ||
-      b.read.size(1) != 3 + path_width) {
+      b.read.size(1) != 3 + path_width + kLengthColumns) {
     b.tokens = torch::empty({B, cells + pad}, i64);
     b.n = torch::empty({B}, i64);
     b.iteration = torch::empty({1}, i64);
     b.sample_ids = torch::empty({B}, i64);
-    b.read = torch::zeros({B, 3 + path_width}, i64);
+    b.read = torch::zeros({B, 3 + path_width + kLengthColumns}, i64);
   }
   // In place: a decode of this shape after another leaves every buffer where it was.
   tokens = b.tokens.zero_();
@@ -127,8 +129,36 @@ torch::Tensor DecodeRows::commit_chain_on_device(const torch::Tensor& drafts, co
 DecodeRows::Advance DecodeRows::settle_chain(int64_t limit) {
   Advance advance;
   advance.on_device = read_.select(1, 0);
-  settle(read_to_host(read_.narrow(1, 0, 3)).contiguous(), active(limit), advance);
+  const auto host = read_to_host(settling_.empty() ? read_.narrow(1, 0, 3) : read_).contiguous();
+  settle(host, active(limit), advance);
+  settle_lengths(host);
   return advance;
+}
+
+void DecodeRows::read_lengths(const std::vector<KvCache*>& caches) {
+  settling_.clear();
+  const int64_t B = batch();
+  int64_t column = 3 + path_width_;
+  for (auto* c : caches) {
+    if (!c->device_lengths()) continue;  // a dynamic cache: its host lengths are the truth
+    const int64_t streams = c->batch() / B;
+    VISPEC_ASSERT(c->batch() % B == 0 && column + streams <= read_.size(1), "the read of ", B,
+                  " rows has no room for the lengths of a cache of ", c->batch());
+    read_.narrow(1, column, streams).copy_(c->lengths_on_device().view({streams, B}).t());
+    settling_.emplace_back(c, column);
+    column += streams;
+  }
+}
+
+void DecodeRows::settle_lengths(const torch::Tensor& host) {
+  const auto h = host.accessor<int64_t, 2>();
+  const int64_t B = batch();
+  for (const auto& [cache, column] : settling_) {
+    std::vector<int64_t> lengths(size_t(cache->batch()));
+    for (int64_t r = 0; r < cache->batch(); ++r) lengths[size_t(r)] = h[r % B][column + r / B];
+    cache->settle(lengths);
+  }
+  settling_.clear();
 }
 
 void DecodeRows::settle(const torch::Tensor& host, const std::vector<int64_t>& below, Advance& advance) {
@@ -146,14 +176,13 @@ void DecodeRows::settle(const torch::Tensor& host, const std::vector<int64_t>& b
 
 void DecodeRows::commit_tree_on_device(const TreeVerdict& verdict, const torch::Tensor& node_tokens) {
   const int64_t P = verdict.path.size(1);
-  VISPEC_ASSERT(3 + P <= read_.size(1), "a walk's paths of ", P, " entries where the decode rows read ",
-                read_.size(1) - 3);
+  VISPEC_ASSERT(P <= path_width_, "a walk's paths of ", P, " entries where the decode rows read ", path_width_);
   // The accepted nodes after the root, as a chain of drafts (-1 past the path's end reads the root: never kept).
   const auto drafts = node_tokens.gather(1, verdict.path.narrow(1, 1, P - 1).clamp_min(0));
   read_.narrow(1, 0, 3 + P)
       .copy_(
           commit_on_device(drafts, ChainVerdict{verdict.accepted, verdict.next}, verdict.tried, cells_, verdict.path));
-  if (3 + P < read_.size(1)) read_.narrow(1, 3 + P, read_.size(1) - 3 - P).fill_(-1);
+  if (P < path_width_) read_.narrow(1, 3 + P, path_width_ - P).fill_(-1);
 }
 
 std::vector<std::vector<int64_t>> DecodeRows::settle_tree() {
@@ -161,10 +190,11 @@ std::vector<std::vector<int64_t>> DecodeRows::settle_tree() {
   Advance advance;
   const auto host = read_to_host(read_).contiguous();
   settle(host, walked, advance);
+  settle_lengths(host);
   const auto h = host.accessor<int64_t, 2>();
   std::vector<std::vector<int64_t>> paths(static_cast<size_t>(batch()));
   for (int64_t b : walked)
-    for (int64_t j = 3; j < host.size(1) && h[b][j] >= 0; ++j) paths[size_t(b)].push_back(h[b][j]);
+    for (int64_t j = 3; j < 3 + path_width_ && h[b][j] >= 0; ++j) paths[size_t(b)].push_back(h[b][j]);
   return paths;
 }
 

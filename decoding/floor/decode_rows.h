@@ -20,6 +20,7 @@ namespace vispec {
 
 struct ChainVerdict;
 struct TreeVerdict;
+class KvCache;
 
 // A device-to-host copy that a decoder waits for, recorded as "vispec::host_read" so profiles and the op-count
 // tests see every one (item() shows up as aten::_local_scalar_dense).
@@ -48,8 +49,11 @@ class DecodeRows {
   // which writes it in place: a graph finds the state where it was captured.
   struct Buffers {
     torch::Tensor tokens, n, iteration, sample_ids;
-    torch::Tensor read;  // [B, 3 + path_width] int64: what a commit's device half leaves for the host to read
+    torch::Tensor read;  // [B, 3 + path_width + kLengthColumns] int64: what the host reads after an iteration
   };
+  // Columns of the read that bring static caches' device lengths back with the commit's (read_lengths): one per
+  // stream of each cache, e.g. a target and a drafter under CFG take four.
+  static constexpr int64_t kLengthColumns = 8;
   // `pad` columns past the image take writes that fall beyond it (a chain of G drafts: G + 1). path_width: for
   // a tree decoder, the widest walk verdict's path (TreeVerdict::path's columns), which its commit reads.
   // buffers: where the state lives (made there on first use); null: tensors of this decode's own.
@@ -114,6 +118,10 @@ class DecodeRows {
   // accepted path, root first (empty for rows that had finished).
   void commit_tree_on_device(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
   std::vector<std::vector<int64_t>> settle_tree();
+  // The end of an iteration's device half: the device lengths of `caches` (those that have them) copied beside
+  // the commit's columns, so that the iteration's one read (settle_chain, settle_tree) brings them back and
+  // settles each cache's host plan on them (KvCache::settle). Pointers valid until that read.
+  void read_lengths(const std::vector<KvCache*>& caches);
 
   // tokens [B, cells] on the CPU and the statistics, every row's `tokens` set.
   DecodeResult result();
@@ -132,10 +140,15 @@ class DecodeRows {
                                  int64_t limit, const torch::Tensor& extra);
   void settle(const torch::Tensor& host, const std::vector<int64_t>& below, Advance& advance);
 
+  // Settles the caches of read_lengths from the host copy of the read.
+  void settle_lengths(const torch::Tensor& host);
+
   int64_t cells_;
+  int64_t path_width_;
   uint64_t seed_;
   torch::Tensor sample_ids_;                            // [B] int64, device
-  torch::Tensor read_;                                  // [B, 3 + path_width] int64, device: the commits' columns
+  torch::Tensor read_;                                  // [B, 3 + path_width + kLengthColumns] int64, device
+  std::vector<std::pair<KvCache*, int64_t>> settling_;  // read_lengths' caches and their first column
   std::optional<at::RecordFunction> iteration_record_;  // the current "vispec::iteration"
 };
 

@@ -9,7 +9,7 @@ namespace vispec {
 EaglePairs::EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, StaticForwards& drafter_steps,
                        int64_t batch, int64_t path_width)
     : target_(target), tcache_(tcache), gpt_(target.gpt()), drafter_(std::move(drafter)), steps_(drafter_steps),
-      B_(batch), R_(target.rows(batch)), W_(path_width), waiting_(static_cast<size_t>(batch), 0) {}
+      B_(batch), R_(target.rows(batch)), W_(path_width) {}
 
 KvCache EaglePairs::drafter_cache(int64_t extra) {
   return steps_.make_cache(R_, gpt_->config().image_tokens() + extra, [&] { return drafter_->make_cache(R_, extra); });
@@ -39,7 +39,6 @@ void EaglePairs::start(const SamplingParams& params, const DecodeRequest& reques
   features_ = graphs.state(rows, "eagle_features", {R_, W_, first.size(2)}, first.options());
   features_.copy_(first.expand({R_, W_, -1}));
   seed_ = request.seed;
-  std::fill(waiting_.begin(), waiting_.end(), 1);  // the first token
   waiting_device_ =
       graphs.state(rows, "eagle_waiting", {B_}, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device()));
   waiting_device_.fill_(1);
@@ -59,18 +58,15 @@ torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {
   const auto tokens = torch::where(real, rows.tokens.gather(1, cells), 0);
   auto out = draft(dcache, features_, tokens, cells, causal_mask(W, gpt_->device()));
   // The pairs stay where they were written: bookkeeping, no data moves. The device counts the real pairs; the
-  // host counts every entry, whatever was accepted (so that a replayed iteration moves the host lengths as the
-  // recorded one did), and settle() takes the padding back.
-  const auto per_sample = real.sum(1);
-  const auto real_pairs = S > 1 ? per_sample.repeat({S}) : per_sample;  // [R]
-  dcache.shift_lengths_on_host(std::vector<int64_t>(size_t(R_), W));
-  dcache.shift_lengths_on_device(real_pairs);
-  // Each row's newest pair: its last real one (the first, in a finished row that has none).
-  const auto newest = (real_pairs.unsqueeze(1) - 1).clamp_min(0);
-  return out.gather(1, newest.unsqueeze(-1).expand({R_, 1, out.size(2)})).squeeze(1);
+  // host plans with the whole block, whatever was accepted, until the iteration's read settles it.
+  const auto pairs = real.sum(1);  // [B]
+  dcache.advance(pairs);
+  // Each row's newest pair: its last real one (the first, in a finished row that has none), in every stream.
+  const auto newest = (pairs - 1).clamp_min(0).view({1, B_, 1, 1}).expand({S, B_, 1, out.size(2)});
+  return out.view({S, B_, W, out.size(2)}).gather(2, newest).view({R_, out.size(2)});
 }
 
-void EaglePairs::keep_paths_on_device(const DecodeRows& rows, const torch::Tensor& path, const torch::Tensor& hidden) {
+void EaglePairs::keep_paths(const DecodeRows& rows, const torch::Tensor& path, const torch::Tensor& hidden) {
   // The walk's verdict is levels + 2 wide, its last column -1 (a path holds the root and at most `levels`
   // accepted nodes): W_ = levels + 1 columns hold every path.
   VISPEC_ASSERT(path.size(0) == B_ && path.size(1) <= W_ + 1, "EaglePairs: paths of ", path.size(1),
@@ -80,7 +76,7 @@ void EaglePairs::keep_paths_on_device(const DecodeRows& rows, const torch::Tenso
   auto p = path.size(1) < W_ ? torch::cat({path, torch::full({B_, W_ - path.size(1)}, -1, path.options())}, 1)
                              : path.narrow(1, 0, W_);
   p = p.masked_fill(finished, -1);
-  target_.keep_paths_on_device(tcache_, p);
+  tcache_.keep_paths(p);
   waiting_device_.copy_(p.ge(0).sum(1));
   // Row b's pairs read the hidden states at its path's entries (padding repeats the last one); their tokens,
   // the path's drafts and the token sampled after them, are the row's newest waiting ones.
@@ -90,36 +86,18 @@ void EaglePairs::keep_paths_on_device(const DecodeRows& rows, const torch::Tenso
   features_.copy_(gpt_->norm(hidden.gather(1, at)));
 }
 
-void EaglePairs::settle(KvCache& dcache, const DecodeRows& rows, std::vector<std::vector<int64_t>> paths) {
-  std::vector<int64_t> padding;  // the catch-up's: W entries counted per row, waiting_ of them pairs
-  for (int64_t row = 0; row < R_; ++row) padding.push_back(waiting_[size_t(row % B_)] - W_);
-  dcache.shift_lengths_on_host(padding);
-  for (int64_t b = 0; b < B_; ++b) {
-    auto& p = paths[size_t(b)];
-    VISPEC_ASSERT(int64_t(p.size()) <= W_, "EaglePairs: a path of ", p.size(), " entries");
-    if (rows.committed[size_t(b)] >= rows.cells()) p.clear();
-    waiting_[size_t(b)] = int64_t(p.size());
-  }
-  target_.keep_paths_on_host(tcache_, paths);
-}
-
 std::vector<std::vector<int64_t>> EaglePairs::iterate(IterationGraphs& graphs, DecodeRows& rows, KvCache& dcache,
                                                       const StepKey& shape, int64_t tree_nodes,
                                                       const std::vector<int64_t>& drafter_widths, IterationTimes& times,
                                                       PhaseClock& clock, const std::function<void()>& body) {
   const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(tcache_), steps_.pooled_lengths(dcache)};
-  if (pooled[0] && pooled[1] && tcache_.lengths_current() && dcache.lengths_current()) {
-    // The tree blocks are planned after the catch-up has counted W_ entries on the host.
-    StepKey key{B_, int64_t(seed_), tcache_.bucket_for(tree_nodes), dcache.bucket_for(W_)};
-    for (int64_t width : drafter_widths) key.push_back(dcache.bucket_for(W_ + width));
-    key.insert(key.end(), shape.begin(), shape.end());
-    graphs.run(rows, key, pooled, {&tcache_, &dcache}, body);
-  } else {
-    body();
-  }
-  auto paths = rows.settle_tree();  // the iteration's one read
+  // The tree blocks are planned after the catch-up has counted W_ entries on the host.
+  StepKey key{B_, int64_t(seed_), tcache_.bucket_for(tree_nodes), dcache.bucket_for(W_)};
+  for (int64_t width : drafter_widths) key.push_back(dcache.bucket_for(W_ + width));
+  key.insert(key.end(), shape.begin(), shape.end());
+  graphs.run(rows, key, pooled, {&tcache_, &dcache}, body);
+  auto paths = rows.settle_tree();  // the iteration's one read, which settles the caches' lengths
   times.end_device_half(clock);
-  settle(dcache, rows, paths);
   return paths;
 }
 

@@ -8,7 +8,7 @@
 // first, before the tree's nodes. Every drafter forward (the catch-up, each tree level) is a static step on a
 // pooled static cache (decoding/floor/static_forwards.h), replayed as a CUDA graph on a GPU, and the pairs'
 // device state lives in the decoder's IterationGraphs, so that a whole iteration can be one graph too: its
-// device half is catch_up .. keep_paths_on_device, its host half settle().
+// device half is catch_up .. keep_paths, and its one read settles the rest.
 #pragma once
 
 #include <torch/torch.h>
@@ -51,26 +51,23 @@ class EaglePairs {
   void start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows, IterationGraphs& graphs);
   // Feeds every row's waiting pairs to the drafter as one block of path_width entries (padded; the padding is
   // not kept), keeps them in its cache `dcache`, and returns the drafter's output at each row's newest pair
-  // [R, D]. Nothing is read or uploaded. The device lengths count the pairs; the host's count the whole block
-  // (an upper bound, the same in every iteration, which plans the tree's blocks), until settle().
+  // [R, D]. Nothing is read or uploaded. The device lengths count the pairs; the host's plan counts the whole
+  // block (an upper bound, the same in every iteration, which plans the tree's blocks) until the iteration's read.
   torch::Tensor catch_up(KvCache& dcache, const DecodeRows& rows);
   // After a walk's commit (DecodeRows::commit_tree_on_device): every row still decoding keeps its accepted path
   // (root first) in the target's cache, and its pairs wait for the drafter: the path's hidden states in the
   // verification forward [R, T, D] (pre-norm) and the tokens just committed (the path's drafts, the sampled
   // one). path: the walk's [B, <= path_width + 1] (TreeVerdict::path), from which the cache and the pairs are
   // gathered on the device: nothing is read or uploaded.
-  void keep_paths_on_device(const DecodeRows& rows, const torch::Tensor& path, const torch::Tensor& hidden);
-  // The host half, after the iteration's read (DecodeRows::settle_tree's paths): the target cache's host
-  // lengths, the drafter cache's (the catch-up's padding taken back) and the pairs each row waits with.
-  void settle(KvCache& dcache, const DecodeRows& rows, std::vector<std::vector<int64_t>> paths);
+  void keep_paths(const DecodeRows& rows, const torch::Tensor& path, const torch::Tensor& hidden);
 
-  // A tree decoder's iteration: `body` (catch_up .. DecodeRows::commit_tree_on_device, keep_paths_on_device)
+  // A tree decoder's iteration: `body` (catch_up .. DecodeRows::commit_tree_on_device, keep_paths)
   // through `graphs` where its caches are static, keyed by `shape` (what fixes the tree's host numbers: the
   // widest top_k, the walk's levels and each row's draft length) and by the bucket of every forward in it: the
   // verification's over `tree_nodes` entries, the catch-up's and the drafter's tree blocks, whose widths
   // (pending entries once written) are `drafter_widths`; otherwise eagerly. Then the iteration's one read
-  // (DecodeRows::settle_tree; `times` ends its device half there) and settle(). Returns every row's accepted
-  // path, root first.
+  // (DecodeRows::settle_tree, which settles the caches' lengths; `times` ends its device half there). Returns
+  // every row's accepted path, root first.
   std::vector<std::vector<int64_t>> iterate(IterationGraphs& graphs, DecodeRows& rows, KvCache& dcache,
                                             const StepKey& shape, int64_t tree_nodes,
                                             const std::vector<int64_t>& drafter_widths, IterationTimes& times,
@@ -84,9 +81,9 @@ class EaglePairs {
   StaticForwards& steps_;
   int64_t B_, R_, W_;             // W_: path_width
   uint64_t seed_ = 0;             // the decode's (start), in every iteration's key
-  std::vector<int64_t> waiting_;  // per row, the pairs the drafter has not read: its newest committed tokens
-  torch::Tensor waiting_device_;  // [B] int64: the same on the device (a buffer of the IterationGraphs)
-  torch::Tensor features_;        // [R, W, D] their post-norm features (row r's first waiting_ valid; likewise)
+  torch::Tensor waiting_device_;  // [B] int64: per row, the pairs the drafter has not read (its newest committed
+                                  // tokens), a buffer of the IterationGraphs
+  torch::Tensor features_;        // [R, W, D] their post-norm features (the first waiting_device_ of each valid)
 };
 
 }  // namespace vispec

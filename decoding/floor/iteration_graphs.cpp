@@ -1,5 +1,7 @@
 #include "decoding/floor/iteration_graphs.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace vispec {
@@ -28,13 +30,30 @@ bool IterationGraphs::replays(torch::Device device) const {
   return device.is_cuda() && cuda_graphs_enabled() && !failed_;
 }
 
-void IterationGraphs::run(const DecodeRows& rows, const StepKey& key,
-                          const std::vector<const torch::Tensor*>& cache_lengths, const std::vector<KvCache*>& caches,
-                          const std::function<void()>& body) {
-  if (failed_) {  // eager from here on, each forward still replayed as its own graph
+void IterationGraphs::run(DecodeRows& rows, const StepKey& key, const std::vector<const torch::Tensor*>& cache_lengths,
+                          const std::vector<KvCache*>& caches, const std::function<void()>& body,
+                          const std::vector<std::vector<int64_t>>& after) {
+  VISPEC_ASSERT(after.empty() || after.size() == caches.size(), "lengths after an iteration for ", after.size(), " of ",
+                caches.size(), " caches");
+  std::vector<std::vector<int64_t>> start;
+  for (const auto* c : caches) start.push_back(c->lengths());
+  const auto iteration = [&] {
+    for (size_t i = 0; i < caches.size(); ++i) caches[i]->settle(start[i]);  // every run plans the same blocks
     body();
-    return;
+    if (after.empty()) rows.read_lengths(caches);
+  };
+  const bool pooled = std::all_of(cache_lengths.begin(), cache_lengths.end(), [](const auto* t) { return t; });
+  if (key.empty() || !pooled || failed_) {  // eager, each forward still replayed as its own graph
+    iteration();
+  } else {
+    replay(rows, key, cache_lengths, iteration);
   }
+  for (size_t i = 0; i < after.size(); ++i) caches[i]->settle(after[i]);
+}
+
+void IterationGraphs::replay(const DecodeRows& rows, const StepKey& key,
+                             const std::vector<const torch::Tensor*>& cache_lengths,
+                             const std::function<void()>& iteration) {
   auto& set = set_of(rows);
   const auto& b = set.rows;
   // Everything the body reads and writes that outlives it (the K/V caches aside: a rerun from the same lengths
@@ -42,17 +61,14 @@ void IterationGraphs::run(const DecodeRows& rows, const StepKey& key,
   // counts and what the host will read.
   std::vector<const at::Tensor*> state{&b.tokens, &b.n, &b.iteration, &b.sample_ids, &b.read};
   for (const auto& [name, t] : set.own) state.push_back(&t);
-  for (const auto* t : cache_lengths) {
-    VISPEC_ASSERT(t, "an iteration graph over a cache that is not a pooled static cache");
-    state.push_back(t);
-  }
+  for (const auto* t : cache_lengths) state.push_back(t);
   std::vector<const void*> storage;
   for (const auto* t : state) storage.push_back(t->data_ptr());
   auto& graphs = graphs_[storage];
   if (!graphs)
     graphs = std::make_unique<StepGraphs>(
         rows.tokens.device(), state, std::vector<const at::Tensor*>{&b.read, &b.tokens}, "vispec::iteration_graph");
-  graphs->run(key, body, caches);
+  graphs->run(key, iteration);
   if (rows.tokens.is_cuda() && !graphs->replaying()) failed_ = true;
 }
 

@@ -5,11 +5,18 @@
 // (decoding/floor/static_forwards.h) leaves the drafting, acceptance and commit between them eager.
 //
 // A decoder splits its iteration into a body (device work only: it reads and writes the decode state's buffers,
-// the pooled static caches and tensors that outlive the decode; the caches' host bookkeeping of its forwards is
-// allowed) and what follows it (DecodeRows::settle_chain's read, the host halves of the caches' commits). It
-// runs the body through run() when the iteration is steady: its key (batch, chain length, the buckets its
-// forwards read through, the job's seed) fixes every forward's key and every scalar of the body. Otherwise (an
-// iteration whose forwards cross a length bucket) it runs the body eagerly, each forward still a graph.
+// the pooled static caches and tensors that outlive the decode; the caches' host plans of its forwards and
+// commits are allowed) and what follows it (DecodeRows::settle_chain's or settle_tree's read). It runs the body
+// through run(), with a key when the iteration is steady: the key (batch, chain length, the buckets its forwards
+// read through, the job's seed) fixes every forward's key and every scalar of the body, and the body is
+// replayed. Without one (an iteration whose forwards cross a length bucket) the body runs eagerly, each forward
+// still a graph.
+//
+// The caches' device lengths are the truth (models/gpt/kv_cache.h); the host keeps a plan of them, which picks
+// the buckets. run() starts the body, every run of it (a capture runs it several times), from the plans as they
+// stood before it, and ends it by copying the device lengths into the iteration's read, which settles the plans
+// (DecodeRows::read_lengths); a body with no read settles them on lengths the host knew in advance instead. A
+// replay leaves nothing of the host to follow.
 //
 // The decode state lives in buffers of this owner (rows()), one set per batch shape, written in place by every
 // decode of that shape: a graph finds them where it was captured. On a CPU every body runs eagerly; there the
@@ -41,11 +48,14 @@ class IterationGraphs {
   torch::Tensor state(const DecodeRows& rows, const std::string& name, at::IntArrayRef sizes,
                       const torch::TensorOptions& options);
 
-  // Runs (or replays) `body` as the iteration of `key` over `rows` (made by rows()): cache_lengths are the
-  // pooled device lengths of the caches it uses (CfgModel::pooled_lengths), caches their copies whose host
-  // bookkeeping the body moves.
-  void run(const DecodeRows& rows, const StepKey& key, const std::vector<const torch::Tensor*>& cache_lengths,
-           const std::vector<KvCache*>& caches, const std::function<void()>& body);
+  // Runs (or, with a key, replays) `body` as an iteration over `rows` (made by rows()) and `caches`, whose pooled
+  // device lengths are cache_lengths (CfgModel::pooled_lengths; a null one: the body runs eagerly). `after`:
+  // every cache's lengths after the body where the host knows them (a block of known commits), on which their
+  // plans are settled; empty: the body's end copies them into the read that follows it (rows.settle_chain or
+  // rows.settle_tree), which settles them.
+  void run(DecodeRows& rows, const StepKey& key, const std::vector<const torch::Tensor*>& cache_lengths,
+           const std::vector<KvCache*>& caches, const std::function<void()>& body,
+           const std::vector<std::vector<int64_t>>& after = {});
 
   // Whether bodies run through run() may be replayed (a CUDA device with graphs on): a body then cannot time
   // its phases (an event inside a graph is not one the host can time), and the decoder times the iteration whole.
@@ -57,6 +67,9 @@ class IterationGraphs {
     std::map<std::string, torch::Tensor> own;  // state()'s
   };
   Set& set_of(const DecodeRows& rows);
+  // run()'s body through the graphs of `key` over the state of `rows`.
+  void replay(const DecodeRows& rows, const StepKey& key, const std::vector<const torch::Tensor*>& cache_lengths,
+              const std::function<void()>& iteration);
   std::map<std::vector<int64_t>, std::unique_ptr<Set>> sets_;               // by (rows, columns, paths, device)
   std::map<std::vector<const void*>, std::unique_ptr<StepGraphs>> graphs_;  // by the state's storage
   bool failed_ = false;                                                     // a check fell back to eager

@@ -7,13 +7,6 @@ namespace vispec {
 namespace {
 // Pooled caches per model: a decoder holds at most a few caches of one model at once; more means copies leak.
 constexpr size_t kMaxPooledCaches = 8;
-
-// Holds the cache's planned block for the length of a step (KvCache::hold_plan), exceptions included.
-struct HeldPlan {
-  KvCache& cache;
-  explicit HeldPlan(KvCache& c) : cache(c) { cache.hold_plan(true); }
-  ~HeldPlan() { cache.hold_plan(false); }
-};
 }  // namespace
 
 KvCache StaticForwards::make_cache(int64_t rows, int64_t capacity, const std::function<KvCache()>& make,
@@ -65,8 +58,8 @@ std::vector<torch::Tensor> StaticForwards::forward(KvCache& cache, int64_t T, co
   auto* pooled = pooled_of(cache);
   VISPEC_ASSERT(pooled, "a static forward on a cache that is not pooled");
   auto& p = *pooled;
+  // Planned once here; every run of the step (eager, warm-up, capture) then opens this block.
   const int64_t keys = cache.plan_static_block(T);
-  const HeldPlan held(cache);
   // The block key: T, then each input's rank and sizes (-1 for an undefined input).
   std::vector<int64_t> shape{T};
   for (const auto& x : inputs) {

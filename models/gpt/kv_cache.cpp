@@ -3,16 +3,27 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/check.h"
 
 namespace vispec {
 
 namespace {
+std::atomic<bool> plan_check{false};
+
+// The device lengths on the host, for the plan check.
+std::vector<int64_t> device_lengths_now(const torch::Tensor& lengths) {
+  const auto host = lengths.to(torch::kCPU).contiguous();
+  return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
+}
+
 torch::Tensor causal_mask_block(int64_t W, torch::Device device) {
   return torch::ones({W, W}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
 }
 }  // namespace
+
+void set_kv_plan_check(bool enabled) { plan_check = enabled; }
 
 KvCache::KvCache(int64_t n_layer, int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
                  torch::Dtype dtype, torch::Device device)
@@ -113,27 +124,15 @@ void KvCache::use_device_lengths(int64_t hidden_prefix) {
   }
 }
 
-void KvCache::upload_lengths() {
-  // Lazily: a decoder's host-only commits (keep_rows, shift_lengths without device counts) cost one upload,
-  // made by the next static block's host half.
-  if (device_lengths()) lengths_stale_ = true;
-}
-
-void KvCache::sync_lengths() {
-  if (!lengths_stale_) return;
-  RECORD_FUNCTION("vispec::host_upload", std::vector<c10::IValue>());  // counted by traces and profiles
-  lengths_device_.copy_(torch::tensor(length_, torch::kInt64));
-  lengths_stale_ = false;
-}
-
 int64_t KvCache::plan_static_block(int64_t T) {
   VISPEC_ASSERT(device_lengths(), "a static block needs use_device_lengths()");
+  if (planned_ == T) return bucket_;  // the planned block again: its step run once more
   VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
   const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
   extend_ = false;
   const int64_t need = max_length() + W;
   VISPEC_ASSERT(T >= 1 && need <= capacity_, "KV cache overflow: need ", need, " of ", capacity_, " slots");
-  sync_lengths();
+  planned_ = T;
   bucket_ = bucket_for(W);
   block_slots_ = torch::Tensor();
   pending_ = W;
@@ -148,11 +147,15 @@ int64_t KvCache::plan_static_block(int64_t T) {
 // lets the query see block entry s - L_b. A restriction of the committed entries (restrict_committed, on the
 // device) hides the committed keys it does not show, read through the same bucket.
 AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_mask) {
-  // A held plan is the block a runner planned before its step, which it may run, warm up and capture: each
-  // begins the same block.
-  VISPEC_ASSERT(!plan_held_ || T == pending_ - written_from_, "a block of ", T, " entries where ",
-                pending_ - written_from_, " were planned");
-  const int64_t S = plan_held_ ? bucket_ : plan_static_block(T), B = batch(), P = written_from_, W = pending_;
+  // The planned block, if a runner planned it before its step (which it may run, warm up and capture: each run
+  // begins the same block), else planned now.
+  const int64_t S = plan_static_block(T), B = batch(), P = written_from_, W = pending_;
+  if (plan_check) {
+    const auto device = device_lengths_now(lengths_device_);
+    for (int64_t b = 0; b < B; ++b)
+      VISPEC_ASSERT(length_[b] >= device[size_t(b)], "a static block planned with row ", b, " at ", length_[b],
+                    " entries where the device holds ", device[size_t(b)]);
+  }
   const auto device = k_[0].device();
   const auto& L = lengths_device_;
   const auto rel = key_index_.narrow(0, 0, S).view({1, 1, S}) - L.view({B, 1, 1});  // [B, 1, S]: slot - L_b
@@ -180,16 +183,6 @@ AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_
   }
   if (prefix_visible_.defined()) mask = apply_prefix_visibility(mask, prefix_visible_, slot_index_.view({B, T}));
   return {mask.unsqueeze(1)};
-}
-
-void KvCache::keep_all_on_device() {
-  VISPEC_ASSERT(device_lengths() && !lengths_stale_, "keep_all_on_device without current device lengths");
-  lengths_device_.add_(pending_);
-}
-
-void KvCache::keep_all_on_host() {
-  for (size_t b = 0; b < length_.size(); ++b) length_[b] += node_starts_.empty() ? pending_ : node_starts_[b].back();
-  pending_ = 0;
 }
 
 void KvCache::hide_prefix_keys(const torch::Tensor& visible) {
@@ -255,12 +248,32 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torc
   return {kc.narrow(2, 0, S), vc.narrow(2, 0, S)};
 }
 
+void KvCache::close_block() {
+  pending_ = 0;
+  written_from_ = 0;
+  extend_ = false;
+  planned_ = 0;
+  node_starts_.clear();
+}
+
+torch::Tensor KvCache::lengths_by_stream(int64_t samples) const {
+  VISPEC_ASSERT(samples > 0 && batch() % samples == 0, "a commit for ", samples, " samples in a cache of ", batch(),
+                " rows");
+  return lengths_device_.view({batch() / samples, samples});
+}
+
+std::vector<int64_t> KvCache::every_row(const std::vector<int64_t>& per_sample) const {
+  const int64_t S = int64_t(per_sample.size());
+  VISPEC_ASSERT(S > 0 && batch() % S == 0, "a commit for ", S, " samples in a cache of ", batch(), " rows");
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < batch(); ++r) rows.push_back(per_sample[size_t(r % S)]);
+  return rows;
+}
+
 void KvCache::keep_all() {
-  if (device_lengths()) {
-    sync_lengths();
-    keep_all_on_device();
-  }
-  keep_all_on_host();
+  if (device_lengths()) lengths_device_.add_(pending_);
+  for (size_t b = 0; b < length_.size(); ++b) length_[b] += node_starts_.empty() ? pending_ : node_starts_[b].back();
+  close_block();
 }
 
 std::vector<int64_t> KvCache::entries_of(int64_t row, const std::vector<int64_t>& nodes) const {
@@ -274,58 +287,109 @@ std::vector<int64_t> KvCache::entries_of(int64_t row, const std::vector<int64_t>
   return entries;
 }
 
-void KvCache::keep_rows(const std::vector<std::vector<int64_t>>& rows, const torch::Tensor& on_device) {
-  if (on_device.defined() && device_lengths() && !lengths_stale_) {
-    VISPEC_ASSERT(on_device.dim() == 2 && on_device.size(0) == batch(), "keep_rows: device rows of shape ",
-                  on_device.sizes());
-    for (const auto& r : rows)
-      VISPEC_ASSERT(int64_t(r.size()) <= on_device.size(1), "keep_rows: a row of ", r.size(),
-                    " entries in device rows of ", on_device.size(1));
-    keep_rows_on_device(on_device);
-    return keep_rows_on_host(rows);
+namespace {
+// A dynamic cache's commit from device numbers: read, as a decoder's read is (counted by traces and profiles).
+torch::Tensor read_commit(const torch::Tensor& t) {
+  RECORD_FUNCTION("vispec::host_read", std::vector<c10::IValue>());
+  return t.to(torch::kCPU, torch::kInt64).contiguous();
+}
+torch::Tensor upload_commit(const torch::Tensor& t, torch::Device device) {
+  RECORD_FUNCTION("vispec::host_upload", std::vector<c10::IValue>());
+  return t.to(device);
+}
+}  // namespace
+
+void KvCache::advance(const torch::Tensor& counts) {
+  VISPEC_ASSERT(counts.dim() == 1, "advance: counts of shape ", counts.sizes());
+  if (!device_lengths()) {  // a dynamic cache: its host lengths are the truth
+    const auto host = read_commit(counts);
+    return advance(std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel()));
   }
-  VISPEC_ASSERT(int64_t(rows.size()) == batch(), "keep_rows of ", rows.size(), " rows in a cache of ", batch());
-  std::vector<std::vector<int64_t>> entries;
-  for (size_t b = 0; b < rows.size(); ++b) entries.push_back(entries_of(int64_t(b), rows[b]));
-  keep_entry_rows(entries);
-  upload_lengths();
+  VISPEC_ASSERT(node_starts_.empty() && counts.device() == lengths_device_.device(), "advance: device counts on ",
+                counts.device(), " for a static cache on ", lengths_device_.device());
+  lengths_by_stream(counts.numel()).add_(counts.view({1, -1}));
+  for (auto& n : length_) n += pending_;  // the plan: at most the whole pending block, until settle()
+  close_block();
 }
 
-void KvCache::keep_rows_on_device(const torch::Tensor& on_device) {
-  if (!device_lengths()) return;  // a dynamic cache: its host half is the whole commit
-  VISPEC_ASSERT(lengths_current() && node_starts_.empty() && on_device.dim() == 2 && on_device.size(0) == batch() &&
-                    on_device.size(1) <= capacity_,
-                "keep_rows: device rows of shape ", on_device.sizes(), " for current device lengths of ", batch());
-  keep_device_rows(on_device);
-}
-
-void KvCache::keep_rows_on_host(const std::vector<std::vector<int64_t>>& rows) {
-  VISPEC_ASSERT(int64_t(rows.size()) == batch(), "keep_rows of ", rows.size(), " rows in a cache of ", batch());
-  if (!device_lengths()) return keep_rows(rows);
+void KvCache::advance(const std::vector<int64_t>& counts) {
+  auto delta = every_row(counts);
   for (int64_t b = 0; b < batch(); ++b) {
-    const auto& r = rows[size_t(b)];
-    VISPEC_ASSERT(length_[b] + int64_t(r.size()) <= capacity_ &&
-                      std::all_of(r.begin(), r.end(), [&](int64_t i) { return i >= 0 && i < pending_; }),
-                  "keep_rows: row ", b, " keeps ", r.size(), " entries of a block of ", pending_);
-    length_[b] += int64_t(r.size());
+    int64_t& n = delta[size_t(b)];
+    if (n > 0 && !node_starts_.empty()) {  // nodes -> their entries
+      VISPEC_ASSERT(n < int64_t(node_starts_[size_t(b)].size()), "advance commits ", n, " nodes");
+      n = node_starts_[size_t(b)][size_t(n)];
+    }
+    VISPEC_ASSERT(n <= pending_ && length_[b] + n >= 0 && length_[b] + n <= capacity_, "advance of row ", b, " by ", n,
+                  ": length ", length_[b], ", pending block ", pending_, ", capacity ", capacity_);
+    length_[b] += n;
   }
+  if (device_lengths())
+    lengths_device_.add_(upload_commit(torch::tensor(delta, torch::kInt64), lengths_device_.device()));
+  close_block();
 }
 
-// keep_entry_rows' moves from device numbers: row b's entry j < n_b moves from L_b + rows[b][j] to L_b + j; the
-// padding past n_b repeats the last move, or, in a row that keeps nothing, copies slot min(L_b, capacity - 1)
-// onto itself. Every source is gathered before anything is written.
-void KvCache::keep_device_rows(const torch::Tensor& rows) {
-  const int64_t B = batch(), W = rows.size(1);
-  const auto L = lengths_device_.view({B, 1});
-  const auto count = rows.ge(0).sum(1, /*keepdim=*/true);  // [B, 1]
+void KvCache::keep_paths(const torch::Tensor& paths) {
+  VISPEC_ASSERT(paths.dim() == 2, "keep_paths: paths of shape ", paths.sizes());
+  if (!device_lengths()) {  // a dynamic cache: its host lengths are the truth
+    const auto host = read_commit(paths);
+    const auto h = host.accessor<int64_t, 2>();
+    std::vector<std::vector<int64_t>> rows(size_t(host.size(0)));
+    for (int64_t s = 0; s < host.size(0); ++s)
+      for (int64_t j = 0; j < host.size(1) && h[s][j] >= 0; ++j) rows[size_t(s)].push_back(h[s][j]);
+    return keep_paths(rows);
+  }
+  VISPEC_ASSERT(node_starts_.empty() && paths.device() == lengths_device_.device() && paths.size(1) <= capacity_,
+                "keep_paths: device paths of shape ", paths.sizes(), " on ", paths.device(), " for a static cache on ",
+                lengths_device_.device());
+  keep_device_paths(paths);
+  for (auto& n : length_) n += std::min(pending_, paths.size(1));  // the plan: an upper bound, until settle()
+  close_block();
+}
+
+void KvCache::keep_paths(const std::vector<std::vector<int64_t>>& paths) {
+  const int64_t S = int64_t(paths.size());
+  VISPEC_ASSERT(S > 0 && batch() % S == 0, "keep_paths of ", S, " paths in a cache of ", batch(), " rows");
+  std::vector<std::vector<int64_t>> entries;
+  for (int64_t r = 0; r < batch(); ++r) {
+    const auto& path = paths[size_t(r % S)];
+    VISPEC_ASSERT(length_[r] + int64_t(path.size()) <= capacity_ &&
+                      std::all_of(path.begin(), path.end(), [&](int64_t i) { return i >= 0 && i < pending_; }),
+                  "keep_paths: row ", r, " keeps ", path.size(), " entries of a block of ", pending_);
+    entries.push_back(entries_of(r, path));
+  }
+  if (!device_lengths()) {
+    keep_entry_rows(entries);
+    return close_block();
+  }
+  // A static cache: the paths uploaded, then kept as device paths are (the host plan exact).
+  int64_t W = 1;
+  for (const auto& e : entries) W = std::max(W, int64_t(e.size()));
+  auto rows = torch::full({batch(), W}, -1, torch::kInt64);
+  auto a = rows.accessor<int64_t, 2>();
+  for (int64_t r = 0; r < batch(); ++r)
+    for (size_t j = 0; j < entries[size_t(r)].size(); ++j) a[r][int64_t(j)] = entries[size_t(r)][j];
+  keep_device_paths(upload_commit(rows, lengths_device_.device()));
+  for (int64_t r = 0; r < batch(); ++r) length_[r] += int64_t(entries[size_t(r)].size());
+  close_block();
+}
+
+// keep_entry_rows' moves from device numbers: row r's entry j < n_r moves from L_r + paths[s][j] to L_r + j; the
+// padding past n_r repeats the last move, or, in a row that keeps nothing, copies slot min(L_r, capacity - 1)
+// onto itself. Every source is gathered before anything is written. Paths of S samples apply to every stream's
+// row of each (L viewed [R / S, S]), so the streams need no copy of them.
+void KvCache::keep_device_paths(const torch::Tensor& paths) {
+  const int64_t S = paths.size(0), W = paths.size(1);
+  const auto L = lengths_by_stream(S).unsqueeze(2);         // [R / S, S, 1]
+  const auto count = paths.ge(0).sum(1, /*keepdim=*/true);  // [S, 1]
   const auto last = (count - 1).clamp_min(0);
-  const auto j = torch::minimum(key_index_.narrow(0, 0, W).view({1, W}), last);  // [B, W]
+  const auto j = torch::minimum(key_index_.narrow(0, 0, W).view({1, W}), last);  // [S, W]
   const auto none = count.eq(0);
   const auto still = L.clamp_max(capacity_ - 1);
-  const auto dst = torch::where(none, still, L + j);
-  const auto src = torch::where(none, still, L + rows.gather(1, j));
-  move_entries(src, dst);
-  lengths_device_.add_(count.view({B}));
+  const auto dst = torch::where(none, still, L + j);  // [R / S, S, W]
+  const auto src = torch::where(none, still, L + paths.gather(1, j));
+  move_entries(src.view({batch(), W}), dst.view({batch(), W}));
+  lengths_by_stream(S).add_(count.view({1, S}));
 }
 
 // Every source is gathered before anything is written, so moves that overlap (a path's entry j from a slot
@@ -369,32 +433,20 @@ void KvCache::keep_entry_rows(const std::vector<std::vector<int64_t>>& rows) {
   for (int64_t b = 0; b < B; ++b) length_[b] += int64_t(rows[size_t(b)].size());
 }
 
-void KvCache::shift_lengths(const std::vector<int64_t>& delta, const torch::Tensor& on_device) {
-  shift_lengths_on_host(delta);
-  if (!device_lengths()) return;
-  if (!on_device.defined() || lengths_stale_) return upload_lengths();
-  shift_lengths_on_device(on_device);
+torch::Tensor KvCache::lengths_now() const {
+  return device_lengths() ? lengths_device_ : torch::tensor(length_, torch::kInt64);
 }
 
-void KvCache::shift_lengths_on_host(const std::vector<int64_t>& delta) {
-  VISPEC_ASSERT(int64_t(delta.size()) == batch(), "shift_lengths of ", delta.size(), " rows in a cache of ", batch());
-  for (int64_t b = 0; b < batch(); ++b) {
-    int64_t n = delta[size_t(b)];
-    if (n > 0 && !node_starts_.empty()) {  // nodes -> their entries
-      VISPEC_ASSERT(n < int64_t(node_starts_[size_t(b)].size()), "shift_lengths commits ", n, " nodes");
-      n = node_starts_[size_t(b)][size_t(n)];
-    }
-    VISPEC_ASSERT(n <= pending_ && length_[b] + n >= 0 && length_[b] + n <= capacity_, "shift_lengths of row ", b,
-                  " by ", n, ": length ", length_[b], ", pending block ", pending_, ", capacity ", capacity_);
-    length_[b] += n;
-  }
-}
-
-void KvCache::shift_lengths_on_device(const torch::Tensor& on_device) {
-  if (!device_lengths()) return;  // a dynamic cache: its host half is the whole commit
-  VISPEC_ASSERT(lengths_current() && node_starts_.empty() && on_device.numel() == batch(),
-                "shift_lengths: device counts of ", on_device.numel(), " rows for current device lengths of ", batch());
-  lengths_device_.add_(on_device);
+void KvCache::settle(const std::vector<int64_t>& lengths) {
+  if (!device_lengths()) return;  // a dynamic cache: its host lengths are the truth
+  VISPEC_ASSERT(lengths.size() == length_.size(), "settle of ", lengths.size(), " rows in a cache of ", batch());
+  for (const int64_t n : lengths)
+    VISPEC_ASSERT(n >= 0 && n <= capacity_, "settle: a length of ", n, " in a cache of ", capacity_, " slots");
+  VISPEC_ASSERT(!plan_check || lengths == device_lengths_now(lengths_device_),
+                "settle on lengths other than the device's");
+  length_ = lengths;
+  committed_mask_ = torch::Tensor();
+  close_block();
 }
 
 int64_t KvCache::bucket_for(int64_t width) const {
@@ -402,32 +454,14 @@ int64_t KvCache::bucket_for(int64_t width) const {
   return std::min(capacity_, (need + kLengthBucket - 1) / kLengthBucket * kLengthBucket);
 }
 
-void KvCache::follow_host(const KvCache& recorded_before, const KvCache& recorded_after) {
-  VISPEC_ASSERT(batch() == recorded_before.batch() && batch() == recorded_after.batch(), "follow_host of ", batch(),
-                " rows after a step of ", recorded_before.batch());
-  auto lengths = length_;
-  for (size_t b = 0; b < lengths.size(); ++b) lengths[b] += recorded_after.length_[b] - recorded_before.length_[b];
-  *this = recorded_after;  // the device tensors are shared: only the host bookkeeping is taken
-  length_ = std::move(lengths);
-}
-
-bool KvCache::same_host_state(const KvCache& o) const {
-  return length_ == o.length_ && pending_ == o.pending_ && written_from_ == o.written_from_ && extend_ == o.extend_ &&
-         bucket_ == o.bucket_ && node_starts_ == o.node_starts_ && plan_held_ == o.plan_held_ &&
-         lengths_stale_ == o.lengths_stale_ && committed_mask_.defined() == o.committed_mask_.defined();
-}
-
 void KvCache::reset() {
-  node_starts_.clear();
+  close_block();
   std::fill(length_.begin(), length_.end(), 0);
-  pending_ = 0;
-  extend_ = false;
   committed_mask_ = torch::Tensor();
   if (device_lengths()) {
     // A static cache keeps its hidden-prefix tensors for the next prefill to overwrite in place (a caption or
     // prompt model hides a prefix at every prefill, a class model never).
     lengths_device_.zero_();
-    lengths_stale_ = false;
     return;
   }
   prefix_visible_ = torch::Tensor();

@@ -2,8 +2,8 @@
 //
 // Each batch row holds `length(row)` committed entries. A forward appends a *pending* block of T entries after
 // them, attending under an arbitrary [T, T] block mask (causal, tree, parallel verification). The decoder then
-// decides what stays: keep_all() (AR), keep_rows(indices) (accepted tree paths, compacted in order),
-// shift_lengths(delta) (accepted chain prefixes, where they are; a negative delta drops committed entries), or
+// decides what stays: keep_all() (AR), keep_paths(indices) (accepted tree paths, compacted in order),
+// advance(counts) (accepted chain prefixes, where they are; a negative count drops committed entries), or
 // nothing (the next block overwrites the pending one).
 // extend_pending() makes the next forward add its entries to the pending block instead (a draft tree grown
 // level by level runs only its new nodes; their mask also covers the block's earlier entries).
@@ -12,14 +12,16 @@
 // hide_prefix_keys() hides some of each row's first entries from every later query (a caption's padding).
 // A block may hold more entries than the decoder fed tokens: where each image row ends in a forced end-of-line
 // token (models/gpt/sequence_layout.h) the model adds that token's entry after a row's last token. The model then
-// tells the cache which entries each fed token ("node") owns (set_block_nodes), and every keep call, which
-// names nodes, keeps their entries.
+// tells the cache which entries each fed token ("node") owns (set_block_nodes), and every commit, which names
+// nodes, keeps their entries.
 // The static step (docs/decoding_floor.md, "The static step"): after use_device_lengths() the committed lengths
-// also live in a device tensor, and a block writes at slots computed from it and attends over a fixed-width
-// view of the cache (the length bucket: the longest row plus the block, rounded up to kLengthBucket keys)
-// masked by each row's length. A forward then has the same operators, shapes and scalars at every step of a
-// bucket and reads nothing from the host, which is what a CUDA graph (models/gpt/step_graph.h) replays. A static
-// block may extend the pending block and restrict the committed entries as a dynamic one does.
+// live in a device tensor, the only truth: every commit moves them there, and a block writes at slots computed
+// from them and attends over a fixed-width view of the cache (the length bucket: the longest row plus the
+// block, rounded up to kLengthBucket keys) masked by each row's length. A forward then has the same operators,
+// shapes and scalars at every step of a bucket and reads nothing from the host, which is what a CUDA graph
+// (models/gpt/step_graph.h) replays. The host keeps a plan of the lengths, which picks the buckets: exact where
+// a decoder read them back (settle) or knew them, an upper bound in between. A static block may extend the
+// pending block and restrict the committed entries as a dynamic one does.
 // The cache knows nothing of sampling or acceptance (llama.cpp's llama_memory_i has the same split).
 #pragma once
 
@@ -69,7 +71,10 @@ class KvCache {
   void spread_committed(const torch::Tensor& source);
 
   // --- used by the decoder ---
-  void extend_pending() { extend_ = true; }
+  void extend_pending() {
+    extend_ = true;
+    planned_ = 0;
+  }
   // Which committed entries the next block's queries see: [T, C] or [B, T, C] bool over the first C slots, C at
   // least the (equal) committed length of every row; the columns past it are not read. A static block reads
   // it on the device through its length bucket, so there C is the capacity (a mask made on the device, e.g. by
@@ -83,70 +88,57 @@ class KvCache {
   const torch::Tensor& prefix_visible() const { return prefix_visible_; }  // undefined: nothing hidden
   // [B] int64: how many of each row's first entries are hidden (counted once, not per forward).
   const torch::Tensor& prefix_hidden() const { return prefix_hidden_; }
-  // The commit protocol: three calls cover every decoder.
+  // --- the commits: every one acts on the device lengths, the only truth of a static cache ---
+  // Per-sample arguments: a cache of R rows holds R / S streams of S samples each (the CFG's [cond; uncond]
+  // rows), and a commit given S rows applies row s's to every stream's row s; given R rows, one per row.
   // Commits the whole pending block of every row (AR, a drafter's steps, a committed image row).
   void keep_all();
-  // Commits block entries rows[b] (ascending, each < pending; empty: none) of every row, compacted to follow
-  // its committed entries in the given order, as one gather and one scatter for every layer's keys and values
-  // together whatever the batch: how tree decoders commit their accepted paths. `on_device`: the same rows as a [B, W]
-  // int64 tensor on the cache's device, -1 past each row's last (W at least the longest row), with which a static cache
-  // of one entry per node moves the entries and adds the counts on the device: nothing is uploaded, and the operators
-  // depend on W alone.
-  void keep_rows(const std::vector<std::vector<int64_t>>& rows, const torch::Tensor& on_device = {});
-  // keep_rows() in two halves, for an iteration whose device half is replayed (a static cache, lengths current):
-  // the entries moved and the counts added on the device (inside the graph), then the host's lengths (after its
-  // read). On a dynamic cache the device half does nothing and the host half is keep_rows().
-  void keep_rows_on_device(const torch::Tensor& on_device);
-  void keep_rows_on_host(const std::vector<std::vector<int64_t>>& rows);
-  // Moves every row's committed length by delta[b] at once: a positive delta commits the first delta[b] entries
-  // (nodes) of the pending block where they already are, a negative one drops the row's last committed
-  // entries; no data moves. How chain decoders keep [newest, accepted drafts] and roll their drafter back.
-  // `on_device`: the same numbers as a [B] int64 tensor on the cache's device (the accepted counts a decoder
-  // read), which a static cache adds to its device lengths in one operation; without it the next static
-  // block uploads the lengths.
-  void shift_lengths(const std::vector<int64_t>& delta, const torch::Tensor& on_device = {});
-  // shift_lengths() in two halves, for an iteration whose device half is replayed (a static cache, lengths
-  // current): the device counts added on the device (inside the graph), then the host's (after its read). On a
-  // dynamic cache the device half does nothing and the host half is shift_lengths().
-  void shift_lengths_on_device(const torch::Tensor& on_device);
-  void shift_lengths_on_host(const std::vector<int64_t>& delta);
+  // Moves every row's committed length by counts[s]: a positive count commits the first counts[s] nodes of the
+  // pending block where they already are, a negative one drops the row's last committed entries; no data moves.
+  // How chain decoders keep [newest, accepted drafts] and roll their drafter back. Device counts ([S] int64 on
+  // the cache's device) stay there: a static cache adds them on the device, and its host plan counts the whole
+  // pending block (an upper bound) until settle(); a dynamic cache reads them. Host counts are known: a static
+  // cache uploads them.
+  void advance(const torch::Tensor& counts);
+  void advance(const std::vector<int64_t>& counts);
+  // Commits block entries paths[s] (ascending, each < pending; -1 past each path's end, or an empty host path:
+  // none) of every row, compacted to follow its committed entries in the given order, as one gather and one
+  // scatter for every layer's keys and values together whatever the batch: how tree decoders commit their
+  // accepted paths. Device paths [S, W] int64 move the entries on the device with operators that depend on W
+  // alone (the host plan counts W entries until settle()); a dynamic cache reads them.
+  void keep_paths(const torch::Tensor& paths);
+  void keep_paths(const std::vector<std::vector<int64_t>>& paths);
   void reset();
+
+  // --- the host plan ---
+  // A static cache's host lengths are a plan: exact after settle() and after commits of known size, an upper
+  // bound after device commits, which is all a block's bucket needs. settle(lengths) restarts the plan from
+  // every row's length as the device holds it (read with an iteration's results, or known in advance: as it
+  // stood when the iteration began, which is how a body that a graph may rerun starts each run) and closes the
+  // pending block. A dynamic cache's host lengths are the truth, moved by its commits: settle() leaves them.
+  void settle(const std::vector<int64_t>& lengths);
+  const std::vector<int64_t>& lengths() const { return length_; }
+  // Every row's committed length as a tensor, for a commit computed from another cache's: a static cache's
+  // device lengths, a dynamic cache's host ones (on the CPU).
+  torch::Tensor lengths_now() const;
 
   // --- the static step ---
   // Keys a static block's view grows by: one captured graph per bucket (a 256-token image: 5 buckets).
   static constexpr int64_t kLengthBucket = 64;
-  // From now on (until the cache is destroyed) lengths are mirrored on the device and every block is static.
-  // One upload of the host lengths; later commits upload them again except keep_all() (and its two halves)
-  // and shift_lengths() given its device counts, which stay on the device. hidden_prefix C > 0 makes the buffers
-  // hide_prefix_keys() will write in place (nothing hidden until then), so that copies of this cache share them.
+  // From now on (until the cache is destroyed) lengths live on the device and every block is static: one
+  // upload of the host lengths. hidden_prefix C > 0 makes the buffers hide_prefix_keys() will write in place
+  // (nothing hidden until then), so that copies of this cache share them.
   void use_device_lengths(int64_t hidden_prefix = 0);
   bool device_lengths() const { return lengths_device_.defined(); }
-  const torch::Tensor& lengths_on_device() const { return lengths_device_; }  // [B] int64, never reallocated
-  // The host half of opening a static block of T entries per row: the block's shape and the bucket its keys are
-  // read through, from the host lengths, which the device half never changes. begin_block() calls it; a
-  // replayed graph does not, so a caller replaying one calls it first. Returns the bucket.
+  const torch::Tensor& lengths_on_device() const { return lengths_device_; }  // [R] int64, never reallocated
+  // Plans the static block of T entries per row that the next begin_block() opens (its shape and the bucket its
+  // keys are read through, from the host plan) and returns the bucket. A planned block is opened by every
+  // begin_block() of T entries until a commit, extend_pending() or settle(): a step run, warmed up and captured
+  // opens the same block each time.
   int64_t plan_static_block(int64_t T);
   int64_t bucket() const { return bucket_; }
   // The bucket a static block of `width` entries would be read through now (plan_static_block's, host only).
   int64_t bucket_for(int64_t width) const;
-  // Whether the device lengths are current (no upload pending): a step that would upload them cannot be
-  // replayed.
-  bool lengths_current() const { return device_lengths() && !lengths_stale_; }
-
-  // A replayed graph runs none of the host bookkeeping that its step did when it was recorded. For a static
-  // cache that bookkeeping moves every length by the same amounts whatever the lengths (blocks planned,
-  // committed or shifted by the counts of a step of one key), so a replay's host state is the recorded step's
-  // after-state with the lengths moved as they moved then: follow_host() puts it there, from this cache's state
-  // before the replay. same_host_state(): equal host bookkeeping, for the check that proves it on the CPU.
-  void follow_host(const KvCache& recorded_before, const KvCache& recorded_after);
-  bool same_host_state(const KvCache& other) const;
-  // While held, begin_block() opens the block planned last instead of planning one: a step that extends the
-  // pending block is run, warmed up and captured, and each run must open the same block (StaticForwards).
-  void hold_plan(bool held) { plan_held_ = held; }
-  // keep_all() in two halves, for a step whose device half is replayed: lengths += block on the device (inside
-  // the step), then on the host (after it).
-  void keep_all_on_device();
-  void keep_all_on_host();
 
  private:
   bool uniform_lengths() const;
@@ -154,12 +146,16 @@ class KvCache {
   // The block entries of nodes `nodes` of one row (themselves when the block is one entry per node).
   std::vector<int64_t> entries_of(int64_t row, const std::vector<int64_t>& nodes) const;
   void keep_entry_rows(const std::vector<std::vector<int64_t>>& rows);
-  void keep_device_rows(const torch::Tensor& rows);  // keep_rows' device half (a static cache)
-  // Row b's entries at slots src[b][j] move to dst[b][j] ([B, W] int64 on the cache's device) in every layer.
+  void keep_device_paths(const torch::Tensor& paths);  // keep_paths on a static cache, [S, W]
+  // Row r's entries at slots src[r][j] move to dst[r][j] ([R, W] int64 on the cache's device) in every layer.
   void move_entries(const torch::Tensor& src, const torch::Tensor& dst);
+  // lengths_device_ as [R / S, S]: a per-sample [S] tensor broadcasts over its streams.
+  torch::Tensor lengths_by_stream(int64_t samples) const;
+  // Per-sample host values given to every row (R / S copies).
+  std::vector<int64_t> every_row(const std::vector<int64_t>& per_sample) const;
+  // The commit closes the pending block: the host plan's own bookkeeping after any commit.
+  void close_block();
   AttentionMask begin_static_block(int64_t T, const torch::Tensor& block_mask);
-  void upload_lengths();  // after a host-only commit in static mode: marks the device lengths stale
-  void sync_lengths();    // uploads them if stale (the host half of a static block, keep_all)
 
   // Every layer's keys and values in one storage, [2 n_layer, B, Hkv, capacity, Dh] (layer l's keys at 2 l, its
   // values at 2 l + 1), so that a commit moves the kept entries of all layers in one gather and one scatter
@@ -181,9 +177,13 @@ class KvCache {
   torch::Tensor key_index_;                        // [capacity] int64 on the device: 0 .. capacity - 1
   torch::Tensor row_index_, head_index_;  // [B, 1, 1] and [1, Hkv, 1]: with slot_index_, a static write's indices
   int64_t bucket_ = 0;                    // keys of the static block's view
-  bool plan_held_ = false;                // begin_block() opens the planned block (hold_plan)
-  bool lengths_stale_ = false;            // host-side commits not yet uploaded to lengths_device_
+  int64_t planned_ = 0;                   // T of the planned static block that begin_block reopens (0: none)
 };
+
+// For the tests (process-wide, off by default): every settle() reads the device lengths and checks that it was
+// given them (a decoder's "known" lengths are right), and every static block checks that the host plan is at
+// least every row's device length (its bucket holds every key it must read).
+void set_kv_plan_check(bool enabled);
 
 // An attention mask [B, T, S] (true = may attend) for queries at sequence slots query_slots [B, T], with the
 // prefix keys that `visible` [B, C] hides taken out (each query keeps its own slot). Updated in place.

@@ -15,13 +15,11 @@
 #endif
 
 #include "core/check.h"
-#include "models/gpt/kv_cache.h"
 
 namespace vispec {
 
 namespace {
 std::atomic<bool> graphs_switch{true};
-std::atomic<bool> host_check{false};
 // How deep this thread is inside steps of any owner: a step inside another runs eagerly (the outer one's
 // graph, being captured, records it; a capture cannot hold another).
 thread_local int step_depth = 0;
@@ -30,34 +28,10 @@ struct InsideStep {
   ~InsideStep() { --step_depth; }
 };
 
-std::vector<KvCache> host_states(const std::vector<KvCache*>& caches) {
-  std::vector<KvCache> states;
-  for (const auto* c : caches) states.push_back(*c);
-  return states;
-}
-
-void put_host_states(const std::vector<KvCache*>& caches, const std::vector<KvCache>& states) {
-  for (size_t i = 0; i < caches.size(); ++i) *caches[i] = states[i];
-}
-
 std::string key_text(const StepKey& key) {
   std::string s;
   for (const auto k : key) s += (s.empty() ? "" : ", ") + std::to_string(k);
   return s;
-}
-
-// For the host check: a step starts from caches whose host lengths are their device lengths (the iteration
-// before it finished its host half), or the step's bookkeeping would start from numbers a replay does not have.
-void check_lengths_agree(const std::vector<KvCache*>& caches, const StepKey& key) {
-  for (size_t i = 0; i < caches.size(); ++i) {
-    const auto& c = *caches[i];
-    if (!c.lengths_current()) continue;  // an upload pending: the device catches up at the next block
-    const auto device = c.lengths_on_device().to(torch::kCPU);
-    for (int64_t b = 0; b < c.batch(); ++b)
-      VISPEC_ASSERT(device[b].item<int64_t>() == c.length(b), "a step (", key_text(key), ") starts with cache ", i,
-                    "'s row ", b, " at ", c.length(b), " entries on the host and ", device[b].item<int64_t>(),
-                    " on the device");
-  }
 }
 
 std::vector<at::Tensor> clones_of(const std::vector<const at::Tensor*>& tensors) {
@@ -88,7 +62,6 @@ std::string first_difference(const std::vector<const at::Tensor*>& tensors, cons
 }  // namespace
 
 void set_cuda_graphs(bool enabled) { graphs_switch = enabled; }
-void set_step_graph_host_check(bool enabled) { host_check = enabled; }
 bool cuda_graphs_enabled() { return graphs_switch; }
 
 struct StepGraphs::Impl {
@@ -96,11 +69,6 @@ struct StepGraphs::Impl {
   std::vector<const at::Tensor*> state, outputs;
   std::vector<const void*> addresses;  // each state tensor's storage when this owner was made
   bool enabled = false;
-  // Per key, the host state of the step's caches before and after its reference run (run() with caches).
-  struct HostStates {
-    std::vector<KvCache> before, after;
-  };
-  std::map<StepKey, HostStates> recorded;
 #ifdef VISPEC_CUDA
   std::map<StepKey, std::unique_ptr<at::cuda::CUDAGraph>> graphs;
   c10::MempoolId_t pool{0, 0};
@@ -127,17 +95,11 @@ struct StepGraphs::Impl {
 
 #ifdef VISPEC_CUDA
   // The first run of a key: eager reference, capture, one replay checked against the reference.
-  void capture(const StepKey& key, const std::function<void()>& step, const std::vector<KvCache*>& caches) {
+  void capture(const StepKey& key, const std::function<void()>& step) {
     const auto before = clones_of(state);
-    const auto host_before = host_states(caches);
     step();  // the reference, on the current stream
     const auto eager_state = clones_of(state), eager_outputs = clones_of(outputs);
-    const auto host_after = host_states(caches);
-    // Every later run of the step restores the host state first: the host bookkeeping is done once per run.
-    const auto restart = [&] {
-      restore(before);
-      put_host_states(caches, host_before);
-    };
+    const auto restart = [&] { restore(before); };
     std::string failure;
     try {
       restart();
@@ -167,12 +129,10 @@ struct StepGraphs::Impl {
       torch::cuda::synchronize(device.index());
       restart();
       graph->replay();
-      put_host_states(caches, host_after);  // what the reference left on the host
       failure = first_difference(outputs, eager_outputs, "output");
       if (failure.empty()) failure = first_difference(state, eager_state, "state");
       if (failure.empty()) {
         graphs.emplace(key, std::move(graph));
-        if (!caches.empty()) recorded[key] = {host_before, host_after};
         return;
       }
     } catch (const std::exception& e) {
@@ -208,9 +168,7 @@ int64_t StepGraphs::graphs() const {
 #endif
 }
 
-void StepGraphs::run(const StepKey& key, const std::function<void()>& step) { run(key, step, {}); }
-
-void StepGraphs::run(const StepKey& key, const std::function<void()>& step, const std::vector<KvCache*>& caches) {
+void StepGraphs::run(const StepKey& key, const std::function<void()>& step) {
   // Marks the step, with its key, for traces (tests/test_static_step.cpp); the op counter sees through it.
   RECORD_FUNCTION(record_name_, std::vector<c10::IValue>(key.begin(), key.end()));
   impl_->check_addresses();
@@ -224,35 +182,13 @@ void StepGraphs::run(const StepKey& key, const std::function<void()>& step, cons
     const auto it = impl_->graphs.find(key);
     if (it != impl_->graphs.end()) {
       it->second->replay();
-      if (!caches.empty()) {
-        const auto& recorded = impl_->recorded.at(key);
-        for (size_t i = 0; i < caches.size(); ++i) caches[i]->follow_host(recorded.before[i], recorded.after[i]);
-      }
       return;
     }
-    impl_->capture(key, step, caches);
+    impl_->capture(key, step);
     return;
   }
 #endif
-  if (caches.empty() || !host_check) {
-    step();
-    return;
-  }
-  // The CPU's proof of follow_host: what a replay would leave on the host is what the step leaves.
-  check_lengths_agree(caches, key);
-  const auto before = host_states(caches);
   step();
-  const auto it = impl_->recorded.find(key);
-  if (it == impl_->recorded.end()) {
-    impl_->recorded[key] = {before, host_states(caches)};
-    return;
-  }
-  for (size_t i = 0; i < caches.size(); ++i) {
-    auto replayed = before[i];
-    replayed.follow_host(it->second.before[i], it->second.after[i]);
-    VISPEC_ASSERT(replayed.same_host_state(*caches[i]), "a replay of the step (", key_text(key), ") would leave cache ",
-                  i, "'s host bookkeeping other than the step does");
-  }
 }
 
 }  // namespace vispec

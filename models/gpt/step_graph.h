@@ -18,11 +18,10 @@
 // would go on reading the old one).
 //
 // A step may contain other owners' steps (a decoder's whole iteration holds its forwards): inside a step, a
-// run runs eagerly, so that the outer graph records it. A step may also move the host bookkeeping of static
-// caches (blocks planned and kept by the forwards inside it), which a replay does not redo: run() given those
-// caches records, per key, their host state before and after the reference run, and after each replay puts
-// them where the step would have (KvCache::follow_host). On a CPU, set_step_graph_host_check(true) proves that
-// on every eager run: the caches' host state after the step must equal the one a replay would leave.
+// run runs eagerly, so that the outer graph records it. A step runs several times at its capture, so whatever
+// host bookkeeping it does (static caches' plans, models/gpt/kv_cache.h) it restarts at its top; a replay does
+// none of it, and the owner puts the host right after the run from what the device says or what it knew
+// (decoding/floor/iteration_graphs.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -38,13 +37,6 @@ namespace vispec {
 // the worker, the bench and step-cost before decoding.
 void set_cuda_graphs(bool enabled);
 bool cuda_graphs_enabled();
-
-// For the tests: on every eager run of a step given caches, check that the step starts from caches whose host
-// lengths are their device lengths and that a replay would leave their host state as the step does
-// (process-wide; off by default).
-void set_step_graph_host_check(bool enabled);
-
-class KvCache;
 
 // What a captured graph is specialised on: for a forward, rows, block width (tokens per row per step) and keys
 // of the view; for a decoder's iteration, what fixes its forwards' keys and its scalars.
@@ -66,8 +58,6 @@ class StepGraphs {
   StepGraphs& operator=(const StepGraphs&) = delete;
 
   void run(const StepKey& key, const std::function<void()>& step);
-  // The same for a step that moves the host bookkeeping of `caches` (pointers valid for this call).
-  void run(const StepKey& key, const std::function<void()>& step, const std::vector<KvCache*>& caches);
   // Whether steps are replayed as graphs (false on a CPU, with graphs off, or after a failed check).
   bool replaying() const;
   int64_t graphs() const;  // captured so far
