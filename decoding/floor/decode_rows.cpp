@@ -9,6 +9,7 @@
 #include "decoding/floor/verify.h"
 #include "kernels/keyed_uniforms.h"
 #include "models/gpt/kv_cache.h"
+#include "models/gpt/step_graph.h"
 
 namespace vispec {
 
@@ -135,8 +136,8 @@ DecodeRows::Advance DecodeRows::settle_chain(int64_t limit) {
   return advance;
 }
 
-void DecodeRows::read_lengths(const std::vector<KvCache*>& caches) {
-  settling_.clear();
+std::vector<std::pair<KvCache*, int64_t>> DecodeRows::length_columns(const std::vector<KvCache*>& caches) const {
+  std::vector<std::pair<KvCache*, int64_t>> columns;
   const int64_t B = batch();
   int64_t column = 3 + path_width_;
   for (auto* c : caches) {
@@ -144,10 +145,23 @@ void DecodeRows::read_lengths(const std::vector<KvCache*>& caches) {
     const int64_t streams = c->batch() / B;
     VISPEC_ASSERT(c->batch() % B == 0 && column + streams <= read_.size(1), "the read of ", B,
                   " rows has no room for the lengths of a cache of ", c->batch());
-    read_.narrow(1, column, streams).copy_(c->lengths_on_device().view({streams, B}).t());
-    settling_.emplace_back(c, column);
+    columns.emplace_back(c, column);
     column += streams;
   }
+  return columns;
+}
+
+void DecodeRows::read_lengths_on_device(const std::vector<KvCache*>& caches) {
+  const int64_t B = batch();
+  for (const auto& [c, column] : length_columns(caches)) {
+    const int64_t streams = c->batch() / B;
+    read_.narrow(1, column, streams).copy_(c->lengths_on_device().view({streams, B}).t());
+  }
+}
+
+void DecodeRows::settle_lengths_at_read(const std::vector<KvCache*>& caches) {
+  VISPEC_ASSERT(!inside_step(), "settle_lengths_at_read inside a step, which a replay would skip");
+  settling_ = length_columns(caches);
 }
 
 void DecodeRows::settle_lengths(const torch::Tensor& host) {

@@ -51,8 +51,8 @@ class DecodeRows {
     torch::Tensor tokens, n, iteration, sample_ids;
     torch::Tensor read;  // [B, 3 + path_width + kLengthColumns] int64: what the host reads after an iteration
   };
-  // Columns of the read that bring static caches' device lengths back with the commit's (read_lengths): one per
-  // stream of each cache, e.g. a target and a drafter under CFG take four.
+  // Columns of the read that bring static caches' device lengths back with the commit's (read_lengths_on_device): one
+  // per stream of each cache, e.g. a target and a drafter under CFG take four.
   static constexpr int64_t kLengthColumns = 8;
   // `pad` columns past the image take writes that fall beyond it (a chain of G drafts: G + 1). path_width: for
   // a tree decoder, the widest walk verdict's path (TreeVerdict::path's columns), which its commit reads.
@@ -118,10 +118,13 @@ class DecodeRows {
   // accepted path, root first (empty for rows that had finished).
   void commit_tree_on_device(const TreeVerdict& verdict, const torch::Tensor& node_tokens);
   std::vector<std::vector<int64_t>> settle_tree();
-  // The end of an iteration's device half: the device lengths of `caches` (those that have them) copied beside
-  // the commit's columns, so that the iteration's one read (settle_chain, settle_tree) brings them back and
-  // settles each cache's host plan on them (KvCache::settle). Pointers valid until that read.
-  void read_lengths(const std::vector<KvCache*>& caches);
+  // The caches' lengths in the iteration's one read, in two halves, as every commit: at the end of the device
+  // half (inside a graph), the device lengths of `caches` (those that have them) copied beside the commit's
+  // columns; on the host, before or after it but outside it (a replay runs no host code), the same caches
+  // named, so that the read (settle_chain, settle_tree) settles each cache's host plan on its lengths
+  // (KvCache::settle). Pointers valid until that read.
+  void read_lengths_on_device(const std::vector<KvCache*>& caches);
+  void settle_lengths_at_read(const std::vector<KvCache*>& caches);
 
   // tokens [B, cells] on the CPU and the statistics, every row's `tokens` set.
   DecodeResult result();
@@ -140,7 +143,9 @@ class DecodeRows {
                                  int64_t limit, const torch::Tensor& extra);
   void settle(const torch::Tensor& host, const std::vector<int64_t>& below, Advance& advance);
 
-  // Settles the caches of read_lengths from the host copy of the read.
+  // The caches whose lengths the read brings, each with its first column in it.
+  std::vector<std::pair<KvCache*, int64_t>> length_columns(const std::vector<KvCache*>& caches) const;
+  // Settles the caches of settle_lengths_at_read from the host copy of the read.
   void settle_lengths(const torch::Tensor& host);
 
   int64_t cells_;
@@ -148,7 +153,7 @@ class DecodeRows {
   uint64_t seed_;
   torch::Tensor sample_ids_;                            // [B] int64, device
   torch::Tensor read_;                                  // [B, 3 + path_width + kLengthColumns] int64, device
-  std::vector<std::pair<KvCache*, int64_t>> settling_;  // read_lengths' caches and their first column
+  std::vector<std::pair<KvCache*, int64_t>> settling_;  // settle_lengths_at_read's, with their columns
   std::optional<at::RecordFunction> iteration_record_;  // the current "vispec::iteration"
 };
 

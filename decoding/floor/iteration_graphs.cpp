@@ -40,8 +40,10 @@ void IterationGraphs::run(DecodeRows& rows, const StepKey& key, const std::vecto
   const auto iteration = [&] {
     for (size_t i = 0; i < caches.size(); ++i) caches[i]->settle(start[i]);  // every run plans the same blocks
     body();
-    if (after.empty()) rows.read_lengths(caches);
+    if (after.empty()) rows.read_lengths_on_device(caches);
   };
+  // Host code, outside the body: a replay runs none of the body's.
+  if (after.empty()) rows.settle_lengths_at_read(caches);
   const bool pooled = std::all_of(cache_lengths.begin(), cache_lengths.end(), [](const auto* t) { return t; });
   if (key.empty() || !pooled || failed_) {  // eager, each forward still replayed as its own graph
     iteration();

@@ -15,14 +15,14 @@
 // The caches' device lengths are the truth (models/gpt/kv_cache.h); the host keeps a plan of them, which picks
 // the buckets. run() starts the body, every run of it (a capture runs it several times), from the plans as they
 // stood before it, and ends it by copying the device lengths into the iteration's read, which settles the plans
-// (DecodeRows::read_lengths); a body with no read settles them on lengths the host knew in advance instead. A
-// replay leaves nothing of the host to follow.
+// (DecodeRows::read_lengths_on_device); a body with no read settles them on lengths the host knew in advance
+// instead. A replay leaves nothing of the host to follow.
 //
 // The decode state lives in buffers of this owner (rows()), one set per batch shape, written in place by every
 // decode of that shape: a graph finds them where it was captured. On a CPU every body runs eagerly; there the
 // tests hold the graph's contract (models/gpt/step_graph.h): the same operators in every steady iteration of a
-// key, no host read inside, no buffer moved, and the caches' host state after the body equal to what a replay
-// would leave.
+// key, no host read inside, no buffer moved, and the caches' plans settled on exactly their device lengths and
+// never below them (set_kv_plan_check).
 #pragma once
 
 #include <functional>

@@ -63,6 +63,7 @@ std::string first_difference(const std::vector<const at::Tensor*>& tensors, cons
 
 void set_cuda_graphs(bool enabled) { graphs_switch = enabled; }
 bool cuda_graphs_enabled() { return graphs_switch; }
+bool inside_step() { return step_depth > 0; }
 
 struct StepGraphs::Impl {
   c10::Device device;

@@ -38,6 +38,10 @@ namespace vispec {
 void set_cuda_graphs(bool enabled);
 bool cuda_graphs_enabled();
 
+// Whether this thread is running a step (eagerly, on a CPU, or being captured): host code that a replay would
+// skip must not be, and asserts so (the CPU's proof that a replay leaves the host nothing to miss).
+bool inside_step();
+
 // What a captured graph is specialised on: for a forward, rows, block width (tokens per row per step) and keys
 // of the view; for a decoder's iteration, what fixes its forwards' keys and its scalars.
 using StepKey = std::vector<int64_t>;
