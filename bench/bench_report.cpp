@@ -50,30 +50,34 @@ std::string mulo_step_costs(const nlohmann::json& r) {
 std::string bench_markdown(const nlohmann::json& r) {
   const std::string base = r["baseline"].get<std::string>();
   // A mean-tree-depth column only when some decoder drafts trees (ADT-Tree's figure of merit).
-  bool trees = false, counts = true;
+  bool trees = false, counts = true, idle = true;
   for (const auto& d : r["decoders"]) {
     trees = trees || d.value("mean_tree_depth", 0.0) > 0;
     counts = counts && d.contains("aten_ops_per_image");  // results written before the op counts had none
+    idle = idle && d.contains("idle_row_fraction");       // nor before the idle rows were counted
   }
   std::string md = fmt::format(
-      "{} images per decoder (same prompts and seeds), device {} ({} threads), LibTorch {}, {}.\n\n"
-      "| decoder | target fwd / image | draft fwd / image | mean accepted length |{} acceptance rate | ms / image "
+      "{} images per decoder (same prompts and seeds), device {} ({} threads), LibTorch {}, {}.{}\n\n"
+      "| decoder | target fwd / image | draft fwd / image | mean accepted length |{} acceptance rate |{} ms / image "
       "|{} speedup vs {} | class agreement | FID |\n"
-      "| --- | ---: | ---: | ---: |{} ---: | ---: |{} ---: | ---: | ---: |\n",
+      "| --- | ---: | ---: | ---: |{} ---: |{} ---: |{} ---: | ---: | ---: |\n",
       r["images_per_decoder"].get<int64_t>(), r["device"].get<std::string>(), r["threads"].get<int64_t>(),
-      r["libtorch"].get<std::string>(), r["date_utc"].get<std::string>(), trees ? " mean tree depth |" : "",
-      counts ? " ATen ops / image | host reads / image |" : "", base, trees ? " ---: |" : "",
+      r["libtorch"].get<std::string>(), r["date_utc"].get<std::string>(),
+      idle ? " Idle rows: the share of the batches' row-iterations spent on rows whose image was done." : "",
+      trees ? " mean tree depth |" : "", idle ? " idle rows |" : "",
+      counts ? " ATen ops / image | host reads / image |" : "", base, trees ? " ---: |" : "", idle ? " ---: |" : "",
       counts ? " ---: | ---: |" : "");
   for (const auto& d : r["decoders"]) {
     const double depth = d.value("mean_tree_depth", 0.0);
     const std::string depth_cell = !trees ? "" : depth > 0 ? fmt::format(" {:.2f} |", depth) : " - |";
+    const std::string idle_cell = idle ? fmt::format(" {:.1f}% |", 100 * d["idle_row_fraction"].get<double>()) : "";
     const std::string count_cells = !counts ? ""
                                             : fmt::format(" {:.0f} | {:.1f} |", d["aten_ops_per_image"].get<double>(),
                                                           d["host_reads_per_image"].get<double>());
-    md += fmt::format("| {} | {:.1f} | {:.1f} | {:.2f} |{} {:.3f} | {:.1f} |{} {:.2f} | {:.3f} | {:.2f} |\n",
+    md += fmt::format("| {} | {:.1f} | {:.1f} | {:.2f} |{} {:.3f} |{} {:.1f} |{} {:.2f} | {:.3f} | {:.2f} |\n",
                       d["label"].get<std::string>(), d["target_forwards_per_image"].get<double>(),
                       d["draft_forwards_per_image"].get<double>(), d["mean_accepted_length"].get<double>(), depth_cell,
-                      d["acceptance_rate"].get<double>(), d["ms_per_image"].get<double>(), count_cells,
+                      d["acceptance_rate"].get<double>(), idle_cell, d["ms_per_image"].get<double>(), count_cells,
                       d["speedup"].get<double>(), d["class_agreement"].get<double>(), d["fid"].get<double>());
   }
   return md + mulo_step_costs(r);

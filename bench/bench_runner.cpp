@@ -121,6 +121,7 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
                     {"draft_forwards_per_image", double(s.draft_forwards) / double(n)},
                     {"mean_accepted_length", s.mean_accepted_length()},
                     {"acceptance_rate", s.acceptance_rate()},
+                    {"idle_row_fraction", s.idle_fraction()},
                     {"mean_tree_depth", s.mean_tree_depth()},
                     {"aten_ops_per_image", ops_per_image[size_t(d)]},
                     {"host_reads_per_image", reads_per_image[size_t(d)]},

@@ -39,14 +39,10 @@ struct ArDecoder::Session : ArBuffers {
   Session(const CfgModel& target, int64_t batch)
       : ArBuffers(batch, target.gpt()->config().image_tokens(), target.gpt()->config().vocab_size,
                   target.gpt()->device()),
-        B(batch), cache(target.make_cache(batch)), static_steps(!target.gpt()->config().row_ends()),
-        graphs(target.gpt()->device(), {&u, &tokens, &token, &step, &logits, &lengths()}, {&logits, &tokens}) {}
-
-  // Makes the cache static (where the model allows) and names its device lengths among the graphs' state.
-  const torch::Tensor& lengths() {
-    if (static_steps) cache.use_device_lengths();
-    return cache.lengths_on_device();
-  }
+        B(batch), static_steps(!target.gpt()->config().row_ends()),
+        cache(target.gpt()->make_cache(target.rows(batch), 0, /*static_lengths=*/static_steps)),
+        graphs(target.gpt()->device(), {&u, &tokens, &token, &step, &logits, &cache.lengths_on_device()},
+               {&logits, &tokens}) {}
 
   // Samples position `step` from `logits` into `tokens` and `token`.
   void sample(const SamplingParams& params) {
@@ -56,8 +52,8 @@ struct ArDecoder::Session : ArBuffers {
   }
 
   int64_t B;
+  bool static_steps;  // a static cache where the model allows one
   KvCache cache;
-  bool static_steps;
   StepGraphs graphs;
 };
 
@@ -122,6 +118,7 @@ DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   for (auto& st : result.stats) {
     st.target_forwards = last;  // the prefill plus last - 1 single-token steps
     st.tokens = last;
+    st.batch_iterations = last - 1;  // every row takes part in every step
   }
   return result;
 }

@@ -280,6 +280,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
 
     const auto all = all_rows(B);
     charge_iteration(clock, stats, all, times, draft_forwards);
+    for (auto& s : stats) s.batch_iterations += 1;  // every row takes part in every span
     clock.charge(up_lap, all, "upsample_ms");
     clock.charge(accept_lap, all, "accept_ms");
     clock.charge(down_lap, all, "downsample_ms");  // none in the first span: charged 0

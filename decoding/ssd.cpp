@@ -251,6 +251,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       s.drafted += first_round_cells;
       s.draft_forwards += 1;
       s.target_forwards += rounds + drafted_rows;
+      s.batch_iterations += 1;  // every row takes part in every block
     }
     if (timed) {
       for (const auto& [l, phase] : laps) clock.charge(l, all, phase);

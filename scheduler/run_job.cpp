@@ -218,6 +218,7 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
                             {"draft_forwards_per_image", double(total.draft_forwards) / n},
                             {"mean_accepted_length", total.mean_accepted_length()},
                             {"acceptance_rate", total.acceptance_rate()},
+                            {"idle_row_fraction", total.idle_fraction()},
                             {"per_rank", per_rank},
                             {"runs", runs},
                             {"metrics", metrics}};

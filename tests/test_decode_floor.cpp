@@ -103,6 +103,26 @@ TEST(DecodeRows, ATreeWalksAcceptedPathIsCommittedAsAChain) {
   EXPECT_EQ(rows.active(), (std::vector<int64_t>{0}));
 }
 
+// Every iteration counts for every row of the batch, and as idle for the rows that had already finished (at the
+// limit: the image, or a loop's own, as SSD's first row): the share of row-iterations spent on finished rows.
+TEST(DecodeRows, IterationsCountIdleForRowsThatHadFinished) {
+  DecodeRows rows(three_rows(), /*cells=*/16, /*pad=*/0, torch::kCPU);
+  rows.committed = {16, 5, 4};
+  ASSERT_TRUE(rows.next_iteration());
+  rows.committed = {16, 16, 4};
+  ASSERT_TRUE(rows.next_iteration());
+  ASSERT_TRUE(rows.next_iteration(/*limit=*/5));  // a loop up to cell 5: row 1 and row 0 sit it out
+  rows.committed = {16, 16, 16};
+  EXPECT_FALSE(rows.next_iteration());  // no row left: not an iteration
+  std::vector<int64_t> batch, idle;
+  for (const auto& s : rows.stats) {
+    batch.push_back(s.batch_iterations);
+    idle.push_back(s.idle_iterations);
+  }
+  EXPECT_EQ(batch, (std::vector<int64_t>{3, 3, 3}));
+  EXPECT_EQ(idle, (std::vector<int64_t>{3, 2, 0}));
+}
+
 TEST(CfgModel, GuidedLogitsMixTheTwoStreamsAndCommitsKeepBoth) {
   const auto gpt = test::tiny_gpt(3);
   torch::NoGradGuard no_grad;

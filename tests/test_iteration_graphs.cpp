@@ -47,8 +47,7 @@ TEST(IterationGraphs, TheCachesHostPlansAreSettledOnTheirDeviceLengthsAndNeverFa
 // length is caught). The body's own host bookkeeping is not what a replay would leave, so it never counts.
 TEST(IterationGraphs, TheReadOrTheKnownLengthsSettleThePlanNotTheBody) {
   auto gpt = grid12_gpt(9);
-  KvCache cache = gpt->make_cache(2, 8);
-  cache.use_device_lengths();
+  KvCache cache = gpt->make_cache(2, 8, /*static_lengths=*/true);
   IterationGraphs graphs;
   auto rows = graphs.rows(test::requests(0, 2), 144, 5, torch::kCPU);
   const std::vector<const torch::Tensor*> lengths{&cache.lengths_on_device()};

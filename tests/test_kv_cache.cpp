@@ -182,8 +182,7 @@ TEST(KvCache, KeepPathsMovesEveryLayerInOneGatherAndOneScatter) {
   for (bool device : {false, true}) {
     std::vector<int64_t> ops;
     for (int64_t layers : {1, 6}) {
-      KvCache cache(layers, B, H, S, D, torch::kFloat32, torch::kCPU);
-      if (device) cache.use_device_lengths();
+      KvCache cache(layers, B, H, S, D, torch::kFloat32, torch::kCPU, KvLengths{device});
       cache.begin_block(4, torch::Tensor());
       cache.advance(std::vector<int64_t>{4, 2});  // rows of different committed lengths
       std::vector<torch::Tensor> before;

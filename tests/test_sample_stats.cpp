@@ -14,6 +14,8 @@ SampleStats some_stats() {
   s.drafted = 276;
   s.accepted = 185;
   s.tokens = 256;
+  s.batch_iterations = 80;
+  s.idle_iterations = 12;
   s.draft_ms = 1.5;
   s.verify_ms = 2.5;
   s.tree_depth = 345;
@@ -28,6 +30,8 @@ TEST(SampleStatsJson, CountsReadBackAsWritten) {
   EXPECT_EQ(back.drafted, 276);
   EXPECT_EQ(back.accepted, 185);
   EXPECT_EQ(back.tokens, 256);
+  EXPECT_EQ(back.batch_iterations, 80);
+  EXPECT_EQ(back.idle_iterations, 12);
   EXPECT_EQ(back.draft_ms, 0.0);  // times are not counts: a unit's report carries none
 }
 
@@ -38,6 +42,20 @@ TEST(SampleStatsJson, AMissingOrWrongCountThrows) {
   j = stats_counts_json(some_stats());
   j["tokens"] = "many";
   EXPECT_THROW(stats_counts_from_json(j), nlohmann::json::type_error);
+  j = stats_counts_json(some_stats());
+  j["idle_iterations"] = "some";
+  EXPECT_THROW(stats_counts_from_json(j), nlohmann::json::type_error);
+}
+
+// A journal written before the iteration counts were kept reads them as 0.
+TEST(SampleStatsJson, AnOlderJournalsMissingIterationCountsReadAsZero) {
+  auto j = stats_counts_json(some_stats());
+  j.erase("batch_iterations");
+  j.erase("idle_iterations");
+  const auto back = stats_counts_from_json(j);
+  EXPECT_EQ(back.batch_iterations, 0);
+  EXPECT_EQ(back.idle_iterations, 0);
+  EXPECT_EQ(back.idle_fraction(), 0.0);
 }
 
 TEST(SampleStatsJson, ASamplesLineHoldsItsRatesTimesAndExtras) {
@@ -46,6 +64,7 @@ TEST(SampleStatsJson, ASamplesLineHoldsItsRatesTimesAndExtras) {
   EXPECT_EQ(j.at("accepted").get<int64_t>(), 185);
   EXPECT_DOUBLE_EQ(j.at("mean_accepted_length").get<double>(), 256.0 / 70.0);
   EXPECT_DOUBLE_EQ(j.at("acceptance_rate").get<double>(), 185.0 / 276.0);
+  EXPECT_DOUBLE_EQ(j.at("idle_fraction").get<double>(), 12.0 / 80.0);
   EXPECT_DOUBLE_EQ(j.at("mean_tree_depth").get<double>(), 345.0 / 69.0);
   EXPECT_DOUBLE_EQ(j.at("verify_ms").get<double>(), 2.5);
   EXPECT_DOUBLE_EQ(j.at("expanded").get<double>(), 12.0);

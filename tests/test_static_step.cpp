@@ -361,10 +361,9 @@ namespace {
 // entries, of which rows keep 3 and 1: ragged rows with 4 and 2 committed entries (host counts, which the static
 // cache uploads: its host plan exact).
 KvCache ragged_cache(Gpt gpt, const torch::Tensor& cond, bool static_block, int64_t extra) {
-  auto cache = gpt->make_cache(2, extra);
+  auto cache = gpt->make_cache(2, extra, static_block);
   gpt->prefill(cache, cond);
   cache.keep_all();
-  if (static_block) cache.use_device_lengths();
   const auto i64 = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).view({2, 3}); };
   gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}), i64({0, 1, 2, 0, 1, 2}), torch::Tensor());
   cache.advance(std::vector<int64_t>{3, 1});
@@ -412,7 +411,7 @@ TEST(StaticStep, AnExtendedStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
       << (outs[0].logits - outs[1].logits).abs().max().item<double>();
 }
 
-// ZipAR's blocks see only some committed entries (restrict_committed): a static block reads that restriction on
+// ZipAR's blocks see only some committed entries (KvBlock::committed): a static block reads that restriction on
 // the device through its length bucket and attends as the dynamic cache does, and without it attends otherwise.
 TEST(StaticStep, ARestrictedStaticBlockEqualsTheDynamicCache) {
   auto gpt = bucketed_gpt(11);
@@ -422,10 +421,9 @@ TEST(StaticStep, ARestrictedStaticBlockEqualsTheDynamicCache) {
   enum Block { kDynamic, kStatic, kStaticUnrestricted };
   std::vector<GptOutput> outs;
   for (Block block : {kDynamic, kStatic, kStaticUnrestricted}) {
-    auto cache = gpt->make_cache(2, 4);
+    auto cache = gpt->make_cache(2, 4, /*static_lengths=*/block != kDynamic);
     gpt->prefill(cache, cond);
     cache.keep_all();
-    if (block != kDynamic) cache.use_device_lengths();
     gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}, 3), i64({0, 1, 2, 0, 1, 2}, 3), torch::Tensor());
     cache.keep_all();
     const int64_t L = cache.length(0);
@@ -434,8 +432,8 @@ TEST(StaticStep, ARestrictedStaticBlockEqualsTheDynamicCache) {
     seen[0].narrow(0, 0, L).fill_(true);
     seen[0][L - 2] = false;
     seen[1].narrow(0, 0, L - 3).fill_(true);
-    if (block != kStaticUnrestricted) cache.restrict_committed(seen);
-    outs.push_back(gpt->decode_block(cache, i64({9, 10, 11, 12}, 2), i64({3, 4, 3, 4}, 2), torch::Tensor()));
+    outs.push_back(gpt->decode_block(cache, i64({9, 10, 11, 12}, 2), i64({3, 4, 3, 4}, 2), torch::Tensor(),
+                                     block != kStaticUnrestricted ? seen : torch::Tensor()));
   }
   EXPECT_TRUE(torch::allclose(outs[0].logits, outs[1].logits, 1e-5, 1e-5))
       << (outs[0].logits - outs[1].logits).abs().max().item<double>();

@@ -32,8 +32,8 @@ CfgOutput CfgModel::decode_block(KvCache& cache, const torch::Tensor& tokens, co
   const auto forward = [&](const torch::Tensor& t, const torch::Tensor& p, const torch::Tensor& m,
                            const torch::Tensor& c) {
     const auto mask = m.defined() && m.dim() == 3 ? twice(m) : m;
-    if (c.defined()) cache.restrict_committed(c.dim() == 3 ? twice(c) : c);
-    const auto out = combine(gpt_->decode_block(cache, twice(t.to(device)), twice(p.to(device)), mask));
+    const auto seen = c.defined() && c.dim() == 3 ? twice(c) : c;
+    const auto out = combine(gpt_->decode_block(cache, twice(t.to(device)), twice(p.to(device)), mask, seen));
     return GptOutput{out.logits, out.hidden};
   };
   if (!statics_->owns(cache)) {

@@ -38,7 +38,7 @@ class CfgModel {
   // rows take the null class, or uncond_embedding under their conditional row's caption mask.
   CfgOutput prefill(KvCache& cache, const Conditions& conditions);
   // tokens, positions [B, T]; block_mask [T, T] or [B, T, T] (see Gpt::decode_block); committed: [T, C] bool
-  // on the device, the committed entries each query sees (KvCache::restrict_committed; undefined: all).
+  // on the device, the committed entries each query sees (KvBlock::committed; undefined: all).
   CfgOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                          const torch::Tensor& block_mask, const torch::Tensor& committed = {});
   // The device lengths of the pooled static cache that `cache` copies: a tensor that outlives every copy, for

@@ -105,6 +105,12 @@ void DecodeRows::set_committed(int64_t count) {
 bool DecodeRows::next_iteration(int64_t limit) {
   iteration_record_.reset();  // ends the last iteration's record
   if (active(limit).empty()) return false;
+  if (limit < 0) limit = cells_;
+  for (int64_t b = 0; b < batch(); ++b) {
+    auto& s = stats[size_t(b)];
+    s.batch_iterations += 1;
+    s.idle_iterations += committed[size_t(b)] >= limit ? 1 : 0;
+  }
   iteration_record_.emplace(at::RecordScope::USER_SCOPE);
   if (iteration_record_->isActive()) iteration_record_->before("vispec::iteration");
   iteration.add_(1);

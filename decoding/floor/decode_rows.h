@@ -91,7 +91,8 @@ class DecodeRows {
   std::vector<int64_t> newest_index() const;
   // The decode loop: `while (rows.next_iteration())` runs iterations while a row has committed fewer than
   // `limit` cells (-1: the image). Each iteration is recorded as "vispec::iteration" (the unit of the trace
-  // tests and of profiles) and counted in `iteration` on the device.
+  // tests and of profiles) and counted in `iteration` on the device, and in every row's statistics
+  // (batch_iterations; idle_iterations where the row had reached the limit: it sits the iteration out).
   bool next_iteration(int64_t limit = -1);
 
   // Every commit comes in two halves, so that an iteration can be replayed as one graph: the device half (inside

@@ -12,7 +12,8 @@ EaglePairs::EaglePairs(CfgModel& target, KvCache& tcache, EagleDrafter drafter, 
       B_(batch), R_(target.rows(batch)), W_(path_width) {}
 
 KvCache EaglePairs::drafter_cache(int64_t extra) {
-  return steps_.make_cache(R_, gpt_->config().image_tokens() + extra, [&] { return drafter_->make_cache(R_, extra); });
+  return steps_.make_cache(R_, gpt_->config().image_tokens() + extra,
+                           [&] { return drafter_->make_cache(R_, extra, /*static_lengths=*/true); });
 }
 
 torch::Tensor EaglePairs::draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,

@@ -9,8 +9,7 @@ namespace {
 constexpr size_t kMaxPooledCaches = 8;
 }  // namespace
 
-KvCache StaticForwards::make_cache(int64_t rows, int64_t capacity, const std::function<KvCache()>& make,
-                                   int64_t hidden_prefix) {
+KvCache StaticForwards::make_cache(int64_t rows, int64_t capacity, const std::function<KvCache()>& make) {
   for (auto& p : pool_) {
     // use_count 1: only the pool holds the lengths, so no copy of this cache is in use.
     if (p->cache.batch() == rows && p->cache.capacity() == capacity && p->cache.lengths_on_device().use_count() == 1) {
@@ -21,8 +20,8 @@ KvCache StaticForwards::make_cache(int64_t rows, int64_t capacity, const std::fu
   }
   VISPEC_ASSERT(pool_.size() < kMaxPooledCaches, "more than ", kMaxPooledCaches, " static caches of one model in use");
   auto p = std::make_unique<Pooled>(Pooled{make(), {}});
-  VISPEC_ASSERT(p->cache.batch() == rows && p->cache.capacity() == capacity, "a pooled cache of another shape");
-  p->cache.use_device_lengths(hidden_prefix);
+  VISPEC_ASSERT(p->cache.device_lengths() && p->cache.batch() == rows && p->cache.capacity() == capacity,
+                "a pooled cache that is not static or of another shape");
   pool_.push_back(std::move(p));
   KvCache copy = pool_.back()->cache;
   copy.reset();
@@ -32,11 +31,8 @@ KvCache StaticForwards::make_cache(int64_t rows, int64_t capacity, const std::fu
 KvCache StaticForwards::make_cache(const Gpt& gpt, int64_t rows, int64_t extra) {
   const auto& c = gpt->config();
   VISPEC_ASSERT(!c.row_ends(), "a static cache for a model whose rows end in an end-of-line token");
-  // A caption's or prompt's hidden prefix is written in place at every prefill: its buffers are made with the
-  // cache, so that every copy of it shares them (a class model hides nothing).
-  return make_cache(
-      rows, c.max_seq_len() + extra, [&] { return gpt->make_cache(rows, extra); },
-      c.text_conditional() || c.prompted() ? c.cls_token_num : 0);
+  return make_cache(rows, c.max_seq_len() + extra,
+                    [&] { return gpt->make_cache(rows, extra, /*static_lengths=*/true); });
 }
 
 StaticForwards::Pooled* StaticForwards::pooled_of(const KvCache& cache) const {

@@ -29,9 +29,9 @@ namespace vispec {
 
 class StaticForwards {
  public:
-  // A reset static cache of `rows` rows and `capacity` slots from the pool, made by make() (a dynamic cache of
-  // the model's) when none is free. hidden_prefix: see KvCache::use_device_lengths.
-  KvCache make_cache(int64_t rows, int64_t capacity, const std::function<KvCache()>& make, int64_t hidden_prefix = 0);
+  // A reset static cache of `rows` rows and `capacity` slots from the pool, made by make() (a static cache of
+  // the model's) when none is free.
+  KvCache make_cache(int64_t rows, int64_t capacity, const std::function<KvCache()>& make);
   // The same for a GPT's cache of `rows` rows with `extra` slots past its sequence.
   KvCache make_cache(const Gpt& gpt, int64_t rows, int64_t extra);
   // Whether `cache` is one of this pool's.
@@ -49,7 +49,7 @@ class StaticForwards {
   std::vector<torch::Tensor> forward(KvCache& cache, int64_t T, const std::vector<torch::Tensor>& inputs,
                                      const Run& run, const std::vector<bool>& per_sample = {});
   // A GPT's forward: run(tokens, positions, block mask, committed mask) -> its logits and hidden states (the
-  // committed mask, undefined or on the device, as KvCache::restrict_committed takes it).
+  // committed mask, undefined or on the device, as KvBlock::committed takes it).
   using Forward =
       std::function<GptOutput(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
   GptOutput forward(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,

@@ -45,10 +45,10 @@ torch::Tensor EagleDrafterImpl::forward(const torch::Tensor& features, const tor
   return x + feed_forward(ffn_norm(x));
 }
 
-KvCache EagleDrafterImpl::make_cache(int64_t batch, int64_t extra) const {
+KvCache EagleDrafterImpl::make_cache(int64_t batch, int64_t extra, bool static_lengths) const {
   const auto& w = fc->weight;
   return KvCache(1, batch, config_.kv_heads(), config_.image_tokens() + extra, config_.head_dim(), w.scalar_type(),
-                 w.device());
+                 w.device(), KvLengths{static_lengths});
 }
 
 EagleDrafter load_eagle_drafter(const std::string& path, const ModelConfig& target) {

@@ -38,7 +38,8 @@ class EagleDrafterImpl : public torch::nn::Module {
   // pairs attend among themselves only. Returns predictions [B, T, D].
   torch::Tensor forward(const torch::Tensor& features, const torch::Tensor& token_embeddings,
                         const torch::Tensor& cells, const torch::Tensor& block_mask, KvCache* cache = nullptr);
-  KvCache make_cache(int64_t batch, int64_t extra = 0) const;
+  // Static (its lengths on the device, KvLengths) where asked.
+  KvCache make_cache(int64_t batch, int64_t extra = 0, bool static_lengths = false) const;
 
   torch::nn::Linear fc{nullptr};
   torch::nn::Embedding embed_tokens{nullptr};  // only with own_embedding

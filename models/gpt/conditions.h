@@ -6,7 +6,7 @@
 // Captions and prompts are laid out as LlamaGen's text-to-image sampler lays out captions (docs/algorithms.md
 // "Text conditioning"): each one's L positions fill the LAST L of the model's cls_token_num positions ("left
 // padding"), zeros fill the rest, and the mask marks its own positions. The mask then hides the padded
-// positions' keys from every query but their own, for the whole decode (KvCache::hide_prefix_keys), and a
+// positions' keys from every query but their own, for the whole decode (KvBlock::visible), and a
 // prompt's 1D positions count from its first real token.
 #pragma once
 

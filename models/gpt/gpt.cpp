@@ -292,33 +292,39 @@ torch::Tensor GptImpl::image_slots(const torch::Tensor& positions) const {
   return config_.row_ends() ? slots + positions.div(config_.grid_size, "floor") : slots;
 }
 
-KvCache GptImpl::make_cache(int64_t batch, int64_t extra) const {
+KvCache GptImpl::make_cache(int64_t batch, int64_t extra, bool static_lengths) const {
   const auto& w = tok_embeddings->weight;
   // A pending block's node may bring an end-of-line entry with it (a draft tree's siblings at a row's end).
   if (config_.row_ends()) extra *= 2;
+  // A caption's or prompt's hidden prefix is written in place at every prefill of a static cache: its buffers
+  // are made with the cache, so that every copy of it shares them (a class model hides nothing).
+  const int64_t hidden = config_.text_conditional() || config_.prompted() ? config_.cls_token_num : 0;
   return KvCache(config_.n_layer, batch, config_.kv_heads(), config_.max_seq_len() + extra, config_.head_dim(),
-                 w.scalar_type(), w.device());
+                 w.scalar_type(), w.device(), KvLengths{static_lengths, static_lengths ? hidden : 0});
 }
 
 GptOutput GptImpl::prefill(KvCache& cache, const torch::Tensor& cond, const torch::Tensor& visible) {
   const int64_t B = cond.size(0), C = cond.size(1);
-  if (visible.defined()) cache.hide_prefix_keys(visible);
   auto pos =
       torch::arange(C, torch::TensorOptions().dtype(torch::kInt64).device(cond.device())).unsqueeze(0).expand({B, C});
-  return run(cond, pos, prefix_shift(cache), cache.begin_block(C, torch::Tensor()), &cache);  // causal
+  KvBlock block{C, torch::Tensor()};  // causal
+  block.visible = visible;
+  const auto mask = cache.begin_block(block);  // before prefix_shift: the block hides the prefix
+  return run(cond, pos, prefix_shift(cache), mask, &cache);
 }
 
 GptOutput GptImpl::decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
-                                const torch::Tensor& block_mask) {
+                                const torch::Tensor& block_mask, const torch::Tensor& committed) {
   const int64_t B = tokens.size(0), T = tokens.size(1);
   if (config_.row_ends()) {
     // Which fed tokens end a row decides the block's width: one read of the positions (end-of-line models only).
     const auto layout = eol_block(positions, config_.grid_size, config_.image_tokens(), tokens.device());
     if (layout.entries > T) {
       const auto bm = block_mask.defined() ? block_mask : causal_mask(T, tokens.device());
-      cache.spread_committed(layout.source);
-      const auto mask = cache.begin_block(layout.entries, eol_block_mask(bm, layout));
-      cache.set_block_nodes(layout.node_starts);
+      KvBlock block{layout.entries, eol_block_mask(bm, layout), committed};
+      block.node_starts = layout.node_starts;
+      block.entry_node = layout.source;
+      const auto mask = cache.begin_block(block);
       const auto slots = image_slots(positions).gather(1, layout.source) + layout.is_eol.to(torch::kInt64);
       auto out = run(with_row_ends(embed_image(tokens), layout.source, layout.is_eol), slots, prefix_shift(cache), mask,
                      &cache);
@@ -327,7 +333,7 @@ GptOutput GptImpl::decode_block(KvCache& cache, const torch::Tensor& tokens, con
               out.hidden.gather(1, at.unsqueeze(2).expand({B, T, out.hidden.size(2)}))};
     }
   }
-  const auto mask = cache.begin_block(T, block_mask);
+  const auto mask = cache.begin_block(KvBlock{T, block_mask, committed});
   return run(embed_image(tokens), image_slots(positions), prefix_shift(cache), mask, &cache);
 }
 

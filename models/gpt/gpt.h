@@ -136,18 +136,20 @@ class GptImpl : public torch::nn::Module {
   // Returns N + 1 outputs: output j predicts image token j.
   GptOutput forward_sequence(const torch::Tensor& cond, const torch::Tensor& tokens, const torch::Tensor& visible = {});
 
-  // A cache sized for `batch` rows of the full sequence (plus `extra` slots for pending draft blocks).
-  KvCache make_cache(int64_t batch, int64_t extra = 0) const;
+  // A cache sized for `batch` rows of the full sequence (plus `extra` slots for pending draft blocks), static
+  // (its lengths on the device, KvLengths) where asked.
+  KvCache make_cache(int64_t batch, int64_t extra = 0, bool static_lengths = false) const;
   // Appends the condition positions as a pending causal block; `visible` [B, C] (if defined) hides the
-  // others from every later query (KvCache::hide_prefix_keys). Returns one output per condition position;
+  // others from every later query (KvBlock::visible). Returns one output per condition position;
   // the last predicts image token 0. Call cache.keep_all() to commit.
   GptOutput prefill(KvCache& cache, const torch::Tensor& cond, const torch::Tensor& visible = {});
   // Appends image tokens [B, T] at image indices `positions` [B, T] (for RoPE) as a pending block under
   // block_mask ([T, T] or [B, T, T], true = may attend). Output t predicts the token after positions[t]. A
   // model whose rows end in an end-of-line token adds that token's entry after each token that ends a row
   // (models/gpt/sequence_layout.h; one read of `positions`) and returns its output as the row-ending token's.
+  // committed: which committed entries each query sees (KvBlock::committed; undefined: all).
   GptOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
-                         const torch::Tensor& block_mask);
+                         const torch::Tensor& block_mask, const torch::Tensor& committed = {});
 
   // [token_table_size, D]: image codes (LlamaGen), or the text vocabulary with the image tokens at
   // image_token_offset (the LLM families).

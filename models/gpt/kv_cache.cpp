@@ -26,13 +26,24 @@ torch::Tensor causal_mask_block(int64_t W, torch::Device device) {
 void set_kv_plan_check(bool enabled) { plan_check = enabled; }
 
 KvCache::KvCache(int64_t n_layer, int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
-                 torch::Dtype dtype, torch::Device device)
+                 torch::Dtype dtype, torch::Device device, KvLengths lengths)
     : length_(batch, 0), capacity_(capacity) {
   entries_ = torch::zeros({2 * n_layer, batch, kv_heads, capacity, head_dim},
                           torch::TensorOptions().dtype(dtype).device(device));
   for (int64_t l = 0; l < n_layer; ++l) {
     k_.push_back(entries_[2 * l]);
     v_.push_back(entries_[2 * l + 1]);
+  }
+  if (!lengths.on_device) return;
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  lengths_device_ = torch::zeros({batch}, i64);
+  key_index_ = torch::arange(capacity_, i64);
+  row_index_ = torch::arange(batch, i64).view({batch, 1, 1});
+  head_index_ = torch::arange(kv_heads, i64).view({1, kv_heads, 1});
+  if (lengths.hidden_prefix > 0) {
+    prefix_visible_ =
+        torch::ones({batch, lengths.hidden_prefix}, torch::TensorOptions().dtype(torch::kBool).device(device));
+    prefix_hidden_ = torch::zeros({batch}, i64);
   }
 }
 
@@ -42,17 +53,27 @@ bool KvCache::uniform_lengths() const {
 
 int64_t KvCache::max_length() const { return *std::max_element(length_.begin(), length_.end()); }
 
-void KvCache::spread_committed(const torch::Tensor& source) {
-  if (!committed_mask_.defined()) return;
-  auto m = committed_mask_.to(source.device(), torch::kBool);
-  const int64_t B = source.size(0), E = source.size(1);
+torch::Tensor KvCache::spread_committed(const torch::Tensor& committed, const torch::Tensor& entry_node) {
+  auto m = committed.to(entry_node.device(), torch::kBool);
+  const int64_t B = entry_node.size(0), E = entry_node.size(1);
   if (m.dim() == 2) m = m.unsqueeze(0).expand({B, m.size(0), m.size(1)});
-  committed_mask_ = m.gather(1, source.unsqueeze(2).expand({B, E, m.size(2)}));
+  return m.gather(1, entry_node.unsqueeze(2).expand({B, E, m.size(2)}));
 }
 
-AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
+AttentionMask KvCache::begin_block(const KvBlock& block) {
   block_slots_ = torch::Tensor();
-  if (device_lengths()) return begin_static_block(T, block_mask);
+  if (block.visible.defined()) hide_prefix_keys(block.visible);
+  const auto committed = block.committed.defined() && block.entry_node.defined()
+                             ? spread_committed(block.committed, block.entry_node)
+                             : block.committed;
+  auto mask = device_lengths() ? begin_static_block(block.entries, block.mask, committed)
+                               : begin_dynamic_block(block.entries, block.mask, committed);
+  node_starts_ = block.node_starts;
+  return mask;
+}
+
+AttentionMask KvCache::begin_dynamic_block(int64_t T, const torch::Tensor& block_mask,
+                                           const torch::Tensor& restricted) {
   VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
   node_starts_.clear();
   const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
@@ -62,8 +83,6 @@ AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   const auto device = k_[0].device();
   pending_ = W;
   written_from_ = P;
-  auto restricted = std::move(committed_mask_);
-  committed_mask_ = torch::Tensor();
   const bool plain = uniform_lengths() && !restricted.defined() && !prefix_visible_.defined() && P == 0;
   // A lone query sees every committed key and itself (a query always sees itself, whatever its [1, 1] block
   // mask says); a causal block over an empty cache is SDPA's own causal mode.
@@ -96,7 +115,7 @@ AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
     }
     return {mask.unsqueeze(1)};
   }
-  VISPEC_ASSERT(!restricted.defined(), "restrict_committed() needs rows of equal length");
+  VISPEC_ASSERT(!restricted.defined(), "a restriction of the committed entries needs rows of equal length");
   // Ragged rows (after per-row accepts): row b's block sits at slots [length_b, length_b + W).
   auto lengths = torch::tensor(length_, torch::kInt64).to(device);  // [B]
   auto w = torch::arange(W, torch::TensorOptions().dtype(torch::kInt64).device(device));
@@ -110,22 +129,8 @@ AttentionMask KvCache::begin_block(int64_t T, const torch::Tensor& block_mask) {
   return {mask.unsqueeze(1)};
 }
 
-void KvCache::use_device_lengths(int64_t hidden_prefix) {
-  if (device_lengths()) return;
-  const auto device = k_[0].device();
-  lengths_device_ = torch::tensor(length_, torch::kInt64).to(device);
-  key_index_ = torch::arange(capacity_, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  row_index_ = torch::arange(batch(), i64).view({batch(), 1, 1});
-  head_index_ = torch::arange(k_[0].size(1), i64).view({1, k_[0].size(1), 1});
-  if (hidden_prefix > 0 && !prefix_visible_.defined()) {
-    prefix_visible_ = torch::ones({batch(), hidden_prefix}, torch::TensorOptions().dtype(torch::kBool).device(device));
-    prefix_hidden_ = torch::zeros({batch()}, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  }
-}
-
 int64_t KvCache::plan_static_block(int64_t T) {
-  VISPEC_ASSERT(device_lengths(), "a static block needs use_device_lengths()");
+  VISPEC_ASSERT(device_lengths(), "a static block in a cache whose lengths are on the host");
   if (planned_ == T) return bucket_;  // the planned block again: its step run once more
   VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
   const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
@@ -144,9 +149,9 @@ int64_t KvCache::plan_static_block(int64_t T) {
 // Every shape below is (B, T, P, bucket) and every scalar T or P: the same at every step of a bucket. Row b's
 // block sits at slots [L_b, L_b + W) with L_b = lengths_device_[b], this forward's entries at [L_b + P, L_b + W)
 // (P > 0: it extends the pending block); key slot s is seen where s < L_b (committed) or where the block mask
-// lets the query see block entry s - L_b. A restriction of the committed entries (restrict_committed, on the
+// lets the query see block entry s - L_b. A restriction of the committed entries (KvBlock::committed, on the
 // device) hides the committed keys it does not show, read through the same bucket.
-AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_mask) {
+AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_mask, torch::Tensor committed) {
   // The planned block, if a runner planned it before its step (which it may run, warm up and capture: each run
   // begins the same block), else planned now.
   const int64_t S = plan_static_block(T), B = batch(), P = written_from_, W = pending_;
@@ -172,9 +177,8 @@ AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_
     const auto block_seen = bm.gather(2, rel.clamp(0, W - 1).expand({B, T, S})).logical_and(in_block);
     mask = rel.lt(0).logical_or(block_seen);  // [B, T, S]
   }
-  if (committed_mask_.defined()) {
-    const auto restricted = std::move(committed_mask_);
-    committed_mask_ = torch::Tensor();
+  if (committed.defined()) {
+    const auto restricted = std::move(committed);
     VISPEC_ASSERT(restricted.device() == device && restricted.size(-1) >= S,
                   "a static block's committed mask must be on the cache's device and span its bucket (", S, " slots)");
     auto seen = restricted.to(torch::kBool).narrow(-1, 0, S);
@@ -211,7 +215,7 @@ torch::Tensor apply_prefix_visibility(torch::Tensor mask, const torch::Tensor& v
   return mask;
 }
 
-const torch::Tensor& KvCache::block_slots() {
+const torch::Tensor& KvCache::block_slots() const {
   if (block_slots_.defined()) return block_slots_;
   const int64_t B = batch(), T = pending_ - written_from_;
   if (slot_index_.defined()) {
@@ -445,7 +449,6 @@ void KvCache::settle(const std::vector<int64_t>& lengths) {
   VISPEC_ASSERT(!plan_check || lengths == device_lengths_now(lengths_device_),
                 "settle on lengths other than the device's");
   length_ = lengths;
-  committed_mask_ = torch::Tensor();
   close_block();
 }
 
@@ -457,7 +460,6 @@ int64_t KvCache::bucket_for(int64_t width) const {
 void KvCache::reset() {
   close_block();
   std::fill(length_.begin(), length_.end(), 0);
-  committed_mask_ = torch::Tensor();
   if (device_lengths()) {
     // A static cache keeps its hidden-prefix tensors for the next prefill to overwrite in place (a caption or
     // prompt model hides a prefix at every prefill, a class model never).

@@ -7,14 +7,14 @@
 // nothing (the next block overwrites the pending one).
 // extend_pending() makes the next forward add its entries to the pending block instead (a draft tree grown
 // level by level runs only its new nodes; their mask also covers the block's earlier entries).
-// By default a block sees every committed entry; restrict_committed() narrows that for the next forward (ZipAR
-// commits entries out of raster order, so a query may only see those at earlier raster positions), and
-// hide_prefix_keys() hides some of each row's first entries from every later query (a caption's padding).
+// By default a block sees every committed entry; its KvBlock may narrow that (ZipAR commits entries out of raster
+// order, so a query may only see those at earlier raster positions), and a prefill's may hide some of each row's
+// first entries from every later query (a caption's padding).
 // A block may hold more entries than the decoder fed tokens: where each image row ends in a forced end-of-line
 // token (models/gpt/sequence_layout.h) the model adds that token's entry after a row's last token. The model then
-// tells the cache which entries each fed token ("node") owns (set_block_nodes), and every commit, which names
-// nodes, keeps their entries.
-// The static step (docs/decoding_floor.md, "The static step"): after use_device_lengths() the committed lengths
+// tells the cache which entries each fed token ("node") owns (KvBlock::node_starts), and every commit, which
+// names nodes, keeps their entries.
+// The static step (docs/decoding_floor.md, "The static step"): in a static cache (KvLengths) the committed lengths
 // live in a device tensor, the only truth: every commit moves them there, and a block writes at slots computed
 // from them and attends over a fixed-width view of the cache (the length bucket: the longest row plus the
 // block, rounded up to kLengthBucket keys) masked by each row's length. A forward then has the same operators,
@@ -34,10 +34,43 @@
 
 namespace vispec {
 
+// Where a cache's committed lengths live: on the host (a dynamic cache), or on the device (a static cache, whose
+// every block is a static step), where hidden_prefix C > 0 makes the buffers in which a prefill's hidden prefix
+// (KvBlock::visible) is written in place, so that copies of the cache share them.
+struct KvLengths {
+  bool on_device = false;
+  int64_t hidden_prefix = 0;
+};
+
+// One forward's block, what KvCache::begin_block opens.
+struct KvBlock {
+  int64_t entries = 0;  // T: the entries this forward writes per row
+  // [T, W] or [B, T, W] bool, W the block's width once written (T, or pending + T), true = query i may attend to
+  // block entry j; undefined: causal within the block.
+  torch::Tensor mask;
+  // Which committed entries the queries see: [T, C] or [B, T, C] bool over the first C slots, C at least the
+  // (equal) committed length of every row; the columns past it are not read. A static block reads it on the
+  // device through its length bucket, so there C is the capacity (a mask made on the device, e.g. by comparing
+  // positions, keeps the block free of uploads). Undefined: every committed entry (ZipAR restricts them).
+  torch::Tensor committed;
+  // A prefill's visible [B, C] bool: from now until reset(), entry j < C of row b is seen only where
+  // visible[b][j], or by the query at that same entry (LlamaGen's emb_mask keeps the diagonal, so a padded
+  // position still attends to itself). A static cache writes it in place and keeps it across reset(), for its
+  // next prefill to overwrite.
+  torch::Tensor visible;
+  // Where the block is not one entry per node (end-of-line entries): node_starts[b] holds N + 1 ascending block
+  // indices, node t of row b owning entries [node_starts[b][t], node_starts[b][t + 1]) (entries past the last
+  // are padding that no commit keeps), and entry_node [B, T] the node of each entry, which sees what its node
+  // sees of `committed` (given per node).
+  std::vector<std::vector<int64_t>> node_starts;
+  torch::Tensor entry_node;
+};
+
 class KvCache {
  public:
+  // lengths: where the committed lengths live (see KvLengths).
   KvCache(int64_t n_layer, int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim, torch::Dtype dtype,
-          torch::Device device);
+          torch::Device device, KvLengths lengths = {});
 
   int64_t batch() const { return int64_t(length_.size()); }
   int64_t capacity() const { return capacity_; }
@@ -45,46 +78,29 @@ class KvCache {
   int64_t pending() const { return pending_; }
 
   // --- used by the model, once per forward then once per layer ---
-  // Opens a pending block of T entries per row, or adds T entries to it after extend_pending(). block_mask:
-  // [T, W] or [B, T, W] bool with W the block's width after this call (T, or pending + T), true = may attend
-  // (query i to block key j); undefined: causal within the block. Returns what the queries may attend to over
-  // all S = max length + W keys: no mask tensor where none is needed (rows of equal length, nothing hidden,
-  // and either one query per row or a causal block with nothing committed), else the dense [B, 1, T, S] mask.
-  AttentionMask begin_block(int64_t T, const torch::Tensor& block_mask);
+  // Opens `block`: a pending block of block.entries entries per row, or adds them to it after extend_pending().
+  // Returns what the queries may attend to over all S = max length + W keys (W: the block's width after this
+  // call): no mask tensor where none is needed (rows of equal length, nothing hidden, and either one query per
+  // row or a causal block with nothing committed), else the dense [B, 1, T, S] mask.
+  AttentionMask begin_block(const KvBlock& block);
+  AttentionMask begin_block(int64_t T, const torch::Tensor& mask) { return begin_block(KvBlock{T, mask}); }
   // Stores one layer's block keys/values k, v [B, Hkv, T, Dh]; returns that layer's keys/values to attend over,
   // [B, Hkv, S, Dh] each.
   std::pair<torch::Tensor, torch::Tensor> write(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
   // What the fused path (kernels/rope_write_kv.h, kernels/attend_cache.h) needs to do write()'s work itself: the cache
-  // slots of this forward's entries, [B, T] int64 (made once per forward), each layer's whole caches to write them
-  // into, and how many of their first slots the queries attend over (the S of write()'s views).
-  const torch::Tensor& block_slots();
+  // slots of this forward's entries, [B, T] int64 (made once per forward, when first asked), each layer's whole
+  // caches to write them into, and how many of their first slots the queries attend over (the S of write()'s views).
+  const torch::Tensor& block_slots() const;
   const torch::Tensor& keys(int64_t layer) const { return k_[layer]; }    // [B, Hkv, capacity, Dh]
   const torch::Tensor& values(int64_t layer) const { return v_[layer]; }  // [B, Hkv, capacity, Dh]
   int64_t attended_keys() const { return device_lengths() ? bucket_ : max_length() + pending_; }
 
-  // After begin_block, when the block is not one entry per node: starts[b] holds T + 1 ascending block
-  // indices, node t of row b owning entries [starts[b][t], starts[b][t + 1]); entries past starts[b][T] are
-  // padding that no keep commits.
-  void set_block_nodes(std::vector<std::vector<int64_t>> starts) { node_starts_ = std::move(starts); }
-  // The same block's restriction of committed entries (restrict_committed, per node) given to its entries:
-  // source [B, T'] is the node of each entry; an end-of-line entry sees what its node sees.
-  void spread_committed(const torch::Tensor& source);
-
   // --- used by the decoder ---
+  // The next block adds its entries to the pending block (a draft tree's next level).
   void extend_pending() {
     extend_ = true;
     planned_ = 0;
   }
-  // Which committed entries the next block's queries see: [T, C] or [B, T, C] bool over the first C slots, C at
-  // least the (equal) committed length of every row; the columns past it are not read. A static block reads
-  // it on the device through its length bucket, so there C is the capacity (a mask made on the device, e.g. by
-  // comparing positions, keeps the block free of uploads).
-  void restrict_committed(const torch::Tensor& mask) { committed_mask_ = mask; }
-  // visible [B, C] bool: from now until reset(), entry j < C of row b is seen only where visible[b][j], or by
-  // the query at that same entry (LlamaGen's emb_mask keeps the diagonal, so a padded position still attends
-  // to itself). Call before the block that writes those entries. A static cache (use_device_lengths) writes
-  // it in place and keeps it across reset(), for its next prefill to overwrite.
-  void hide_prefix_keys(const torch::Tensor& visible);
   const torch::Tensor& prefix_visible() const { return prefix_visible_; }  // undefined: nothing hidden
   // [B] int64: how many of each row's first entries are hidden (counted once, not per forward).
   const torch::Tensor& prefix_hidden() const { return prefix_hidden_; }
@@ -125,10 +141,6 @@ class KvCache {
   // --- the static step ---
   // Keys a static block's view grows by: one captured graph per bucket (a 256-token image: 5 buckets).
   static constexpr int64_t kLengthBucket = 64;
-  // From now on (until the cache is destroyed) lengths live on the device and every block is static: one
-  // upload of the host lengths. hidden_prefix C > 0 makes the buffers hide_prefix_keys() will write in place
-  // (nothing hidden until then), so that copies of this cache share them.
-  void use_device_lengths(int64_t hidden_prefix = 0);
   bool device_lengths() const { return lengths_device_.defined(); }
   const torch::Tensor& lengths_on_device() const { return lengths_device_; }  // [R] int64, never reallocated
   // Plans the static block of T entries per row that the next begin_block() opens (its shape and the bucket its
@@ -155,7 +167,11 @@ class KvCache {
   std::vector<int64_t> every_row(const std::vector<int64_t>& per_sample) const;
   // The commit closes the pending block: the host plan's own bookkeeping after any commit.
   void close_block();
-  AttentionMask begin_static_block(int64_t T, const torch::Tensor& block_mask);
+  AttentionMask begin_static_block(int64_t T, const torch::Tensor& block_mask, torch::Tensor committed);
+  AttentionMask begin_dynamic_block(int64_t T, const torch::Tensor& block_mask, const torch::Tensor& committed);
+  // The block's `committed` restriction, given per node, given to its entries (KvBlock::entry_node).
+  static torch::Tensor spread_committed(const torch::Tensor& committed, const torch::Tensor& entry_node);
+  void hide_prefix_keys(const torch::Tensor& visible);  // KvBlock::visible
 
   // Every layer's keys and values in one storage, [2 n_layer, B, Hkv, capacity, Dh] (layer l's keys at 2 l, its
   // values at 2 l + 1), so that a commit moves the kept entries of all layers in one gather and one scatter
@@ -167,11 +183,10 @@ class KvCache {
   int64_t pending_ = 0;           // entries in the pending block
   int64_t written_from_ = 0;      // block index of the first entry this forward writes
   bool extend_ = false;           // the next begin_block adds to the pending block
-  torch::Tensor committed_mask_;  // for the next begin_block: visible committed entries (undefined: all)
   torch::Tensor prefix_visible_;  // [B, C] bool: which of each row's first C entries queries may see
   torch::Tensor prefix_hidden_;   // [B] int64: how many of them are hidden
-  torch::Tensor slot_index_;   // write slots of the pending block: [B, 1, T, 1] when lengths differ, [B, 1, T] static
-  torch::Tensor block_slots_;  // [B, T]: this forward's slots for the fused path (undefined until asked)
+  torch::Tensor slot_index_;  // write slots of the pending block: [B, 1, T, 1] when lengths differ, [B, 1, T] static
+  mutable torch::Tensor block_slots_;  // [B, T]: this forward's slots for the fused path (undefined until asked)
   std::vector<std::vector<int64_t>> node_starts_;  // the pending block's entries per node (empty: one each)
   torch::Tensor lengths_device_;                   // [B] int64 on the device: the static step's committed lengths
   torch::Tensor key_index_;                        // [capacity] int64 on the device: 0 .. capacity - 1

@@ -3,7 +3,7 @@
 // row r at slot C + r (W + 1) + W. The decoders never see these tokens: they feed image tokens at image
 // positions, and the model adds an end-of-line entry after every fed token that ends a row (but the image's
 // last), so that the output it returns for that token (the one predicting the next row's first token) is the
-// end-of-line entry's. The KV cache keeps a token's end-of-line entry with it (KvCache::set_block_nodes).
+// end-of-line entry's. The KV cache keeps a token's end-of-line entry with it (KvBlock::node_starts).
 //
 // A block whose rows add different numbers of entries is padded to one width: padding entries attend only to
 // themselves, no entry attends to them, and no keep commits them.
@@ -25,7 +25,7 @@ struct EolBlock {
   torch::Tensor is_eol;                           // [B, T'] bool: an end-of-line entry
   torch::Tensor is_padding;                       // [B, T'] bool
   torch::Tensor output_entry;                     // [B, T] int64: the entry whose output is node t's
-  std::vector<std::vector<int64_t>> node_starts;  // per row: T + 1 entry starts (KvCache::set_block_nodes)
+  std::vector<std::vector<int64_t>> node_starts;  // per row: T + 1 entry starts (KvBlock::node_starts)
 };
 
 // positions: [B, T] image positions of the nodes, on the host. Tensors are made on `device`.
