@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "decoding/floor/sample_stats.h"
 #include "io/atomic_file.h"
 #include "io/unit_files.h"
 
@@ -77,6 +78,13 @@ void Journal::load(const nlohmann::json* expected, bool cut_torn_tail) {
                        record.contains("images") && record["images"].is_number_integer(),
                    where, ": not a unit record (no integer 'unit' and 'images'; the file was edited or corrupted)");
       if (record.contains("files")) unit_files_from_json(record["files"], where);  // well-formed, or one line
+      try {
+        (void)stats_counts_from_json(record);  // the decoder counts summary.json sums: counts, or one line here
+      } catch (const nlohmann::json::exception&) {
+        VISPEC_FAIL(where,
+                    ": a unit record whose decoder counts are missing or not counts (the file was edited or "
+                    "corrupted)");
+      }
       const int64_t unit = record["unit"].get<int64_t>();
       done_[unit] = std::move(record);  // a later record of a unit supersedes
     }

@@ -50,6 +50,12 @@ echo '{"foo":1}' >> "$d/out/journal.jsonl"
 line=$(wc -l < "$d/out/journal.jsonl")
 expect_failure journal-record "journal.jsonl:$line: not a unit record" "${MPIRUN[@]}" -np 2 "$vispec" run "$d/job.yaml"
 expect_failure journal-record-alone "journal.jsonl:$line: not a unit record" "$vispec" run "$d/job.yaml"
+# A unit record whose decoder counts are not counts (1.5 tokens, summed into summary.json): the same.
+sed -i '$d' "$d/out/journal.jsonl"
+tail -n 1 "$d/out/journal.jsonl" | "$py" -c 'import json, sys; r = json.load(sys.stdin); r["tokens"] = 1.5; print(json.dumps(r))' \
+  >> "$d/out/journal.jsonl"
+line=$(wc -l < "$d/out/journal.jsonl")
+expect_failure journal-counts "journal.jsonl:$line: a unit record whose decoder counts" "$vispec" run "$d/job.yaml"
 
 # A prompt line that is not UTF-8 is skipped like an unknown class (exit 5), its error record valid JSON.
 printf 'trouser\nba\xffg\nsneaker\n' > "$d/prompts.txt"

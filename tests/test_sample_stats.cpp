@@ -42,9 +42,14 @@ TEST(SampleStatsJson, AMissingOrWrongCountThrows) {
   j = stats_counts_json(some_stats());
   j["tokens"] = "many";
   EXPECT_THROW(stats_counts_from_json(j), nlohmann::json::type_error);
-  j = stats_counts_json(some_stats());
-  j["idle_iterations"] = "some";
-  EXPECT_THROW(stats_counts_from_json(j), nlohmann::json::type_error);
+  for (const auto& bad : {nlohmann::json("some"), nlohmann::json(1.5), nlohmann::json(-3)}) {
+    j = stats_counts_json(some_stats());
+    j["idle_iterations"] = bad;  // not a count: not read as 0, 1 or -3
+    EXPECT_THROW(stats_counts_from_json(j), nlohmann::json::type_error) << bad;
+    j = stats_counts_json(some_stats());
+    j["accepted"] = bad;
+    EXPECT_THROW(stats_counts_from_json(j), nlohmann::json::type_error) << bad;
+  }
 }
 
 // A journal written before the iteration counts were kept reads them as 0.

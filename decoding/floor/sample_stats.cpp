@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <string>
+
 namespace vispec {
 
 nlohmann::json stats_counts_json(const SampleStats& s) {
@@ -14,16 +17,27 @@ nlohmann::json stats_counts_json(const SampleStats& s) {
           {"idle_iterations", s.idle_iterations}};
 }
 
+namespace {
+// j[key] as a count: a whole number, at least 0 (nlohmann's get<int64_t> would truncate 1.5 and take -3).
+int64_t count_of(const nlohmann::json& j, const char* key) {
+  const auto& v = j.at(key);
+  const bool count = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT64_MAX)
+                                            : v.is_number_integer() && v.get<int64_t>() >= 0;
+  if (!count) throw nlohmann::json::type_error::create(302, std::string("'") + key + "' is not a count", &j);
+  return v.get<int64_t>();
+}
+}  // namespace
+
 SampleStats stats_counts_from_json(const nlohmann::json& j) {
   SampleStats s;
-  s.target_forwards = j.at("target_forwards").get<int64_t>();
-  s.draft_forwards = j.at("draft_forwards").get<int64_t>();
-  s.drafted = j.at("drafted").get<int64_t>();
-  s.accepted = j.at("accepted").get<int64_t>();
-  s.tokens = j.at("tokens").get<int64_t>();
-  for (auto [key, count] :
-       {std::pair{"batch_iterations", &s.batch_iterations}, {"idle_iterations", &s.idle_iterations}})
-    if (j.contains(key)) *count = j.at(key).get<int64_t>();
+  s.target_forwards = count_of(j, "target_forwards");
+  s.draft_forwards = count_of(j, "draft_forwards");
+  s.drafted = count_of(j, "drafted");
+  s.accepted = count_of(j, "accepted");
+  s.tokens = count_of(j, "tokens");
+  // Missing in a journal written before vispec counted them: 0.
+  if (j.contains("batch_iterations")) s.batch_iterations = count_of(j, "batch_iterations");
+  if (j.contains("idle_iterations")) s.idle_iterations = count_of(j, "idle_iterations");
   return s;
 }
 

@@ -53,7 +53,7 @@ struct SampleStats {
 // The counts (target_forwards, draft_forwards, drafted, accepted, tokens, batch_iterations, idle_iterations):
 // what a unit reports to rank 0, the journal keeps per unit and summary.json sums. stats_counts_from_json throws
 // nlohmann's out_of_range on a missing key (the two iteration counts may be missing: a journal written before
-// vispec counted them, read as 0) and type_error on a value that is not a whole number.
+// vispec counted them, read as 0) and type_error on a value that is not a count (a whole number, at least 0).
 nlohmann::json stats_counts_json(const SampleStats& s);
 SampleStats stats_counts_from_json(const nlohmann::json& j);
 // One sample's figures for its metrics line: the counts, its mean accepted length and acceptance rate, the
