@@ -23,8 +23,8 @@ BenchConfig load_bench_config(const std::string& path, const std::vector<std::st
   if (!doc.IsMap()) VISPEC_FAIL(path, ": a bench file must be a YAML map");
   for (const auto& o : overrides) apply_override(doc, o);
   YamlView root(doc, path);
-  root.reject_unknown_keys({"name", "model", "prompts", "images_per_prompt", "seed", "batch_size", "device", "threads",
-                            "baseline", "decoders"});
+  root.reject_unknown_keys({"name", "model", "prompts", "images_per_prompt", "seed", "batch_size", "unit_size",
+                            "device", "threads", "baseline", "decoders"});
   BenchConfig c;
   c.file = path;
   c.name = root.need<std::string>("name");
@@ -38,6 +38,8 @@ BenchConfig load_bench_config(const std::string& path, const std::vector<std::st
   c.seed = root.get<uint64_t>("seed", c.seed);
   c.batch_size = root.get<int64_t>("batch_size", c.batch_size);
   if (c.batch_size < 1) root.at("batch_size").fail("must be >= 1");
+  c.unit_size = root.get<int64_t>("unit_size", c.batch_size);
+  if (c.unit_size < 1) root.at("unit_size").fail("must be >= 1");
   c.device = root.get<std::string>("device", c.device);
   c.threads = root.get<int>("threads", c.threads);
 

@@ -5,7 +5,9 @@
 //   prompts: ../jobs/demo-prompts.txt # relative to the bench file
 //   images_per_prompt: 100            # every decoder makes every image: quality is judged on all of them
 //   seed: 0
-//   batch_size: 50                    # one batch = one timed chunk; chunks interleave the decoders
+//   batch_size: 50                    # rows decoded together
+//   unit_size: 50                     # samples per timed chunk (default batch_size), decoded on batch_size
+//                                     # rows as a job's unit is; chunks interleave the decoders
 //   device: auto
 //   threads: 0
 //   baseline: ar                      # the label speedups are relative to (default: the first decoder)
@@ -36,6 +38,7 @@ struct BenchConfig {
   int64_t images_per_prompt = 1;
   uint64_t seed = 0;
   int64_t batch_size = 16;
+  int64_t unit_size = 0;  // 0: batch_size
   std::string device = "auto";
   int threads = 0;
   std::string baseline;  // a label of `decoders`

@@ -56,12 +56,17 @@ std::string bench_markdown(const nlohmann::json& r) {
     counts = counts && d.contains("aten_ops_per_image");  // results written before the op counts had none
     idle = idle && d.contains("idle_row_fraction");       // nor before the idle rows were counted
   }
+  // Results written before units and rows were told apart have a batch size alone.
+  const std::string chunks = r.contains("unit_size")
+                                 ? fmt::format(" in chunks of {} samples on {} rows", r["unit_size"].get<int64_t>(),
+                                               r["batch_size"].get<int64_t>())
+                                 : "";
   std::string md = fmt::format(
-      "{} images per decoder (same prompts and seeds), device {} ({} threads), LibTorch {}, {}.{}\n\n"
+      "{} images per decoder (same prompts and seeds){}, device {} ({} threads), LibTorch {}, {}.{}\n\n"
       "| decoder | target fwd / image | draft fwd / image | mean accepted length |{} acceptance rate |{} ms / image "
       "|{} speedup vs {} | class agreement | FID |\n"
       "| --- | ---: | ---: | ---: |{} ---: |{} ---: |{} ---: | ---: | ---: |\n",
-      r["images_per_decoder"].get<int64_t>(), r["device"].get<std::string>(), r["threads"].get<int64_t>(),
+      r["images_per_decoder"].get<int64_t>(), chunks, r["device"].get<std::string>(), r["threads"].get<int64_t>(),
       r["libtorch"].get<std::string>(), r["date_utc"].get<std::string>(),
       idle ? " Idle rows: the share of the batches' row-iterations spent on rows whose image was done." : "",
       trees ? " mean tree depth |" : "", idle ? " idle rows |" : "",

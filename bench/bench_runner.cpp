@@ -52,19 +52,24 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   for (const auto& e : c.decoders)
     decoders.push_back(make_decoder(e.decoder, load_decoder_models(e.decoder, model, models.gpt, models.vq, device)));
   const int64_t n = int64_t(samples.size()), D = int64_t(decoders.size()), grid = model.gpt.grid_size;
-  spdlog::info("bench {}: {} decoders x {} images on {}, chunks of {}", c.name, D, n, device.str(), c.batch_size);
+  spdlog::info("bench {}: {} decoders x {} images on {}, chunks of {} on {} rows", c.name, D, n, device.str(),
+               c.unit_size, c.batch_size);
 
   RequestBuilder make_request(model, c.seed, device);
-  auto request = [&](int64_t start, int64_t count) { return make_request(&samples[start], count); };
-  // Untimed warm-up: first calls pay for allocations and (on GPU) kernel selection.
-  for (auto& d : decoders) d->decode(request(0, std::min(c.batch_size, n)));
+  auto request = [&](int64_t start, int64_t count) {
+    auto r = make_request(&samples[start], count);
+    r.rows = c.batch_size;
+    return r;
+  };
+  // Untimed warm-up: first calls pay for allocations and (on GPU) kernel selection. One batch of rows is enough.
+  for (auto& d : decoders) decode_in_rows(*d, request(0, std::min(c.batch_size, n)));
   // What each decoder asks of LibTorch per image, counted on one more untimed chunk (the counting hook costs
   // time on every op): ATen operator calls (kernel launches on a GPU) and host reads (synchronisations).
   std::vector<double> ops_per_image(size_t(D), 0), reads_per_image(size_t(D), 0);
   for (int64_t d = 0; d < D; ++d) {
     const int64_t count = std::min(c.batch_size, n);
     OpCounter counter;
-    decoders[size_t(d)]->decode(request(0, count));
+    decode_in_rows(*decoders[size_t(d)], request(0, count));
     ops_per_image[size_t(d)] = double(counter.ops()) / double(count);
     reads_per_image[size_t(d)] = double(counter.host_reads()) / double(count);
   }
@@ -73,13 +78,13 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
   std::vector<int64_t> classes;
   for (const auto& s : samples) classes.push_back(s.class_id);
   int64_t chunk = 0;
-  for (int64_t start = 0; start < n; start += c.batch_size, ++chunk) {
-    const int64_t count = std::min(c.batch_size, n - start);
+  for (int64_t start = 0; start < n; start += c.unit_size, ++chunk) {
+    const int64_t count = std::min(c.unit_size, n - start);
     const auto req = request(start, count);
     for (int64_t k = 0; k < D; ++k) {
       const int64_t d = (chunk + k) % D;
       const auto t0 = Clock::now();
-      const auto result = decoders[d]->decode(req);
+      const auto result = decode_in_rows(*decoders[d], req);
       const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       tally[d].seconds += secs;
       tally[d].chunk_seconds.push_back(secs);
@@ -151,6 +156,7 @@ nlohmann::json run_bench(const BenchConfig& c, const std::string& results_dir) {
                         {"seed", c.seed},
                         {"images_per_decoder", n},
                         {"batch_size", c.batch_size},
+                        {"unit_size", c.unit_size},
                         {"baseline", c.baseline},
                         {"decoders", rows}};
   write_bench_report(out, results_dir);

@@ -179,7 +179,7 @@ const Eagle1Decoder::Tables& Eagle1Decoder::tables(int64_t B, torch::Device devi
 DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
-  const int64_t B = request.batch(), N = gpt->config().image_tokens();
+  const int64_t B = request.row_count(), N = gpt->config().image_tokens();
   const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
   const auto device = gpt->device();
   const auto& tab = tables(B, device);
@@ -194,14 +194,18 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
   const int64_t W = L + 1;  // the pairs' block: an accepted path holds the root and L nodes
   auto rows = graphs_.rows(request, N, T, device, /*path_width=*/L + 2);
-  auto& stats = rows.stats;
   PhaseClock clock(device);
   EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, W);
   auto dcache = pairs.drafter_cache(tab.block_entries + W + 1);
-  pairs.start(params_, request, rows, graphs_);  // the prefill and every row's first token
-  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
+  pairs.prepare(request, rows, graphs_);
+  // ---- rows taking samples (every row at the start, then each row whose image is done): the target's prefill,
+  // token 0 and the first pairs
+  const auto start = [&](const RowFill& fill) {
+    pairs.start(params_, fill, rows, dcache);
+    clock.charge(clock.lap(), rows.samples_of(fill.rows), &SampleStats::bookkeeping_ms);
+  };
 
-  while (rows.next_iteration()) {
+  while (rows.next_iteration(start)) {
     const auto active = rows.active();
     auto times = IterationTimes::start(clock, graphs_.replays(device));
 
@@ -272,9 +276,9 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     };
     const auto paths =
         pairs.iterate(graphs_, rows, dcache, /*shape=*/{}, T, tab.drafter_widths, times, clock, iteration);
-    for (int64_t b : active) stats[size_t(b)].tree_depth += double(L);
+    for (int64_t b : active) rows.stats_of(b).tree_depth += double(L);
     times.bookkeeping = clock.lap();
-    charge_iteration(clock, stats, active, times, tab.draft_forwards);
+    charge_iteration(clock, rows, active, times, tab.draft_forwards);
   }
   auto result = rows.result();  // its read waits for the device, so settling the clock then does not
   clock.settle(result.stats);

@@ -25,6 +25,7 @@ class Eagle1Decoder : public Decoder {
                 AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours);
   std::string name() const override { return name_; }
   DecodeResult decode(const DecodeRequest& request) override;
+  bool refills_rows() const override { return true; }
 
  private:
   std::string name_;

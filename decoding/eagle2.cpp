@@ -44,7 +44,7 @@ Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter,
 DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
-  const int64_t B = request.batch(), N = gpt->config().image_tokens();
+  const int64_t B = request.row_count(), N = gpt->config().image_tokens();
   const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
   const auto device = gpt->device();
 
@@ -57,25 +57,34 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   TreeShape widest = shape_;
   if (adt_)
     widest = {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};
-  std::vector<AdtPolicy> policies;
+  std::vector<AdtPolicy> policies;  // ADT-Tree's, per row: made again for each sample the row takes
   if (adt_)
     for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);
   std::vector<TreeShape> shapes(static_cast<size_t>(B), shape_);
   const int64_t W = widest.depth + 2;  // the pairs' block: an accepted path holds the root and depth + 1 nodes
   auto rows = graphs_.rows(request, N, shape_.total_tokens, device, /*path_width=*/W + 1);
-  auto& stats = rows.stats;
   PhaseClock clock(device);
   EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, W);
   auto dcache = pairs.drafter_cache(widest.top_k * (widest.depth + 1) + W);
-  pairs.start(params_, request, rows, graphs_);  // the prefill and every row's first token
+  pairs.prepare(request, rows, graphs_);
   // Every row's tree shape on the device, so that growing a tree uploads nothing: EAGLE-2's fixed one, once per
   // decode (ADT-Tree's move with each tree).
   const auto own_shapes =
       graphs_.state(rows, "tree_shapes", {B, 3}, torch::TensorOptions().dtype(torch::kInt64).device(device));
   own_shapes.copy_(tree_shape_table(shapes));
-  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
+  // ---- rows taking samples (every row at the start, then each row whose image is done): the target's prefill,
+  // token 0 and the first pairs; ADT-Tree's policy starts again with the sample.
+  const auto start = [&](const RowFill& fill) {
+    pairs.start(params_, fill, rows, dcache);
+    if (adt_)
+      for (int64_t b : fill.rows) {
+        policies[size_t(b)] = AdtPolicy(*adt_, shape_, gpt->config().grid_size);
+        shapes[size_t(b)] = shape_;
+      }
+    clock.charge(clock.lap(), rows.samples_of(fill.rows), &SampleStats::bookkeeping_ms);
+  };
 
-  while (rows.next_iteration()) {
+  while (rows.next_iteration(start)) {
     const auto active = rows.active();
     const auto root_index = rows.newest_index();  // the host's copy, for ADT-Tree's policy
     if (adt_) {
@@ -154,10 +163,10 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     for (int64_t b : active) {
       if (adt_)
         policies[size_t(b)].record(root_index[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
-      stats[size_t(b)].tree_depth += double(shapes[size_t(b)].depth);
+      rows.stats_of(b).tree_depth += double(shapes[size_t(b)].depth);
     }
     times.bookkeeping = clock.lap();
-    charge_iteration(clock, stats, active, times, 1 + expansions);
+    charge_iteration(clock, rows, active, times, 1 + expansions);
   }
   auto result = rows.result();  // its read waits for the device, so settling the clock then does not
   clock.settle(result.stats);

@@ -28,6 +28,7 @@ class Eagle2Decoder : public Decoder {
                 std::optional<AdtParams> adt = std::nullopt);
   std::string name() const override { return name_; }
   DecodeResult decode(const DecodeRequest& request) override;
+  bool refills_rows() const override { return true; }
 
  private:
   std::string name_;

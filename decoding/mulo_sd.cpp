@@ -279,7 +279,7 @@ DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
     times.resample = clock.lap();
 
     const auto all = all_rows(B);
-    charge_iteration(clock, stats, all, times, draft_forwards);
+    charge_iteration(clock, rows, all, times, draft_forwards);
     for (auto& s : stats) s.batch_iterations += 1;  // every row takes part in every span
     clock.charge(up_lap, all, "upsample_ms");
     clock.charge(accept_lap, all, "accept_ms");

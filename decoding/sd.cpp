@@ -33,27 +33,34 @@ SdDecoder::SdDecoder(Gpt target, Gpt drafter, SamplingParams params, int64_t gam
 
 DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
-  const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens(), G = gamma_;
+  const int64_t N = target_.gpt()->config().image_tokens(), G = gamma_;
   const auto device = target_.gpt()->device();
   auto rows = graphs_.rows(request, N, G + 1, device);
-  auto& stats = rows.stats;
+  const int64_t B = rows.batch();
 
   PhaseClock clock(device);
   auto tcache = target_.make_cache(B, G + 1, /*static_steps=*/true),
        dcache = drafter_.make_cache(B, G + 1, /*static_steps=*/true);
-  rows.start(target_.prefill(tcache, request.conditions).logits, params_);
-  tcache.keep_all();
-  drafter_.prefill(dcache, request.conditions);
-  dcache.keep_all();
-  for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
-  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
+  // ---- first: rows taking samples (every row at the start, then each row whose image is done) prefill both
+  // models with their conditions, and token 0 is sampled as AR samples it.
+  const auto start = [&](const RowFill& fill) {
+    auto tpre = target_.make_prefill_cache(B, tcache), dpre = drafter_.make_prefill_cache(B, dcache);
+    rows.start(fill, target_.prefill(tpre, fill.conditions).logits, params_);
+    drafter_.prefill(dpre, fill.conditions);
+    tpre.keep_all();
+    dpre.keep_all();
+    tcache.take_rows(tpre, fill.rows, B);
+    dcache.take_rows(dpre, fill.rows, B);
+    for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = rows.stats_of(b).draft_forwards = 1;
+    clock.charge(clock.lap(), rows.samples_of(fill.rows), &SampleStats::bookkeeping_ms);
+  };
   if (!one_.defined()) {  // inputs of every iteration: made once, so that a replayed iteration finds them
     one_ = torch::ones({1, 1}, torch::TensorOptions().dtype(torch::kBool).device(device));
     chain_mask_ = causal_mask(G + 1, device);
   }
   const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(tcache), drafter_.pooled_lengths(dcache)};
 
-  while (rows.next_iteration()) {
+  while (rows.next_iteration(start)) {
     const auto active = rows.active();
     auto times = IterationTimes::start(clock, graphs_.replays(device));
     // The iteration on the device: draft, verify, accept, commit. Nothing in it reads the host.
@@ -104,7 +111,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
     rows.settle_chain(N);  // the iteration's one read, which settles the caches' lengths
     times.end_device_half(clock);
     times.bookkeeping = clock.lap();
-    charge_iteration(clock, stats, active, times, G + 1);
+    charge_iteration(clock, rows, active, times, G + 1);
   }
   auto result = rows.result();  // its read waits for the device, so settling the clock then does not
   clock.settle(result.stats);

@@ -19,6 +19,7 @@ class SdDecoder : public Decoder {
             std::shared_ptr<const CodebookNeighbours> neighbours);
   std::string name() const override { return "sd"; }
   DecodeResult decode(const DecodeRequest& request) override;
+  bool refills_rows() const override { return true; }
 
  private:
   CfgModel target_, drafter_;

@@ -31,33 +31,43 @@ SjdDecoder::SjdDecoder(Gpt target, SamplingParams params, int64_t window, Accept
 
 DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
-  const int64_t B = request.batch(), N = target_.gpt()->config().image_tokens();
+  const int64_t N = target_.gpt()->config().image_tokens();
   const int64_t V = target_.gpt()->config().vocab_size, W = window_;
   const auto device = target_.gpt()->device();
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
   auto rows = graphs_.rows(request, N, W + 1, device);
-  auto& stats = rows.stats;
+  const int64_t B = rows.batch();
 
   PhaseClock clock(device);
   auto cache = target_.make_cache(B, W + 1, /*static_steps=*/true);
-  rows.start(target_.prefill(cache, request.conditions).logits, params_);
-  cache.keep_all();
-  for (auto& s : stats) s.target_forwards = 1;
-  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
   // The carried drafts of every row, [B, W], their q [B, W, V] (sampling only) and how many there are [B]:
-  // state of the decode that each iteration rewrites in place. (Zeros before the first iteration, where nothing
-  // is carried: every iteration then issues the same operators.)
+  // state of the decode that each iteration rewrites in place. (Zeros where nothing is carried: every iteration
+  // then issues the same operators.)
   const auto carry = graphs_.state(rows, "carry", {B, W}, i64), carry_len = graphs_.state(rows, "carry_len", {B}, i64);
   const auto carry_q =
       params_.greedy() ? torch::Tensor() : graphs_.state(rows, "carry_q", {B, W, V}, i64.dtype(torch::kFloat32));
+  // ---- first: rows taking samples (every row at the start, then each row whose image is done) prefill with
+  // their conditions, token 0 is sampled as AR samples it, and nothing is carried yet.
+  const auto start = [&](const RowFill& fill) {
+    auto pre = target_.make_prefill_cache(B, cache);
+    rows.start(fill, target_.prefill(pre, fill.conditions).logits, params_);
+    pre.keep_all();
+    cache.take_rows(pre, fill.rows, B);
+    const auto index = torch::tensor(fill.rows, torch::kInt64).to(device);
+    for (const auto& t : {carry, carry_len, carry_q})
+      if (t.defined()) t.index_fill_(0, index, 0);
+    for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = 1;
+    clock.charge(clock.lap(), rows.samples_of(fill.rows), &SampleStats::bookkeeping_ms);
+  };
   if (!column_.defined()) {  // inputs of every iteration: made once, so that a replayed iteration finds them
     column_ = torch::arange(W, i64).view({1, W});
     window_mask_ = causal_mask(W + 1, device);
   }
   const auto& column = column_;
+  const auto row_iteration = rows.iteration.view({B, 1});  // each row's draws keyed by its sample's iterations
   const auto* pooled = target_.pooled_lengths(cache);
 
-  while (rows.next_iteration()) {
+  while (rows.next_iteration(start)) {
     const auto active = rows.active();
     auto times = IterationTimes::start(clock, graphs_.replays(device));
     // The iteration on the device: window, verify, accept, carry, commit. Nothing in it reads the host.
@@ -65,7 +75,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
       // ---- the window of every row: newest, carried drafts, new uniform drafts. Every cell the iteration reads,
       // once: the newest (offset -1), the window's and the one after it.
       const auto cells = rows.span(-1, W + 2);
-      const auto u_init = rows.uniforms(cells.at(0, W), Purpose::kInit, rows.iteration);
+      const auto u_init = rows.uniforms(cells.at(0, W), Purpose::kInit, row_iteration);
       const auto fresh = (u_init * double(V)).to(torch::kInt64).clamp_max(V - 1);
       const auto carried = column < carry_len.view({B, 1});
       const auto drafts = torch::where(carried, carry, fresh);
@@ -85,7 +95,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
         verdict = verify_chain_greedy(rule_, y, drafts, count, u);
       } else {
         // p [B, W + 1, V], and y its samples with the iteration's own uniforms.
-        const auto u_carry = rows.uniforms(cells.at(0, W + 1), Purpose::kDraft, rows.iteration);
+        const auto u_carry = rows.uniforms(cells.at(0, W + 1), Purpose::kDraft, row_iteration);
         std::tie(p, y) = probs_and_draw(out.logits, params_, u_carry);
         auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
         const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
@@ -103,7 +113,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
     rows.settle_chain(N);  // the iteration's one read, which settles the cache's lengths
     times.end_device_half(clock);
     times.bookkeeping = clock.lap();
-    charge_iteration(clock, stats, active, times, 0);
+    charge_iteration(clock, rows, active, times, 0);
   }
   auto result = rows.result();  // its read waits for the device, so settling the clock then does not
   clock.settle(result.stats);

@@ -19,6 +19,7 @@ class SjdDecoder : public Decoder {
              std::shared_ptr<const CodebookNeighbours> neighbours = nullptr);
   std::string name() const override { return "sjd"; }
   DecodeResult decode(const DecodeRequest& request) override;
+  bool refills_rows() const override { return true; }
 
  private:
   CfgModel target_;

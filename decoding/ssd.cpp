@@ -142,7 +142,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     rows.settle_chain(W);  // the iteration's one read, which settles the cache's lengths
     times.end_device_half(clock);
     times.bookkeeping = clock.lap();
-    charge_iteration(clock, stats, active, times, 1);
+    charge_iteration(clock, rows, active, times, 1);
   }
 
   // ---- commit a row (its cells not in the cache yet, from `first`): one forward, kept whole; returns the
@@ -163,7 +163,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   {
     IterationTimes times;
     times.verify = clock.lap();
-    charge_iteration(clock, stats, all, times, 0);
+    charge_iteration(clock, rows, all, times, 0);
   }
 
   // ---- later rows: vertical drafts, rounds of verify-and-correct, commits, kv rows at a time. A block's work is

@@ -9,7 +9,8 @@
 //   decoder: {name: ar, cfg_scale: 2.0, temperature: 1.0, top_k: 0, top_p: 1.0}
 //   images_per_prompt: 4
 //   seed: 0
-//   batch_size: 20
+//   batch_size: 20                     # rows decoded together; a decoder that refills rows gives a finished row
+//                                      # the unit's next sample (decoding/floor/decode_rows.h)
 //   out: out/demo                      # relative to the working directory
 //   device: auto                       # auto | cpu | cuda | cuda:N
 //   threads: 0                         # CPU threads per rank, 0 = LibTorch default, at most cores / ranks per node

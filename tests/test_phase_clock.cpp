@@ -13,14 +13,18 @@ namespace vispec {
 
 TEST(PhaseClock, LapsAreChargedSplitAcrossRowsWhenTheClockSettles) {
   PhaseClock clock(torch::kCPU);
-  std::vector<SampleStats> stats(3);
+  DecodeRequest request;  // three samples on three rows: row b holds sample b
+  request.conditions = class_conditions({0, 1, 2});
+  request.sample_ids = {0, 1, 2};
+  DecodeRows rows(request, 16, 0, torch::kCPU);
+  auto& stats = rows.stats;
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const Lap first = clock.lap();
   clock.restart();  // what comes between restart() and the next lap is the next phase only
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   IterationTimes times;
   times.verify = clock.lap();
-  charge_iteration(clock, stats, {0, 2}, times, /*draft_forwards=*/2);
+  charge_iteration(clock, rows, {0, 2}, times, /*draft_forwards=*/2);
   clock.charge(first, all_rows(3), &SampleStats::bookkeeping_ms);
   clock.charge(Lap{}, {1}, "never_ran_ms");
   // Forward counts are immediate; times wait for settle().

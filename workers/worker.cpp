@@ -84,77 +84,95 @@ class UnitWriter {
     }
     // Batches are cut from the unit's own samples, so their composition depends on (unit_size, batch_size)
     // only, never on which rank runs the unit: floating-point results (and, rarely, a sampled token) can
-    // change with the batch, so this is what makes outputs identical for any rank count.
-    for (int64_t start = 0; start < count; start += job.batch_size) {
+    // change with the batch, so this is what makes outputs identical for any rank count. A decoder that refills
+    // rows takes the whole unit on batch_size rows (a row whose image is done takes the next sample); the
+    // others take it in batches of batch_size. Images are made and written batch_size at a time either way.
+    const int64_t span = decoder_.refills_rows() ? count : job.batch_size;
+    for (int64_t first = 0; first < count; first += span) {
       if (stop_requested()) return std::nullopt;
       if (const int64_t ms = fault_value("slow"); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      const int64_t B = std::min(job.batch_size, count - start);
-      const auto req = make_request_(&begin[start], B);
-      const auto t_batch = Clock::now();
+      const int64_t S = std::min(span, count - first);
+      auto req = make_request_(&begin[first], S);
+      req.rows = job.batch_size;
+      const auto t_decode = Clock::now();
       nonfinite_watch::reset();
-      const auto result = decoder_.decode(req);
+      const auto result = decode_in_rows(decoder_, req);
+      if (stop_requested()) return std::nullopt;  // a decode that a stop cut short
       // A NaN or infinite logit would have been sampled as token 0: the unit fails instead, with one line.
-      VISPEC_CHECK(!nonfinite_watch::seen(), "unit ", unit.id, ", samples ", begin[start].sample_id, "..",
-                   begin[start + B - 1].sample_id,
+      VISPEC_CHECK(!nonfinite_watch::seen(), "unit ", unit.id, ", samples ", begin[first].sample_id, "..",
+                   begin[first + S - 1].sample_id,
                    ": non-finite logits (NaN or infinity) while decoding; a NaN in "
                    "the weights, an overflow in ",
                    plan_.model.dtype, ", or an extreme cfg_scale (", plan_.decoder.sampling.cfg_scale, ")");
-      const auto images = models_.vq->decode_codes(result.tokens.to(device_), grid, grid);
-      // Pixels and stored states are checked like the logits: a NaN there would be a black image or a
-      // training row of NaNs, written and journaled as done. (The images are read to the host just below.)
-      const auto samples = [&] {
-        return fmt::format("unit {}, samples {}..{}", unit.id, begin[start].sample_id, begin[start + B - 1].sample_id);
-      };
-      VISPEC_CHECK(torch::isfinite(images).all().item<bool>(), samples(),
-                   ": the VQ decoder's pixels are not finite "
-                   "(NaN or infinity): a NaN in its weights (",
-                   plan_.model.vq_weights, ")?");
-      if (distill) {
-        const auto hidden = teacher_forced_hidden(models_.gpt, req.conditions, result.tokens, job.distill.streams);
-        VISPEC_CHECK(torch::isfinite(hidden).all().item<bool>(), samples(),
-                     ": the hidden states to distil are not "
-                     "finite (NaN or infinity): a NaN in the GPT's weights or an overflow in ",
-                     plan_.model.dtype);
-        distill->push(distill_batch(hidden, result.tokens, req.conditions, req.sample_ids, job.distill.dtype));
-      }
-      const double batch_ms = seconds_since(t_batch) * 1e3;
-      const auto bytes = images_to_bytes(images);  // [B, H, W, C]
-      for (int64_t b = 0; b < B; ++b) {
-        const auto& s = begin[start + b];
-        const auto& st = result.stats[b];
-        if (fault_at("enospc", unit.id))
-          VISPEC_FAIL(shard ? shard_path(job.out_dir, unit.id) : image_path(job.out_dir, s.sample_id),
-                      ": write failed: No space left on device (VISPEC_FAULT)");
-        const auto px = bytes[b];
-        const auto png = encode_png(std::vector<uint8_t>(px.data_ptr<uint8_t>(), px.data_ptr<uint8_t>() + px.numel()),
-                                    int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)));
-        const auto row = result.tokens[b].to(torch::kInt32).contiguous();
-        const auto npy =
-            encode_npy("<i4", row.data_ptr<int32_t>(), size_t(row.numel()) * sizeof(int32_t), {grid, grid});
-        done.stats += st;
-        auto line = sample_stats_json(st);
-        line.update({{"sample_id", s.sample_id},
-                     {"prompt", s.prompt},
-                     {"class_id", s.class_id},
-                     {"seed", job.seed},
-                     {"decoder", job.decoder.name},
-                     {"unit", unit.id},
-                     {"wall_ms", batch_ms / double(B)},
-                     {"batch_size", B}});
-        if (shard) {  // WebDataset's grouping: every member of a sample is named <stem>.<extension>
-          const auto stem = sample_stem(s.sample_id);
-          shard->add(stem + ".png", png);
-          shard->add(stem + ".tokens.npy", npy);
-          shard->add(stem + ".json", line.dump() + "\n");
-        } else {
-          const auto png_file = image_path(job.out_dir, s.sample_id), npy_file = tokens_path(job.out_dir, s.sample_id);
-          done.files.push_back({relative(png_file), write_file_atomic(png_file, png, /*sync_directory=*/false)});
-          done.files.push_back({relative(npy_file), write_file_atomic(npy_file, npy, /*sync_directory=*/false)});
+      const double decode_ms_per_sample = seconds_since(t_decode) * 1e3 / double(S);
+      for (int64_t start = first; start < first + S; start += job.batch_size) {
+        const int64_t B = std::min(job.batch_size, first + S - start);
+        const auto t_batch = Clock::now();
+        const auto tokens = result.tokens.narrow(0, start - first, B);
+        const auto images = models_.vq->decode_codes(tokens.to(device_), grid, grid);
+        // Pixels and stored states are checked like the logits: a NaN there would be a black image or a
+        // training row of NaNs, written and journaled as done. (The images are read to the host just below.)
+        const auto samples = [&] {
+          return fmt::format("unit {}, samples {}..{}", unit.id, begin[start].sample_id,
+                             begin[start + B - 1].sample_id);
+        };
+        VISPEC_CHECK(torch::isfinite(images).all().item<bool>(), samples(),
+                     ": the VQ decoder's pixels are not finite "
+                     "(NaN or infinity): a NaN in its weights (",
+                     plan_.model.vq_weights, ")?");
+        if (distill) {
+          std::vector<int64_t> index;
+          for (int64_t i = start - first; i < start - first + B; ++i) index.push_back(i);
+          const auto conditions = span == B ? req.conditions : req.conditions.select(index);
+          const auto hidden = teacher_forced_hidden(models_.gpt, conditions, tokens, job.distill.streams);
+          VISPEC_CHECK(torch::isfinite(hidden).all().item<bool>(), samples(),
+                       ": the hidden states to distil are not "
+                       "finite (NaN or infinity): a NaN in the GPT's weights or an overflow in ",
+                       plan_.model.dtype);
+          const std::vector<uint64_t> ids(req.sample_ids.begin() + (start - first),
+                                          req.sample_ids.begin() + (start - first + B));
+          distill->push(distill_batch(hidden, tokens, conditions, ids, job.distill.dtype));
         }
-        if (start + b == count / 2) maybe_kill_at("kill-mid-unit", unit.id);
-        metrics += line.dump() + "\n";
+        const double batch_ms = seconds_since(t_batch) * 1e3;
+        const auto bytes = images_to_bytes(images);  // [B, H, W, C]
+        for (int64_t b = 0; b < B; ++b) {
+          const auto& s = begin[start + b];
+          const auto& st = result.stats[size_t(start - first + b)];
+          if (fault_at("enospc", unit.id))
+            VISPEC_FAIL(shard ? shard_path(job.out_dir, unit.id) : image_path(job.out_dir, s.sample_id),
+                        ": write failed: No space left on device (VISPEC_FAULT)");
+          const auto px = bytes[b];
+          const auto png = encode_png(std::vector<uint8_t>(px.data_ptr<uint8_t>(), px.data_ptr<uint8_t>() + px.numel()),
+                                      int(bytes.size(2)), int(bytes.size(1)), int(bytes.size(3)));
+          const auto row = tokens[b].to(torch::kInt32).contiguous();
+          const auto npy =
+              encode_npy("<i4", row.data_ptr<int32_t>(), size_t(row.numel()) * sizeof(int32_t), {grid, grid});
+          done.stats += st;
+          auto line = sample_stats_json(st);
+          line.update({{"sample_id", s.sample_id},
+                       {"prompt", s.prompt},
+                       {"class_id", s.class_id},
+                       {"seed", job.seed},
+                       {"decoder", job.decoder.name},
+                       {"unit", unit.id},
+                       {"wall_ms", decode_ms_per_sample + batch_ms / double(B)},
+                       {"batch_size", req.row_count()}});
+          if (shard) {  // WebDataset's grouping: every member of a sample is named <stem>.<extension>
+            const auto stem = sample_stem(s.sample_id);
+            shard->add(stem + ".png", png);
+            shard->add(stem + ".tokens.npy", npy);
+            shard->add(stem + ".json", line.dump() + "\n");
+          } else {
+            const auto png_file = image_path(job.out_dir, s.sample_id),
+                       npy_file = tokens_path(job.out_dir, s.sample_id);
+            done.files.push_back({relative(png_file), write_file_atomic(png_file, png, /*sync_directory=*/false)});
+            done.files.push_back({relative(npy_file), write_file_atomic(npy_file, npy, /*sync_directory=*/false)});
+          }
+          if (start + b == count / 2) maybe_kill_at("kill-mid-unit", unit.id);
+          metrics += line.dump() + "\n";
+        }
+        source_.progress(B);
       }
-      source_.progress(B);
     }
     // The renames above are durable once their directories are; then the unit's metrics make it whole.
     if (distill) done.files.push_back({relative(distill_unit_path(job.out_dir, unit.id)), distill->finish()});

@@ -34,6 +34,10 @@ class CfgModel {
   // way.
   // The cache's commits (models/gpt/kv_cache.h) take one value per sample, which it gives to both streams' rows.
   KvCache make_cache(int64_t batch, int64_t extra = 0, bool static_steps = false) const;
+  // A cache for the prefills of `batch` samples that rows of `decode_cache` take (KvCache::take_rows).
+  KvCache make_prefill_cache(int64_t batch, const KvCache& decode_cache) const {
+    return gpt_->make_prefill_cache(rows(batch), decode_cache);
+  }
   // B conditions -> outputs at the condition positions; the last predicts image token 0. The unconditional
   // rows take the null class, or uncond_embedding under their conditional row's caption mask.
   CfgOutput prefill(KvCache& cache, const Conditions& conditions);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/stop_signal.h"
 #include "decoding/floor/sampler.h"
 #include "decoding/floor/verify.h"
 #include "kernels/keyed_uniforms.h"
@@ -30,17 +31,17 @@ void upload_to(const torch::Tensor& buffer, const torch::Tensor& host) {
 
 DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad, torch::Device device, Buffers* buffers,
                        int64_t path_width)
-    : committed(size_t(request.batch()), 0), stats(size_t(request.batch())), cells_(cells), path_width_(path_width),
-      seed_(request.seed) {
+    : committed(size_t(request.row_count()), 0), stats(size_t(request.batch())), cells_(cells), path_width_(path_width),
+      seed_(request.seed), request_(&request) {
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  const int64_t B = request.batch();
+  const int64_t B = request.row_count();
   Buffers own;
   auto& b = buffers ? *buffers : own;
   if (!b.tokens.defined() || b.tokens.size(0) != B || b.tokens.size(1) != cells + pad || b.tokens.device() != device ||
       b.read.size(1) != 3 + path_width + kLengthColumns) {
     b.tokens = torch::empty({B, cells + pad}, i64);
     b.n = torch::empty({B}, i64);
-    b.iteration = torch::empty({1}, i64);
+    b.iteration = torch::empty({B}, i64);
     b.sample_ids = torch::empty({B}, i64);
     b.read = torch::zeros({B, 3 + path_width + kLengthColumns}, i64);
   }
@@ -48,9 +49,20 @@ DecodeRows::DecodeRows(const DecodeRequest& request, int64_t cells, int64_t pad,
   tokens = b.tokens.zero_();
   n = b.n.zero_();
   iteration = b.iteration.fill_(-1);
-  std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.end());
+  // Row b starts with sample b.
+  std::vector<int64_t> ids(request.sample_ids.begin(), request.sample_ids.begin() + B);
   sample_ids_ = b.sample_ids.copy_(torch::tensor(ids, torch::kInt64));
   read_ = b.read;
+  for (int64_t r = 0; r < B; ++r) all_rows_.push_back(r);
+  sample_of_ = last_of_ = all_rows_;
+  next_sample_ = B;
+  tokens_out_ = torch::zeros({request.batch(), cells}, torch::kInt64);
+}
+
+std::vector<int64_t> DecodeRows::samples_of(const std::vector<int64_t>& rows) const {
+  std::vector<int64_t> samples;
+  for (int64_t b : rows) samples.push_back(sample_in(b));
+  return samples;
 }
 
 std::vector<int64_t> DecodeRows::active(int64_t limit) const {
@@ -91,6 +103,18 @@ void DecodeRows::start(const torch::Tensor& prefill_logits, const SamplingParams
   set_committed(1);
 }
 
+void DecodeRows::start(const RowFill& fill, const torch::Tensor& prefill_logits, const SamplingParams& params) {
+  if (fill.size() == batch()) {  // every row, in order: the batch's start
+    start(prefill_logits, params);
+    return;
+  }
+  const auto index = torch::tensor(fill.rows, torch::kInt64).to(n.device());
+  tokens.select(1, 0).index_copy_(0, index,
+                                  first_tokens(prefill_logits, params, seed_, sample_ids_).index_select(0, index));
+  n.index_fill_(0, index, 1);
+  for (int64_t b : fill.rows) committed[size_t(b)] = 1;
+}
+
 std::vector<int64_t> DecodeRows::newest_index() const {
   std::vector<int64_t> index(committed);
   for (auto& i : index) i -= 1;
@@ -103,11 +127,73 @@ void DecodeRows::set_committed(int64_t count) {
 }
 
 bool DecodeRows::next_iteration(int64_t limit) {
+  VISPEC_ASSERT(request_->batch() == batch(), "a decoder that does not refill rows given ", request_->batch(),
+                " samples for ", batch(), " rows (decode_in_rows cuts them into batches)");
   iteration_record_.reset();  // ends the last iteration's record
-  if (active(limit).empty()) return false;
-  if (limit < 0) limit = cells_;
+  return begin_iteration(limit < 0 ? cells_ : limit);
+}
+
+bool DecodeRows::next_iteration(const std::function<void(const RowFill&)>& start) {
+  iteration_record_.reset();
+  RowFill fill;
+  if (!started_) {
+    started_ = true;
+    fill.rows = all_rows_;
+    fill.samples = sample_of_;
+  } else {
+    std::vector<int64_t> done;
+    for (int64_t b = 0; b < batch(); ++b)
+      if (sample_of_[size_t(b)] >= 0 && committed[size_t(b)] >= cells_) done.push_back(b);
+    if (!done.empty()) give_back(done);
+    for (int64_t b : done) {
+      if (next_sample_ >= request_->batch()) break;
+      fill.rows.push_back(b);
+      fill.samples.push_back(next_sample_++);
+    }
+    if (!fill.rows.empty()) {  // the rows' state restarted on the device, in place
+      const auto index = torch::tensor(fill.rows, torch::kInt64).to(n.device());
+      std::vector<int64_t> ids;
+      for (int64_t s : fill.samples) ids.push_back(int64_t(request_->sample_ids[size_t(s)]));
+      tokens.index_fill_(0, index, 0);
+      n.index_fill_(0, index, 0);
+      iteration.index_fill_(0, index, -1);
+      sample_ids_.index_copy_(0, index, torch::tensor(ids, torch::kInt64).to(n.device()));
+      for (size_t i = 0; i < fill.rows.size(); ++i) {
+        sample_of_[size_t(fill.rows[i])] = last_of_[size_t(fill.rows[i])] = fill.samples[i];
+        committed[size_t(fill.rows[i])] = 0;
+      }
+    }
+  }
+  if (!fill.rows.empty()) {
+    std::vector<int64_t> of_row(size_t(batch()), fill.samples.front());
+    for (size_t i = 0; i < fill.rows.size(); ++i) of_row[size_t(fill.rows[i])] = fill.samples[i];
+    fill.conditions = of_row == all_rows_ && request_->batch() == batch() ? request_->conditions
+                                                                          : request_->conditions.select(of_row);
+    start(fill);
+  }
+  return begin_iteration(cells_);
+}
+
+void DecodeRows::give_back(const std::vector<int64_t>& rows) {
+  const bool all = rows == all_rows_;
+  const auto index = torch::tensor(rows, torch::kInt64);
+  // One read for all of them (every row in order: the image block itself, as a decode without refills ends).
+  const auto host = read_to_host(all ? tokens.narrow(1, 0, cells_)
+                                     : tokens.index_select(0, index.to(n.device())).narrow(1, 0, cells_))
+                        .contiguous();
+  const auto samples = samples_of(rows);
+  tokens_out_.index_copy_(0, torch::tensor(samples, torch::kInt64), host);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    stats[size_t(samples[i])].tokens = cells_;
+    sample_of_[size_t(rows[i])] = -1;
+  }
+}
+
+bool DecodeRows::begin_iteration(int64_t limit) {
+  // A stop (core/stop_signal.h) ends the decode here: its caller abandons what it returns.
+  if (active(limit).empty() || stop_requested()) return false;
   for (int64_t b = 0; b < batch(); ++b) {
-    auto& s = stats[size_t(b)];
+    auto& s = stats_of(b);
     s.batch_iterations += 1;
     s.idle_iterations += committed[size_t(b)] >= limit ? 1 : 0;
   }
@@ -189,8 +275,8 @@ void DecodeRows::settle(const torch::Tensor& host, const std::vector<int64_t>& b
     committed[size_t(b)] += a[b][0];
   }
   for (int64_t b : below) {
-    stats[size_t(b)].accepted += a[b][1];
-    stats[size_t(b)].drafted += a[b][2];
+    stats_of(b).accepted += a[b][1];
+    stats_of(b).drafted += a[b][2];
   }
 }
 
@@ -219,8 +305,11 @@ std::vector<std::vector<int64_t>> DecodeRows::settle_tree() {
 }
 
 DecodeResult DecodeRows::result() {
-  for (auto& s : stats) s.tokens = cells_;
-  return {read_to_host(tokens.narrow(1, 0, cells_)).contiguous(), stats};
+  std::vector<int64_t> holding;  // rows whose samples' tokens are still here
+  for (int64_t b = 0; b < batch(); ++b)
+    if (sample_of_[size_t(b)] >= 0) holding.push_back(b);
+  if (!holding.empty()) give_back(holding);
+  return {tokens_out_, stats};
 }
 
 }  // namespace vispec

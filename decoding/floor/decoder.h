@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,7 +25,12 @@ struct DecodeRequest {
   const Conditions& drafter_conditions_or_target() const {
     return drafter_conditions.prompt_ids.defined() ? drafter_conditions : conditions;
   }
-  int64_t batch() const { return int64_t(sample_ids.size()); }
+  // Rows decoded together: 0, every sample at once. With fewer rows than samples, a decoder that refills rows
+  // (Decoder::refills_rows) gives a row whose image is done the next sample until none is left; one that does
+  // not is given batches of `rows` samples.
+  int64_t rows = 0;
+  int64_t batch() const { return int64_t(sample_ids.size()); }  // the samples
+  int64_t row_count() const { return rows > 0 ? std::min(rows, batch()) : batch(); }
 };
 
 struct DecodeResult {
@@ -37,6 +43,14 @@ class Decoder {
   virtual ~Decoder() = default;
   virtual std::string name() const = 0;
   virtual DecodeResult decode(const DecodeRequest& request) = 0;
+  // Whether decode() refills rows (continuous batching): given more samples than rows, it keeps every row busy
+  // until the last samples, a row whose image is done taking the next sample. A sample's tokens do not depend on
+  // whether it started with the batch or took a row later.
+  virtual bool refills_rows() const { return false; }
 };
+
+// `request` decoded request.row_count() rows at a time: by the decoder itself where it refills rows, else in
+// consecutive batches of that many samples, their results joined in order.
+DecodeResult decode_in_rows(Decoder& decoder, const DecodeRequest& request);
 
 }  // namespace vispec

@@ -30,20 +30,33 @@ torch::Tensor EaglePairs::draft(KvCache& dcache, const torch::Tensor& features, 
       /*per_sample=*/{false, true, true, mask.dim() == 3})[0];
 }
 
-void EaglePairs::start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows,
-                       IterationGraphs& graphs) {
-  auto pre = target_.prefill(tcache_, request.conditions);
-  tcache_.keep_all();
-  rows.start(pre.logits, params);
-  // [R, W, D]: the first token's pair, repeated as padding
-  const auto first = gpt_->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));
-  features_ = graphs.state(rows, "eagle_features", {R_, W_, first.size(2)}, first.options());
-  features_.copy_(first.expand({R_, W_, -1}));
+void EaglePairs::prepare(const DecodeRequest& request, DecodeRows& rows, IterationGraphs& graphs) {
+  const auto& w = gpt_->tok_embeddings->weight;
+  features_ = graphs.state(rows, "eagle_features", {R_, W_, gpt_->config().dim}, w.options());
+  waiting_device_ = graphs.state(rows, "eagle_waiting", {B_}, w.options().dtype(torch::kInt64));
   seed_ = request.seed;
-  waiting_device_ =
-      graphs.state(rows, "eagle_waiting", {B_}, torch::TensorOptions().dtype(torch::kInt64).device(gpt_->device()));
-  waiting_device_.fill_(1);
-  for (auto& s : rows.stats) s.target_forwards = 1;
+}
+
+void EaglePairs::start(const SamplingParams& params, const RowFill& fill, DecodeRows& rows, KvCache& dcache) {
+  auto tpre = target_.make_prefill_cache(B_, tcache_);
+  const auto pre = target_.prefill(tpre, fill.conditions);
+  tpre.keep_all();
+  tcache_.take_rows(tpre, fill.rows, B_);
+  rows.start(fill, pre.logits, params);
+  // The rows' first pair, the first token's, repeated as padding, in every stream's rows.
+  const auto first = gpt_->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));  // [R, 1, D]
+  const int64_t streams = R_ / B_;
+  std::vector<int64_t> stream_rows, lengths(size_t(B_), 0);
+  for (int64_t st = 0; st < streams; ++st)
+    for (int64_t b : fill.rows) stream_rows.push_back(st * B_ + b);
+  const auto device = waiting_device_.device();
+  const auto taken = torch::tensor(stream_rows, torch::kInt64).to(device);
+  features_.index_copy_(0, taken, first.index_select(0, taken).expand({-1, W_, -1}));
+  waiting_device_.index_fill_(0, torch::tensor(fill.rows, torch::kInt64).to(device), 1);
+  // The drafter forgets the rows' last samples: it reads a new sample's pairs from its first.
+  for (int64_t b : fill.rows) lengths[size_t(b)] = -dcache.length(b);
+  dcache.advance(lengths);
+  for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = 1;
 }
 
 torch::Tensor EaglePairs::catch_up(KvCache& dcache, const DecodeRows& rows) {

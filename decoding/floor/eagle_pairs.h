@@ -46,9 +46,12 @@ class EaglePairs {
   torch::Tensor draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
                       const torch::Tensor& cells, const torch::Tensor& mask);
 
-  // The decode's start: the target's prefill, every row's first token (rows.start) and the first pairs, whose
-  // device state is kept in `graphs`' buffers for `rows` (made by graphs.rows()).
-  void start(const SamplingParams& params, const DecodeRequest& request, DecodeRows& rows, IterationGraphs& graphs);
+  // The decode's start: the pairs' device state, kept in `graphs`' buffers for `rows` (made by graphs.rows()).
+  void prepare(const DecodeRequest& request, DecodeRows& rows, IterationGraphs& graphs);
+  // Rows taking samples (DecodeRows::next_iteration): the target's prefill of their conditions into their rows
+  // of its cache, their first token (rows.start) and first pairs, and the drafter's cache `dcache` emptied of
+  // what their last samples left in those rows.
+  void start(const SamplingParams& params, const RowFill& fill, DecodeRows& rows, KvCache& dcache);
   // Feeds every row's waiting pairs to the drafter as one block of path_width entries (padded; the padding is
   // not kept), keeps them in its cache `dcache`, and returns the drafter's output at each row's newest pair
   // [R, D]. Nothing is read or uploaded. The device lengths count the pairs; the host's plan counts the whole

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "decoding/floor/decode_rows.h"
 #include "decoding/floor/decoder.h"
 #include "decoding/floor/phase_clock.h"
 
@@ -32,22 +33,23 @@ struct IterationTimes {
   }
 };
 
-// One target forward (or `target_forwards`) and `draft_forwards` drafter forwards for every active row now,
-// and its share of the phases' times when the clock settles.
-inline void charge_iteration(PhaseClock& clock, std::vector<SampleStats>& stats, const std::vector<int64_t>& active,
+// One target forward (or `target_forwards`) and `draft_forwards` drafter forwards for the sample of every
+// active row now, and its share of the phases' times when the clock settles.
+inline void charge_iteration(PhaseClock& clock, DecodeRows& rows, const std::vector<int64_t>& active,
                              const IterationTimes& t, int64_t draft_forwards, int64_t target_forwards = 1) {
   for (int64_t b : active) {
-    auto& s = stats[size_t(b)];
+    auto& s = rows.stats_of(b);
     s.target_forwards += target_forwards;
     s.draft_forwards += draft_forwards;
   }
-  clock.charge(t.draft, active, &SampleStats::draft_ms);
-  clock.charge(t.verify, active, &SampleStats::verify_ms);
-  clock.charge(t.resample, active, &SampleStats::resample_ms);
-  clock.charge(t.bookkeeping, active, &SampleStats::bookkeeping_ms);
+  const auto samples = rows.samples_of(active);
+  clock.charge(t.draft, samples, &SampleStats::draft_ms);
+  clock.charge(t.verify, samples, &SampleStats::verify_ms);
+  clock.charge(t.resample, samples, &SampleStats::resample_ms);
+  clock.charge(t.bookkeeping, samples, &SampleStats::bookkeeping_ms);
 }
 
-// Every row of a batch of B: 0 .. B - 1 (the prefill's rows, a decoder whose rows never drop out).
+// Every row of a batch of B: 0 .. B - 1 (the prefill's rows, a decoder whose rows advance together).
 inline std::vector<int64_t> all_rows(int64_t B) {
   std::vector<int64_t> rows(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = b;

@@ -18,8 +18,9 @@ struct SampleStats {
   int64_t accepted = 0;         // of those, accepted
   int64_t tokens = 0;           // tokens committed
   // Iterations its batch's decode loop ran while this sample was in it, and of those, the ones it sat through
-  // finished (a row whose image is done stays in its batch until the slowest row's is): idle_iterations over
-  // batch_iterations is the share of the batch's row-iterations spent on finished rows.
+  // finished (a row whose image is done stays in its batch until the slowest row's is, or, where the decoder
+  // refills rows, until the unit's last samples are done): idle_iterations over batch_iterations is the share of
+  // the batch's row-iterations spent on finished rows.
   int64_t batch_iterations = 0, idle_iterations = 0;
   double draft_ms = 0, verify_ms = 0, resample_ms = 0, bookkeeping_ms = 0;
   double tree_depth = 0;  // summed depth parameter of the trees drafted (tree decoders; ADT-Tree varies it)

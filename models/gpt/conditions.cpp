@@ -4,6 +4,22 @@
 
 namespace vispec {
 
+Conditions Conditions::select(const std::vector<int64_t>& index) const {
+  const auto rows = torch::tensor(index, torch::kInt64);
+  const auto pick = [&](const torch::Tensor& t) {
+    return t.defined() ? t.index_select(0, rows.to(t.device())) : torch::Tensor();
+  };
+  Conditions c;
+  c.class_ids = pick(class_ids);
+  c.captions = pick(captions);
+  c.caption_mask = pick(caption_mask);
+  c.prompt_ids = pick(prompt_ids);
+  c.prompt_mask = pick(prompt_mask);
+  c.null_prompt_ids = pick(null_prompt_ids);
+  c.null_prompt_mask = pick(null_prompt_mask);
+  return c;
+}
+
 Conditions class_conditions(const std::vector<int64_t>& class_ids) {
   Conditions c;
   c.class_ids = torch::tensor(class_ids, torch::kInt64);

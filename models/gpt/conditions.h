@@ -34,6 +34,8 @@ struct Conditions {
   int64_t size() const {
     return captions.defined() ? captions.size(0) : prompt_ids.defined() ? prompt_ids.size(0) : class_ids.size(0);
   }
+  // The conditions of samples `index` (each < size()), in that order.
+  Conditions select(const std::vector<int64_t>& index) const;
 };
 
 Conditions class_conditions(const std::vector<int64_t>& class_ids);

@@ -1,5 +1,7 @@
 #include "models/gpt/gpt.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "kernels/attend_cache.h"
 #include "kernels/linear.h"
@@ -301,6 +303,15 @@ KvCache GptImpl::make_cache(int64_t batch, int64_t extra, bool static_lengths) c
   const int64_t hidden = config_.text_conditional() || config_.prompted() ? config_.cls_token_num : 0;
   return KvCache(config_.n_layer, batch, config_.kv_heads(), config_.max_seq_len() + extra, config_.head_dim(),
                  w.scalar_type(), w.device(), KvLengths{static_lengths, static_lengths ? hidden : 0});
+}
+
+KvCache GptImpl::make_prefill_cache(int64_t batch, const KvCache& decode_cache) const {
+  const auto& w = tok_embeddings->weight;
+  const int64_t C = config_.cls_token_num, bucket = KvCache::kLengthBucket;
+  const int64_t capacity = std::min(decode_cache.capacity(), (C + bucket - 1) / bucket * bucket);
+  const int64_t hidden = decode_cache.prefix_visible().defined() ? decode_cache.prefix_visible().size(1) : 0;
+  return KvCache(config_.n_layer, batch, config_.kv_heads(), capacity, config_.head_dim(), w.scalar_type(), w.device(),
+                 KvLengths{decode_cache.device_lengths(), decode_cache.device_lengths() ? hidden : 0});
 }
 
 GptOutput GptImpl::prefill(KvCache& cache, const torch::Tensor& cond, const torch::Tensor& visible) {

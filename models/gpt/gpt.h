@@ -139,6 +139,10 @@ class GptImpl : public torch::nn::Module {
   // A cache sized for `batch` rows of the full sequence (plus `extra` slots for pending draft blocks), static
   // (its lengths on the device, KvLengths) where asked.
   KvCache make_cache(int64_t batch, int64_t extra = 0, bool static_lengths = false) const;
+  // A cache for prefills alone, whose rows KvCache::take_rows then moves into `decode_cache` (a row taking a new
+  // sample): `batch` rows of the condition positions, static where decode_cache is, and read through the same
+  // length bucket as decode_cache's own prefill, so that a sample's prefill computes the same in either.
+  KvCache make_prefill_cache(int64_t batch, const KvCache& decode_cache) const;
   // Appends the condition positions as a pending causal block; `visible` [B, C] (if defined) hides the
   // others from every later query (KvBlock::visible). Returns one output per condition position;
   // the last predicts image token 0. Call cache.keep_all() to commit.

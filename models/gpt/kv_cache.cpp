@@ -457,6 +457,37 @@ int64_t KvCache::bucket_for(int64_t width) const {
   return std::min(capacity_, (need + kLengthBucket - 1) / kLengthBucket * kLengthBucket);
 }
 
+void KvCache::take_rows(const KvCache& prefilled, const std::vector<int64_t>& rows, int64_t samples) {
+  VISPEC_ASSERT(prefilled.batch() == batch() && samples > 0 && batch() % samples == 0 && pending_ == 0 &&
+                    prefilled.pending_ == 0 && prefilled.entries_.size(0) == entries_.size(0) &&
+                    prefilled.entries_.size(2) == entries_.size(2),
+                "take_rows of a cache of ", prefilled.batch(), " rows into one of ", batch(), " for ", samples,
+                " samples");
+  std::vector<int64_t> taken;  // the rows in every stream
+  for (int64_t stream = 0; stream < batch() / samples; ++stream)
+    for (int64_t b : rows) {
+      VISPEC_ASSERT(b >= 0 && b < samples, "take_rows of row ", b, " of ", samples);
+      taken.push_back(stream * samples + b);
+      length_[size_t(taken.back())] = prefilled.length_[size_t(taken.back())];
+    }
+  const int64_t L = prefilled.max_length();
+  VISPEC_ASSERT(L <= capacity_, "take_rows of ", L, " entries into a cache of ", capacity_, " slots");
+  const auto index = torch::tensor(taken, torch::kInt64).to(entries_.device());
+  // One copy of every layer's keys and values: the rows' first L slots (what the prefill wrote).
+  entries_.narrow(3, 0, L).index_copy_(1, index, prefilled.entries_.narrow(3, 0, L).index_select(1, index));
+  if (device_lengths())
+    lengths_device_.index_copy_(0, index, prefilled.lengths_now().to(index.device()).index_select(0, index));
+  if (!prefilled.prefix_visible_.defined()) return;
+  if (!prefix_visible_.defined()) {  // a dynamic cache's first hidden prefix: the other rows hide nothing
+    prefix_visible_ = torch::ones_like(prefilled.prefix_visible_);
+    prefix_hidden_ = torch::zeros({batch()}, index.options());
+  }
+  VISPEC_ASSERT(prefix_visible_.size(1) == prefilled.prefix_visible_.size(1), "take_rows of a hidden prefix of ",
+                prefilled.prefix_visible_.size(1), " entries into one of ", prefix_visible_.size(1));
+  prefix_visible_.index_copy_(0, index, prefilled.prefix_visible_.index_select(0, index));
+  prefix_hidden_.index_copy_(0, index, prefilled.prefix_hidden_.index_select(0, index));
+}
+
 void KvCache::reset() {
   close_block();
   std::fill(length_.begin(), length_.end(), 0);

@@ -125,6 +125,11 @@ class KvCache {
   void keep_paths(const torch::Tensor& paths);
   void keep_paths(const std::vector<std::vector<int64_t>>& paths);
   void reset();
+  // Rows taking new samples (continuous batching): in a cache of `samples` samples per stream, sample rows
+  // `rows` of every stream of `prefilled` (a cache of the same rows and layers holding the new samples' prefills,
+  // committed, nothing pending) become those rows here: their entries, their lengths and their hidden prefixes.
+  // The other rows go on where they are; nothing may be pending here either.
+  void take_rows(const KvCache& prefilled, const std::vector<int64_t>& rows, int64_t samples);
 
   // --- the host plan ---
   // A static cache's host lengths are a plan: exact after settle() and after commits of known size, an upper
