@@ -15,6 +15,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime_api.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 #endif
 
 #include "core/check.h"
@@ -106,6 +107,21 @@ std::string device_model(const c10::Device& device) {
     if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
       return "cpu: " + line.substr(line.find(':') + 2);
   return device.str();
+}
+
+int64_t free_device_memory(const c10::Device& device) {
+#ifdef VISPEC_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDAGuard guard(device.index());
+    size_t free = 0, total = 0;
+    VISPEC_CHECK(cudaMemGetInfo(&free, &total) == cudaSuccess, "cannot read the free memory of ", device.str());
+    return int64_t(free);
+  }
+#endif
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);)
+    if (line.rfind("MemAvailable:", 0) == 0) return std::stoll(line.substr(13)) * 1024;  // "MemAvailable: N kB"
+  VISPEC_FAIL("/proc/meminfo: no MemAvailable line: cannot tell how much memory is free");
 }
 
 std::string software_versions() {

@@ -1,6 +1,7 @@
 // Device choice: "auto" picks CUDA when LibTorch was built with it and a GPU is visible, else CPU.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace c10 {
@@ -20,6 +21,9 @@ inline constexpr int kMaxThreads = 1024;
 int set_threads(int threads);
 // What the device is, for a job's identity: "cpu" or the GPU's model name ("NVIDIA H100 80GB HBM3").
 std::string device_model(const c10::Device& device);
+// Bytes of memory free on `device` now: the GPU's (cudaMemGetInfo), or the host's available memory
+// (/proc/meminfo's MemAvailable) for a CPU. What `batch_size: auto` sizes a batch by.
+int64_t free_device_memory(const c10::Device& device);
 // LibTorch's version and the CUDA version it was built with ("libtorch 2.11.0, cuda 13.0" or ", cuda none").
 std::string software_versions();
 // Waits until every kernel queued on `device` has run (nothing to wait for on a CPU): what a wall-clock timing

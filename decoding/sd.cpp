@@ -9,7 +9,8 @@
 //   keep     target cache: the newest token + the accepted drafts; drafter cache truncated to the same; the
 //            next token becomes the row's newest (fed by the next iteration)
 // Every row of a batch runs its own iteration in the same forwards (rows sit at different positions; the
-// cache keeps per-row lengths), and nothing loops over rows issuing kernels: one read of the accepted counts
+// cache keeps per-row lengths; a row whose image is done takes the unit's next sample, decoding/floor/decode_rows.h),
+// and nothing loops over rows issuing kernels: one read of the accepted counts
 // per iteration is the host's only wait. The iteration up to that read touches only the device, so on a GPU a
 // steady one (its drafter steps within one length bucket) is replayed as one CUDA graph
 // (decoding/floor/iteration_graphs.h); the host then replays it and reads the counts and the caches' lengths. With the

@@ -11,10 +11,11 @@
 //   keep     newest + the accepted drafts in the cache; the new token is the next newest
 // Lossless with the exact rule: every draft is a sample of its q, so this is speculative sampling with a
 // changing drafter. Any rule of decoding/floor/acceptance.h applies (the job's `accept`). All rows at once; one
-// read of the accepted counts per iteration.
-// Randomness per (seed, sample id, position): kInit (draw = iteration) for new drafts, kDraft (draw =
-// iteration) for carried samples, kAccept for tests, kResample after a rejection, kSample for token 0 and
-// bonus tokens.
+// read of the accepted counts per iteration; a row whose image is done takes the unit's next sample
+// (decoding/floor/decode_rows.h, continuous batching).
+// Randomness per (seed, sample id, position): kInit (draw = the sample's iteration) for new drafts, kDraft (draw
+// = the sample's iteration) for carried samples, kAccept for tests, kResample after a rejection, kSample for token 0
+// and bonus tokens.
 #include "decoding/sjd.h"
 
 #include "core/rng.h"

@@ -36,10 +36,11 @@ struct WholeField {
   const char* key;
   int64_t JobConfig::*member;
   int64_t low, high;
+  const char* automatic = nullptr;  // a word it may take instead, read as 0 (batch_size: auto)
 };
 const WholeField kWholeFields[] = {
     {"images_per_prompt", &JobConfig::images_per_prompt, 1, kMaxSampleIds},
-    {"batch_size", &JobConfig::batch_size, 1, kMaxBatchSize},
+    {"batch_size", &JobConfig::batch_size, 1, kMaxBatchSize, "auto"},
     {"threads", &JobConfig::threads, 0, kMaxThreads},
     {"unit_size", &JobConfig::unit_size, 1, kMaxUnitSize},
 };
@@ -133,9 +134,15 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   job.out_dir = out_override.empty() ? root.need<std::string>("out") : out_override;
   for (const auto& f : kWholeFields) {
     auto& value = job.*f.member;
+    if (f.automatic && root.has(f.key) && root.at(f.key).node().IsScalar() &&
+        root.at(f.key).node().Scalar() == f.automatic) {
+      value = 0;
+      continue;
+    }
     value = root.get<int64_t>(f.key, value);
     if (value < f.low || value > f.high)
-      root.at(f.key).fail("must be " + std::to_string(f.low) + " to " + std::to_string(f.high) + ", got " +
+      root.at(f.key).fail("must be " + std::to_string(f.low) + " to " + std::to_string(f.high) +
+                          (f.automatic ? std::string(" or ") + f.automatic : std::string()) + ", got " +
                           std::to_string(value));
   }
   for (const auto& f : kWordFields) {
@@ -196,7 +203,11 @@ std::string resolved_job_yaml(const JobConfig& job, const std::map<std::string, 
   y << YAML::EndMap;
   y << YAML::Key << "seed" << YAML::Value << job.seed;
   y << YAML::Key << "out" << YAML::Value << absolute(job.out_dir);
-  for (const auto& f : kWholeFields) y << YAML::Key << f.key << YAML::Value << job.*f.member;
+  for (const auto& f : kWholeFields) {
+    y << YAML::Key << f.key << YAML::Value;
+    if (f.automatic && job.*f.member == 0) y << f.automatic;
+    else y << job.*f.member;
+  }
   for (const auto& f : kWordFields) y << YAML::Key << f.key << YAML::Value << job.*f.member;
   if (job.distill.enabled) {
     y << YAML::Key << "distill" << YAML::Value << YAML::Flow << YAML::BeginMap;

@@ -10,7 +10,8 @@
 //   images_per_prompt: 4
 //   seed: 0
 //   batch_size: 20                     # rows decoded together; a decoder that refills rows gives a finished row
-//                                      # the unit's next sample (decoding/floor/decode_rows.h)
+//                                      # the unit's next sample (decoding/floor/decode_rows.h). auto: the most
+//                                      # that fit the device's free memory (workers/batch_memory.h)
 //   out: out/demo                      # relative to the working directory
 //   device: auto                       # auto | cpu | cuda | cuda:N
 //   threads: 0                         # CPU threads per rank, 0 = LibTorch default, at most cores / ranks per node
@@ -39,6 +40,7 @@ namespace vispec {
 inline constexpr int64_t kMaxSampleIds = 100'000'000'000;  // prompts x images_per_prompt: 11-digit ids
 inline constexpr int64_t kMaxUnits = 10'000'000;           // sample ids / unit_size: the plan holds one entry each
 inline constexpr int64_t kMaxBatchSize = 4096;
+inline constexpr int64_t kAutoBatchSize = 0;  // `batch_size: auto`
 inline constexpr int64_t kMaxUnitSize = 1'000'000;
 
 struct JobConfig {
@@ -50,7 +52,7 @@ struct JobConfig {
   DecoderSpec decoder;
   int64_t images_per_prompt = 1;
   uint64_t seed = 0;
-  int64_t batch_size = 16;
+  int64_t batch_size = 16;  // kAutoBatchSize: `batch_size: auto`, until planning resolves it (workers/batch_memory.h)
   std::string out_dir;
   std::string device = "auto";
   int64_t threads = 0;

@@ -18,6 +18,7 @@
 #include "io/run_layout.h"
 #include "scheduler/coordinator.h"
 #include "scheduler/fingerprint.h"
+#include "workers/batch_memory.h"
 #include "scheduler/journal.h"
 #include "scheduler/metrics_file.h"
 #include "scheduler/mpi_node_weights.h"
@@ -273,7 +274,14 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
     const auto [job_file, out_dir] = job_and_out(o);
     plan = plan_job(job_file, o.overrides, out_dir, /*first_rank=*/session.rank() == 0);
     if (fault_value("bad-alloc") == session.rank()) throw std::bad_alloc();
-    if (session.rank() == 0) output = prepare_output(plan, o.start_over, session.size());
+    if (session.rank() == 0) {
+      // The batch, from rank 0's device (`batch_size: auto`, or an explicit one checked to fit), before the
+      // journal: it is part of the job's identity. Every rank takes rank 0's below.
+      const auto device = pick_device(plan.job.device, 0);
+      plan.job.batch_size = plan_batch_size(plan, batch_memory(plan), free_device_memory(device), device.str(),
+                                            o.start_over ? 0 : journaled_batch_size(plan.job.out_dir));
+      output = prepare_output(plan, o.start_over, session.size());
+    }
   } catch (const Error& e) {
     code = kExitUserError;
     error = e.what();
@@ -284,6 +292,7 @@ int run_ranks(MpiSession& session, const RunOptions& o) {
     return rank0_code;
   }
   if (code != kExitOk) print_error("rank " + std::to_string(session.rank()) + ": " + error);  // rank 0 was fine
+  plan.job.batch_size = session.broadcast_int(int(plan.job.batch_size));  // rank 0's: at most kMaxBatchSize
 
   const WorkerOptions worker{session.rank(), session.local_rank(), session.local_size()};
   // Every rank that planned the job loads its models here, on its main thread. With read_weights:

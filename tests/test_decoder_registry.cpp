@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "decoding/floor/decoder_registry.h"
 #include "decoding/floor/drafter_registry.h"
+#include "decoding/ssd.h"
 #include "models/model_config.h"
 
 namespace vispec {
