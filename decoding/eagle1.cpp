@@ -13,7 +13,7 @@
 //             when every child is rejected, or at a leaf, the next token is sampled from p (decoding/floor/verify's
 //             tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
-// Everything up to the walk's one read touches only the device (EaglePairs::iterate), so on a GPU a steady
+// Everything up to the walk's one read touches only the device (IterationLoop::device_half), so on a GPU a steady
 // iteration is replayed as one CUDA graph (decoding/floor/iteration_graphs.h); the static tree's tables are
 // made once per batch size (tables()), where a replay finds them.
 // With the exact rule this is recursive rejection sampling without replacement: given the first rejection,
@@ -30,8 +30,7 @@
 #include "decoding/floor/draft_tree.h"
 #include "decoding/floor/decoder_registry.h"
 #include "decoding/floor/eagle_pairs.h"
-#include "decoding/floor/iteration_stats.h"
-#include "decoding/floor/phase_clock.h"
+#include "decoding/floor/iteration_loop.h"
 #include "decoding/floor/verify.h"
 #include "kernels/draws.h"
 #include "kernels/kernel_check.h"
@@ -194,21 +193,16 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
   const int64_t W = L + 1;  // the pairs' block: an accepted path holds the root and L nodes
   auto rows = graphs_.rows(request, N, T, device, /*path_width=*/L + 2);
-  PhaseClock clock(device);
   EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, W);
   auto dcache = pairs.drafter_cache(tab.block_entries + W + 1);
-  pairs.prepare(request, rows, graphs_);
+  pairs.prepare(rows, graphs_);
+  IterationLoop loop(graphs_, rows, request, pairs.caches(dcache), pairs.pooled_lengths(dcache),
+                     IterationLoop::Commit::kTree);
   // ---- rows taking samples (every row at the start, then each row whose image is done): the target's prefill,
   // token 0 and the first pairs
-  const auto start = [&](const RowFill& fill) {
-    pairs.start(params_, fill, rows, dcache);
-    clock.charge(clock.lap(), rows.samples_of(fill.rows), &SampleStats::bookkeeping_ms);
-  };
+  const auto start = [&](const RowFill& fill) { pairs.start(params_, fill, rows, dcache); };
 
-  while (rows.next_iteration(start)) {
-    const auto active = rows.active();
-    auto times = IterationTimes::start(clock, graphs_.replays(device));
-
+  loop.run(start, [&](const std::vector<int64_t>& active) {
     // The iteration on the device: catch up, draft, verify, walk, commit. Nothing in it reads the host.
     const auto iteration = [&] {
       // ---- catch up, then draft the static tree level by level
@@ -251,13 +245,13 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
         drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
         level_q.push_back(draft_probs(out));
       }
-      times.end(times.draft, clock);
+      loop.end_draft();
 
       // ---- verify: one target forward over every row's tree, its inputs on the device (a node at depth d sits
       // at raster index root + d, clamped to the last cell)
       const auto node_cells = (root_cells + tab.node_depth).clamp_max(N - 1);
       auto vout = target_.decode_block(tcache, node_tok, node_cells, tab.tree_mask);
-      times.end(times.verify, clock);
+      loop.end_verify();
 
       // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once). The node tokens are
       // already on the device and the depths are the static tree's; a child slot is the child's rank, and a
@@ -274,15 +268,11 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
       pairs.keep_paths(rows, verdict.path, vout.hidden);
     };
-    const auto paths =
-        pairs.iterate(graphs_, rows, dcache, /*shape=*/{}, T, tab.drafter_widths, times, clock, iteration);
+    loop.device_half(pairs.iteration_key(dcache, /*shape=*/{}, T, tab.drafter_widths), iteration);
     for (int64_t b : active) rows.stats_of(b).tree_depth += double(L);
-    times.bookkeeping = clock.lap();
-    charge_iteration(clock, rows, active, times, tab.draft_forwards);
-  }
-  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
-  clock.settle(result.stats);
-  return result;
+    return tab.draft_forwards;
+  });
+  return loop.result();
 }
 
 namespace {

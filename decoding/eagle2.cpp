@@ -13,7 +13,7 @@
 //             every child is rejected, or at a leaf, the next token is sampled from the current p
 //             (decoding/floor/verify's tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
-// Everything up to the walk's one read touches only the device (EaglePairs::iterate), so on a GPU a steady
+// Everything up to the walk's one read touches only the device (IterationLoop::device_half), so on a GPU a steady
 // iteration is replayed as one CUDA graph (decoding/floor/iteration_graphs.h); ADT-Tree's rows' shapes are
 // uploaded before it, and its graphs are keyed by the widest of them.
 // With the exact rule this samples the target exactly (each child is accepted with its current residual
@@ -28,8 +28,7 @@
 #include "core/rng.h"
 #include "decoding/floor/decode_rows.h"
 #include "decoding/floor/eagle_pairs.h"
-#include "decoding/floor/iteration_stats.h"
-#include "decoding/floor/phase_clock.h"
+#include "decoding/floor/iteration_loop.h"
 #include "decoding/floor/verify.h"
 
 namespace vispec {
@@ -63,10 +62,11 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   std::vector<TreeShape> shapes(static_cast<size_t>(B), shape_);
   const int64_t W = widest.depth + 2;  // the pairs' block: an accepted path holds the root and depth + 1 nodes
   auto rows = graphs_.rows(request, N, shape_.total_tokens, device, /*path_width=*/W + 1);
-  PhaseClock clock(device);
   EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, W);
   auto dcache = pairs.drafter_cache(widest.top_k * (widest.depth + 1) + W);
-  pairs.prepare(request, rows, graphs_);
+  pairs.prepare(rows, graphs_);
+  IterationLoop loop(graphs_, rows, request, pairs.caches(dcache), pairs.pooled_lengths(dcache),
+                     IterationLoop::Commit::kTree);
   // Every row's tree shape on the device, so that growing a tree uploads nothing: EAGLE-2's fixed one, once per
   // decode (ADT-Tree's move with each tree).
   const auto own_shapes =
@@ -81,11 +81,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
         policies[size_t(b)] = AdtPolicy(*adt_, shape_, gpt->config().grid_size);
         shapes[size_t(b)] = shape_;
       }
-    clock.charge(clock.lap(), rows.samples_of(fill.rows), &SampleStats::bookkeeping_ms);
   };
 
-  while (rows.next_iteration(start)) {
-    const auto active = rows.active();
+  loop.run(start, [&](const std::vector<int64_t>& active) {
     const auto root_index = rows.newest_index();  // the host's copy, for ADT-Tree's policy
     if (adt_) {
       for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);
@@ -101,7 +99,6 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       slots = std::max(slots, shapes[size_t(b)].top_k);
       expansions = std::max(expansions, shapes[size_t(b)].depth);
     }
-    auto times = IterationTimes::start(clock, graphs_.replays(device));
 
     // The iteration on the device: catch up, build, verify, walk, commit. Nothing in it reads the host.
     const auto iteration = [&] {
@@ -136,12 +133,12 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       const auto grown =
           grown_tree_tables(grow_dynamic_trees(draft_top(catchup, slots), shapes, own_shapes, expand),
                             rows.tokens.gather(1, root_cells).view({B}), root_cells.view({B}), shape_.total_tokens, N);
-      times.end(times.draft, clock);
+      loop.end_draft();
 
       // ---- verify: one target forward over every row's tree
       const auto& in = grown.inputs;
       auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
-      times.end(times.verify, clock);
+      loop.end_verify();
 
       // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once), commit its path
       const auto& tables = grown.tables;
@@ -159,18 +156,15 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     std::vector<int64_t> drafter_widths;  // each expansion's block: the widest top_k more nodes
     for (int64_t level = 1; level <= expansions; ++level) drafter_widths.push_back(slots * level);
     const auto paths =
-        pairs.iterate(graphs_, rows, dcache, shape, shape_.total_tokens, drafter_widths, times, clock, iteration);
+        loop.device_half(pairs.iteration_key(dcache, shape, shape_.total_tokens, drafter_widths), iteration);
     for (int64_t b : active) {
       if (adt_)
         policies[size_t(b)].record(root_index[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
       rows.stats_of(b).tree_depth += double(shapes[size_t(b)].depth);
     }
-    times.bookkeeping = clock.lap();
-    charge_iteration(clock, rows, active, times, 1 + expansions);
-  }
-  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
-  clock.settle(result.stats);
-  return result;
+    return 1 + expansions;
+  });
+  return loop.result();
 }
 
 DecoderEntry eagle2_family_entry(const std::string& name, const std::string& summary, const std::string& default_rule) {

@@ -22,8 +22,8 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "decoding/floor/decode_rows.h"
-#include "decoding/floor/iteration_stats.h"
 #include "decoding/floor/decoder_registry.h"
+#include "decoding/floor/iteration_loop.h"
 
 namespace vispec {
 
@@ -38,32 +38,23 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
   const auto device = target_.gpt()->device();
   auto rows = graphs_.rows(request, N, G + 1, device);
   const int64_t B = rows.batch();
-
-  PhaseClock clock(device);
   auto tcache = target_.make_cache(B, G + 1, /*static_steps=*/true),
        dcache = drafter_.make_cache(B, G + 1, /*static_steps=*/true);
-  // ---- first: rows taking samples (every row at the start, then each row whose image is done) prefill both
-  // models with their conditions, and token 0 is sampled as AR samples it.
-  const auto start = [&](const RowFill& fill) {
-    auto tpre = target_.make_prefill_cache(B, tcache), dpre = drafter_.make_prefill_cache(B, dcache);
-    rows.start(fill, target_.prefill(tpre, fill.conditions).logits, params_);
-    drafter_.prefill(dpre, fill.conditions);
-    tpre.keep_all();
-    dpre.keep_all();
-    tcache.take_rows(tpre, fill.rows, B);
-    dcache.take_rows(dpre, fill.rows, B);
-    for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = rows.stats_of(b).draft_forwards = 1;
-    clock.charge(clock.lap(), rows.samples_of(fill.rows), &SampleStats::bookkeeping_ms);
-  };
   if (!one_.defined()) {  // inputs of every iteration: made once, so that a replayed iteration finds them
     one_ = torch::ones({1, 1}, torch::TensorOptions().dtype(torch::kBool).device(device));
     chain_mask_ = causal_mask(G + 1, device);
   }
-  const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(tcache), drafter_.pooled_lengths(dcache)};
+  IterationLoop loop(graphs_, rows, request, {&tcache, &dcache},
+                     {target_.pooled_lengths(tcache), drafter_.pooled_lengths(dcache)}, IterationLoop::Commit::kChain);
 
-  while (rows.next_iteration(start)) {
-    const auto active = rows.active();
-    auto times = IterationTimes::start(clock, graphs_.replays(device));
+  // ---- first: rows taking samples (every row at the start, then each row whose image is done) prefill both
+  // models with their conditions, and token 0 is sampled as AR samples it.
+  const auto start = [&](const RowFill& fill) {
+    rows.start(fill, target_.prefill_rows(tcache, fill.rows, fill.conditions).logits, params_);
+    drafter_.prefill_rows(dcache, fill.rows, fill.conditions);
+    for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = rows.stats_of(b).draft_forwards = 1;
+  };
+  loop.run(start, [&](const std::vector<int64_t>&) {
     // The iteration on the device: draft, verify, accept, commit. Nothing in it reads the host.
     const auto iteration = [&] {
       // ---- draft. Every cell the iteration reads, once: the newest (offset -1), the drafts' and the bonus's.
@@ -87,11 +78,11 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
         dcache.keep_all();
       }
       const auto drafts = torch::stack(drafted, 1);  // [B, G]
-      times.end(times.draft, clock);
+      loop.end_draft();
 
       // ---- verify: one target forward, then the chain rule over every row
       const auto out = target_.decode_block(tcache, torch::cat({newest, drafts}, 1), cells.at(-1, G + 1), chain_mask_);
-      times.end(times.verify, clock);
+      loop.end_verify();
       const auto count = (N - rows.n).clamp(0, G);
       const auto u = chain_uniforms(rows, G, rule_, params_.greedy(), cells.at(0, G + 1));
       const auto verdict = params_.greedy() ? verify_chain_greedy(rule_, greedy_tokens(out.logits), drafts, count, u)
@@ -106,17 +97,10 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
     };
     // Steady: every drafter step reads through one bucket, so the iteration's forwards have one key each.
     const bool steady = dcache.bucket_for(1) == dcache.bucket_for(G + 1);
-    graphs_.run(
-        rows, steady ? StepKey{B, G, dcache.bucket_for(1), tcache.bucket_for(G + 1), int64_t(request.seed)} : StepKey{},
-        pooled, {&tcache, &dcache}, iteration);
-    rows.settle_chain(N);  // the iteration's one read, which settles the caches' lengths
-    times.end_device_half(clock);
-    times.bookkeeping = clock.lap();
-    charge_iteration(clock, rows, active, times, G + 1);
-  }
-  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
-  clock.settle(result.stats);
-  return result;
+    loop.device_half(steady ? StepKey{G, dcache.bucket_for(1), tcache.bucket_for(G + 1)} : StepKey{}, iteration);
+    return G + 1;
+  });
+  return loop.result();
 }
 
 namespace {

@@ -20,8 +20,8 @@
 
 #include "core/rng.h"
 #include "decoding/floor/decode_rows.h"
-#include "decoding/floor/iteration_stats.h"
 #include "decoding/floor/decoder_registry.h"
+#include "decoding/floor/iteration_loop.h"
 
 namespace vispec {
 
@@ -39,7 +39,6 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   auto rows = graphs_.rows(request, N, W + 1, device);
   const int64_t B = rows.batch();
 
-  PhaseClock clock(device);
   auto cache = target_.make_cache(B, W + 1, /*static_steps=*/true);
   // The carried drafts of every row, [B, W], their q [B, W, V] (sampling only) and how many there are [B]:
   // state of the decode that each iteration rewrites in place. (Zeros where nothing is carried: every iteration
@@ -47,30 +46,24 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   const auto carry = graphs_.state(rows, "carry", {B, W}, i64), carry_len = graphs_.state(rows, "carry_len", {B}, i64);
   const auto carry_q =
       params_.greedy() ? torch::Tensor() : graphs_.state(rows, "carry_q", {B, W, V}, i64.dtype(torch::kFloat32));
-  // ---- first: rows taking samples (every row at the start, then each row whose image is done) prefill with
-  // their conditions, token 0 is sampled as AR samples it, and nothing is carried yet.
-  const auto start = [&](const RowFill& fill) {
-    auto pre = target_.make_prefill_cache(B, cache);
-    rows.start(fill, target_.prefill(pre, fill.conditions).logits, params_);
-    pre.keep_all();
-    cache.take_rows(pre, fill.rows, B);
-    const auto index = torch::tensor(fill.rows, torch::kInt64).to(device);
-    for (const auto& t : {carry, carry_len, carry_q})
-      if (t.defined()) t.index_fill_(0, index, 0);
-    for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = 1;
-    clock.charge(clock.lap(), rows.samples_of(fill.rows), &SampleStats::bookkeeping_ms);
-  };
   if (!column_.defined()) {  // inputs of every iteration: made once, so that a replayed iteration finds them
     column_ = torch::arange(W, i64).view({1, W});
     window_mask_ = causal_mask(W + 1, device);
   }
   const auto& column = column_;
   const auto row_iteration = rows.iteration.view({B, 1});  // each row's draws keyed by its sample's iterations
-  const auto* pooled = target_.pooled_lengths(cache);
+  IterationLoop loop(graphs_, rows, request, {&cache}, {target_.pooled_lengths(cache)}, IterationLoop::Commit::kChain);
 
-  while (rows.next_iteration(start)) {
-    const auto active = rows.active();
-    auto times = IterationTimes::start(clock, graphs_.replays(device));
+  // ---- first: rows taking samples (every row at the start, then each row whose image is done) prefill with
+  // their conditions, token 0 is sampled as AR samples it, and nothing is carried yet.
+  const auto start = [&](const RowFill& fill) {
+    rows.start(fill, target_.prefill_rows(cache, fill.rows, fill.conditions).logits, params_);
+    const auto index = torch::tensor(fill.rows, torch::kInt64).to(device);
+    for (const auto& t : {carry, carry_len, carry_q})
+      if (t.defined()) t.index_fill_(0, index, 0);
+    for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = 1;
+  };
+  loop.run(start, [&](const std::vector<int64_t>&) {
     // The iteration on the device: window, verify, accept, carry, commit. Nothing in it reads the host.
     const auto iteration = [&] {
       // ---- the window of every row: newest, carried drafts, new uniform drafts. Every cell the iteration reads,
@@ -80,12 +73,12 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
       const auto fresh = (u_init * double(V)).to(torch::kInt64).clamp_max(V - 1);
       const auto carried = column < carry_len.view({B, 1});
       const auto drafts = torch::where(carried, carry, fresh);
-      times.end(times.draft, clock);
+      loop.end_draft();
 
       // ---- one target forward over every window, then the chain rule
       const auto out =
           target_.decode_block(cache, torch::cat({rows.tokens_at(-1), drafts}, 1), cells.at(-1, W + 1), window_mask_);
-      times.end(times.verify, clock);
+      loop.end_verify();
       const auto count = (N - rows.n).clamp(0, W);
       const auto u = chain_uniforms(rows, W, rule_, params_.greedy(), cells.at(0, W + 1));
       // The Jacobi update reads y_j, a sample of p_j at n + j (the argmax at temperature 0).
@@ -110,15 +103,10 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
       cache.advance(rows.commit_chain_on_device(drafts, verdict, count, N));  // newest + accepted drafts
     };
     // One forward per iteration: every iteration is steady.
-    graphs_.run(rows, {B, W, cache.bucket_for(W + 1), int64_t(request.seed)}, {pooled}, {&cache}, iteration);
-    rows.settle_chain(N);  // the iteration's one read, which settles the cache's lengths
-    times.end_device_half(clock);
-    times.bookkeeping = clock.lap();
-    charge_iteration(clock, rows, active, times, 0);
-  }
-  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
-  clock.settle(result.stats);
-  return result;
+    loop.device_half({W, cache.bucket_for(W + 1)}, iteration);
+    return int64_t(0);
+  });
+  return loop.result();
 }
 
 namespace {

@@ -37,8 +37,8 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "decoding/floor/decode_rows.h"
-#include "decoding/floor/iteration_stats.h"
 #include "decoding/floor/decoder_registry.h"
+#include "decoding/floor/iteration_loop.h"
 
 namespace vispec {
 
@@ -85,8 +85,11 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
     return probs_and_draw(logits, params_, rows.uniforms(cells, Purpose::kDraft).view({B, M}));
   };
 
-  PhaseClock clock(device);
   auto cache = target_.make_cache(B, std::max(K + 1, ssd_.kv * W), /*static_steps=*/true);
+  const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(cache)};
+  // The first row's iterations, and the clock of the whole decode.
+  IterationLoop loop(graphs_, rows, request, {&cache}, pooled, IterationLoop::Commit::kChain, /*limit=*/W);
+  auto& clock = loop.clock();
   const auto pre = target_.prefill(cache, request.conditions);
   cache.keep_all();
   // h_pre of every cell (both CFG streams) [R, N + 1, D], filled as cells are committed: state of the decode
@@ -100,10 +103,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   // ---- first row: speculative decoding with the horizontal heads. rows.n[b]: tokens committed; the newest is
   // pending (not in the cache yet). As SD's, a steady iteration (the cache static) runs on the device up to its
   // one read, and is replayed as one CUDA graph (decoding/floor/iteration_graphs.h).
-  const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(cache)};
-  while (rows.next_iteration(W)) {
-    const auto active = rows.active(W);
-    auto times = IterationTimes::start(clock, graphs_.replays(device));
+  loop.run(nullptr, [&](const std::vector<int64_t>&) {
     const auto iteration = [&] {
       // Every cell the iteration reads, once: the newest (offset -1), the drafts' and the bonus's.
       const auto cells = rows.span(-1, K + 2);
@@ -118,12 +118,12 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
         x_heads.push_back(x.select(1, 0));
       }
       const auto drafts = torch::stack(x_heads, 1);  // [B, K]
-      times.end(times.draft, clock);
+      loop.end_draft();
 
       // The pending token, then the drafts: p at cells n .. n + K.
       const auto out = target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), cells.at(-1, K + 1),
                                             causal_mask(1 + K, device));
-      times.end(times.verify, clock);
+      loop.end_verify();
       const auto count = (W - rows.n).clamp(0, K);  // drafts past the row's end take no part
       const auto u = chain_uniforms(rows, K, first_row_rule_, greedy, cells.at(0, K + 1));
       const auto verdict = greedy ? verify_chain_greedy(first_row_rule_, greedy_tokens(out.logits), drafts, count, u)
@@ -138,12 +138,9 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
       states.scatter_(1, cols, torch::where(fresh, out.hidden, states.gather(1, cols)));
       cache.advance(kept);
     };
-    graphs_.run(rows, {B, K, cache.bucket_for(K + 1), int64_t(request.seed)}, pooled, {&cache}, iteration);
-    rows.settle_chain(W);  // the iteration's one read, which settles the cache's lengths
-    times.end_device_half(clock);
-    times.bookkeeping = clock.lap();
-    charge_iteration(clock, rows, active, times, 1);
-  }
+    loop.device_half({K, cache.bucket_for(K + 1)}, iteration);
+    return int64_t(1);  // the horizontal heads: one drafter forward
+  });
 
   // ---- commit a row (its cells not in the cache yet, from `first`): one forward, kept whole; returns the
   // guided logits of the cell after it (the next row's first cell).
@@ -263,9 +260,7 @@ DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   const auto kept = read_to_host(first_round_kept);
   const auto k = kept.accessor<int64_t, 1>();
   for (int64_t b = 0; b < B; ++b) stats[size_t(b)].accepted += k[b];
-  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
-  clock.settle(result.stats);
-  return result;
+  return loop.result();
 }
 
 namespace {

@@ -21,6 +21,14 @@ CfgOutput CfgModel::prefill(KvCache& cache, const Conditions& conditions) {
   return combine(gpt_->prefill(cache, prefix.embeddings, prefix.visible));
 }
 
+CfgOutput CfgModel::prefill_rows(KvCache& cache, const std::vector<int64_t>& rows, const Conditions& conditions) {
+  auto prefilled = gpt_->make_prefill_cache(cache.batch(), cache);
+  const auto out = prefill(prefilled, conditions);
+  prefilled.keep_all();
+  cache.take_rows(prefilled, rows, guided() ? cache.batch() / 2 : cache.batch());
+  return out;
+}
+
 KvCache CfgModel::make_cache(int64_t batch, int64_t extra, bool static_steps) const {
   if (static_steps && !gpt_->config().row_ends()) return statics_->make_cache(gpt_, rows(batch), extra);
   return gpt_->make_cache(rows(batch), extra);

@@ -34,13 +34,14 @@ class CfgModel {
   // way.
   // The cache's commits (models/gpt/kv_cache.h) take one value per sample, which it gives to both streams' rows.
   KvCache make_cache(int64_t batch, int64_t extra = 0, bool static_steps = false) const;
-  // A cache for the prefills of `batch` samples that rows of `decode_cache` take (KvCache::take_rows).
-  KvCache make_prefill_cache(int64_t batch, const KvCache& decode_cache) const {
-    return gpt_->make_prefill_cache(rows(batch), decode_cache);
-  }
   // B conditions -> outputs at the condition positions; the last predicts image token 0. The unconditional
   // rows take the null class, or uncond_embedding under their conditional row's caption mask.
   CfgOutput prefill(KvCache& cache, const Conditions& conditions);
+  // Rows taking new samples while the others decode (continuous batching, decoding/floor/decode_rows.h): the
+  // prefill of `conditions` (one per sample of `cache`'s batch, the new samples' at their rows) in a cache of its
+  // own, whose rows `rows` of every stream then take their places in `cache` (KvCache::take_rows); the other
+  // rows of `cache` are untouched. Returns the prefill's outputs at every row.
+  CfgOutput prefill_rows(KvCache& cache, const std::vector<int64_t>& rows, const Conditions& conditions);
   // tokens, positions [B, T]; block_mask [T, T] or [B, T, T] (see Gpt::decode_block); committed: [T, C] bool
   // on the device, the committed entries each query sees (KvBlock::committed; undefined: all).
   CfgOutput decode_block(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,

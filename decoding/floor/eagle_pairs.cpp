@@ -30,18 +30,14 @@ torch::Tensor EaglePairs::draft(KvCache& dcache, const torch::Tensor& features, 
       /*per_sample=*/{false, true, true, mask.dim() == 3})[0];
 }
 
-void EaglePairs::prepare(const DecodeRequest& request, DecodeRows& rows, IterationGraphs& graphs) {
+void EaglePairs::prepare(DecodeRows& rows, IterationGraphs& graphs) {
   const auto& w = gpt_->tok_embeddings->weight;
   features_ = graphs.state(rows, "eagle_features", {R_, W_, gpt_->config().dim}, w.options());
   waiting_device_ = graphs.state(rows, "eagle_waiting", {B_}, w.options().dtype(torch::kInt64));
-  seed_ = request.seed;
 }
 
 void EaglePairs::start(const SamplingParams& params, const RowFill& fill, DecodeRows& rows, KvCache& dcache) {
-  auto tpre = target_.make_prefill_cache(B_, tcache_);
-  const auto pre = target_.prefill(tpre, fill.conditions);
-  tpre.keep_all();
-  tcache_.take_rows(tpre, fill.rows, B_);
+  const auto pre = target_.prefill_rows(tcache_, fill.rows, fill.conditions);
   rows.start(fill, pre.logits, params);
   // The rows' first pair, the first token's, repeated as padding, in every stream's rows.
   const auto first = gpt_->norm(pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));  // [R, 1, D]
@@ -100,19 +96,13 @@ void EaglePairs::keep_paths(const DecodeRows& rows, const torch::Tensor& path, c
   features_.copy_(gpt_->norm(hidden.gather(1, at)));
 }
 
-std::vector<std::vector<int64_t>> EaglePairs::iterate(IterationGraphs& graphs, DecodeRows& rows, KvCache& dcache,
-                                                      const StepKey& shape, int64_t tree_nodes,
-                                                      const std::vector<int64_t>& drafter_widths, IterationTimes& times,
-                                                      PhaseClock& clock, const std::function<void()>& body) {
-  const std::vector<const torch::Tensor*> pooled{target_.pooled_lengths(tcache_), steps_.pooled_lengths(dcache)};
+StepKey EaglePairs::iteration_key(const KvCache& dcache, const StepKey& shape, int64_t tree_nodes,
+                                  const std::vector<int64_t>& drafter_widths) const {
   // The tree blocks are planned after the catch-up has counted W_ entries on the host.
-  StepKey key{B_, int64_t(seed_), tcache_.bucket_for(tree_nodes), dcache.bucket_for(W_)};
+  StepKey key{tcache_.bucket_for(tree_nodes), dcache.bucket_for(W_)};
   for (int64_t width : drafter_widths) key.push_back(dcache.bucket_for(W_ + width));
   key.insert(key.end(), shape.begin(), shape.end());
-  graphs.run(rows, key, pooled, {&tcache_, &dcache}, body);
-  auto paths = rows.settle_tree();  // the iteration's one read, which settles the caches' lengths
-  times.end_device_half(clock);
-  return paths;
+  return key;
 }
 
 }  // namespace vispec

@@ -13,18 +13,16 @@
 
 #include <torch/torch.h>
 
-#include <functional>
 #include <vector>
 
 #include "decoding/floor/cfg_model.h"
 #include "decoding/floor/decode_rows.h"
 #include "decoding/floor/decoder.h"
 #include "decoding/floor/iteration_graphs.h"
-#include "decoding/floor/iteration_stats.h"
-#include "decoding/floor/phase_clock.h"
 #include "decoding/floor/static_forwards.h"
 #include "models/drafters/eagle_drafter.h"
 #include "models/gpt/gpt.h"
+#include "models/gpt/step_graph.h"
 
 namespace vispec {
 
@@ -47,7 +45,7 @@ class EaglePairs {
                       const torch::Tensor& cells, const torch::Tensor& mask);
 
   // The decode's start: the pairs' device state, kept in `graphs`' buffers for `rows` (made by graphs.rows()).
-  void prepare(const DecodeRequest& request, DecodeRows& rows, IterationGraphs& graphs);
+  void prepare(DecodeRows& rows, IterationGraphs& graphs);
   // Rows taking samples (DecodeRows::next_iteration): the target's prefill of their conditions into their rows
   // of its cache, their first token (rows.start) and first pairs, and the drafter's cache `dcache` emptied of
   // what their last samples left in those rows.
@@ -64,17 +62,17 @@ class EaglePairs {
   // gathered on the device: nothing is read or uploaded.
   void keep_paths(const DecodeRows& rows, const torch::Tensor& path, const torch::Tensor& hidden);
 
-  // A tree decoder's iteration: `body` (catch_up .. DecodeRows::commit_tree_on_device, keep_paths)
-  // through `graphs` where its caches are static, keyed by `shape` (what fixes the tree's host numbers: the
-  // widest top_k, the walk's levels and each row's draft length) and by the bucket of every forward in it: the
-  // verification's over `tree_nodes` entries, the catch-up's and the drafter's tree blocks, whose widths
-  // (pending entries once written) are `drafter_widths`; otherwise eagerly. Then the iteration's one read
-  // (DecodeRows::settle_tree, which settles the caches' lengths; `times` ends its device half there). Returns
-  // every row's accepted path, root first.
-  std::vector<std::vector<int64_t>> iterate(IterationGraphs& graphs, DecodeRows& rows, KvCache& dcache,
-                                            const StepKey& shape, int64_t tree_nodes,
-                                            const std::vector<int64_t>& drafter_widths, IterationTimes& times,
-                                            PhaseClock& clock, const std::function<void()>& body);
+  // A tree decoder's iteration key (IterationLoop::device_half): `shape` (what fixes the tree's host numbers:
+  // the widest top_k, the walk's levels and each row's draft length) and the bucket of every forward in it: the
+  // verification's over `tree_nodes` entries, the catch-up's and the drafter's tree blocks, whose widths (pending
+  // entries once written) are `drafter_widths`.
+  StepKey iteration_key(const KvCache& dcache, const StepKey& shape, int64_t tree_nodes,
+                        const std::vector<int64_t>& drafter_widths) const;
+  // The caches an iteration commits, the target's and `dcache`, and their pools' device lengths (IterationLoop).
+  std::vector<KvCache*> caches(KvCache& dcache) const { return {&tcache_, &dcache}; }
+  std::vector<const torch::Tensor*> pooled_lengths(const KvCache& dcache) const {
+    return {target_.pooled_lengths(tcache_), steps_.pooled_lengths(dcache)};
+  }
 
  private:
   CfgModel& target_;
@@ -83,7 +81,6 @@ class EaglePairs {
   EagleDrafter drafter_;
   StaticForwards& steps_;
   int64_t B_, R_, W_;             // W_: path_width
-  uint64_t seed_ = 0;             // the decode's (start), in every iteration's key
   torch::Tensor waiting_device_;  // [B] int64: per row, the pairs the drafter has not read (its newest committed
                                   // tokens), a buffer of the IterationGraphs
   torch::Tensor features_;        // [R, W, D] their post-norm features (the first waiting_device_ of each valid)
