@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "apps/commands.h"
-#include "decoding/floor/decoder_config.h"
+#include "decoding/common/decoder_config.h"
 
 namespace vispec {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "decoding/floor/decoder_config.h"
+#include "decoding/common/decoder_config.h"
 
 namespace vispec {
 

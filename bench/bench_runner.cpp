@@ -11,7 +11,7 @@
 #include "core/device.h"
 #include "core/op_counter.h"
 #include "core/logging.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "eval/quality.h"
 #include "io/image_tensor.h"
 #include "workers/job_plan.h"

@@ -14,7 +14,7 @@
 #include "core/check.h"
 #include "core/device.h"
 #include "core/op_counter.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "models/checkpoints/load.h"
 #include "models/gpt/step_graph.h"

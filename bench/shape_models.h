@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 
 namespace vispec {
 

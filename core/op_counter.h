@@ -7,7 +7,7 @@
 // synchronisation. Used by the op-count tests and by `vispec bench` (on an untimed chunk: the hook costs time on every
 // op).
 //
-// It also counts, inside decoder iterations (decoding/floor/decode_rows.h) and outside their forwards (static steps,
+// It also counts, inside decoder iterations (decoding/common/decode_state.h) and outside their forwards (static steps,
 // models/gpt/step_graph.h), the top-level operators that launch a kernel on a GPU: an operator launches one when it,
 // or an operator it calls, is not metadata-only. Metadata-only are views (view, reshape that views, narrow,
 // select, expand, unsqueeze, permute, ...), no-op casts (aten::to and contiguous that copy nothing: a copy shows up
@@ -68,9 +68,9 @@ class OpCounter {
     static thread_local Counts c;
     return c;
   }
-  // The markers of a static step (models/gpt/step_graph.h), of a decoder's iteration (decoding/floor/decode_rows.h) and
-  // of the cache's length upload wrap operators without hiding them: they neither count nor deepen; their
-  // context tells leave() so.
+  // The markers of a static step (models/gpt/step_graph.h), of a decoder's iteration (decoding/common/decode_state.h)
+  // and of the cache's length upload wrap operators without hiding them: they neither count nor deepen; their context
+  // tells leave() so.
   struct Transparent : at::ObserverContext {
     int64_t Counts::*open = nullptr;  // the marker count it keeps open, if any
   };

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "decoding/floor/draft_tree.h"
+#include "decoding/common/draft_tree.h"
 
 namespace vispec {
 

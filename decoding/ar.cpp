@@ -1,7 +1,7 @@
 // AR: for each image position i in raster order, p_i = process(target logits), x_i ~ p_i with the uniform
 // keyed by (seed, sample id, i, kSample), then one forward of x_i through the cached target.
 //
-// Every step after the prefill is a static step (docs/decoding_floor.md, "The static step"): it feeds `token`
+// Every step after the prefill is a static step (docs/decoding_common.md, "The static step"): it feeds `token`
 // at the image position held in `step`, writes the KV cache at slots computed on the device, samples into
 // `logits`, `tokens` and `token` and advances `step`, all in place on buffers made once per batch size (a
 // Session). On CUDA it is replayed as a graph per length bucket (models/gpt/step_graph.h); the host only picks the
@@ -12,8 +12,8 @@
 #include <algorithm>
 
 #include "core/rng.h"
-#include "decoding/floor/decode_rows.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decode_state.h"
+#include "decoding/common/decoder_registry.h"
 #include "models/gpt/step_graph.h"
 
 namespace vispec {

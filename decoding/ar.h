@@ -3,8 +3,8 @@
 
 #include <memory>
 
-#include "decoding/floor/cfg_model.h"
-#include "decoding/floor/decoder.h"
+#include "decoding/common/cfg_model.h"
+#include "decoding/common/decoder.h"
 
 namespace vispec {
 

@@ -1,8 +1,8 @@
 // EAGLE-1 (Li et al. 2024, branch v1) as LANTERN++ and Cool-SD run it (docs/algorithms.md
 // "EAGLE-1 static trees, LANTERN++ and Cool-SD"):
 //
-//   catch up  the drafter reads the new (feature, token) pairs, as in EAGLE-2 (decoding/floor/eagle_pairs)
-//   draft     level by level down a STATIC tree of child ranks (decoding/floor/static_tree; naive_extend_57): at every
+//   catch up  the drafter reads the new (feature, token) pairs, as in EAGLE-2 (decoding/common/eagle_drafter_state)
+//   draft     level by level down a STATIC tree of child ranks (decoding/common/static_tree; naive_extend_57): at every
 //             node with children, the drafter's processed distribution q; its n children are n draws from q
 //             WITHOUT replacement, rank = draw order. Each level's nodes run as one block extending the last.
 //   verify    ONE target forward over [root, tree nodes] under the tree's ancestor mask
@@ -10,11 +10,11 @@
 //             q^ is the parent's q without the earlier siblings, renormalised (the sibling-adjusted drafter
 //             probability; q^(x) is x's conditional draw probability); on rejection p becomes the rule's
 //             rejection distribution against q^ (exact: norm(max(0, p - q^))) and the next child is tried;
-//             when every child is rejected, or at a leaf, the next token is sampled from p (decoding/floor/verify's
+//             when every child is rejected, or at a leaf, the next token is sampled from p (decoding/common/verify's
 //             tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
 // Everything up to the walk's one read touches only the device (IterationLoop::device_half), so on a GPU a steady
-// iteration is replayed as one CUDA graph (decoding/floor/iteration_graphs.h); the static tree's tables are
+// iteration is replayed as one CUDA graph (decoding/common/iteration_graphs.h); the static tree's tables are
 // made once per batch size (tables()), where a replay finds them.
 // With the exact rule this is recursive rejection sampling without replacement: given the first rejection,
 // the next child is a draw from q^ and the residual does not depend on which token was rejected, so by
@@ -26,12 +26,12 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/floor/decode_rows.h"
-#include "decoding/floor/draft_tree.h"
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/eagle_pairs.h"
-#include "decoding/floor/iteration_loop.h"
-#include "decoding/floor/verify.h"
+#include "decoding/common/decode_state.h"
+#include "decoding/common/draft_tree.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/eagle_drafter_state.h"
+#include "decoding/common/iteration_loop.h"
+#include "decoding/common/verify.h"
 #include "kernels/draws.h"
 #include "kernels/kernel_check.h"
 
@@ -193,7 +193,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
   const int64_t W = L + 1;  // the pairs' block: an accepted path holds the root and L nodes
   auto rows = graphs_.rows(request, N, T, device, /*path_width=*/L + 2);
-  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, W);
+  EagleDrafterState pairs(target_, tcache, drafter_, drafter_steps_, B, W);
   auto dcache = pairs.drafter_cache(tab.block_entries + W + 1);
   pairs.prepare(rows, graphs_);
   IterationLoop loop(graphs_, rows, request, pairs.caches(dcache), pairs.pooled_lengths(dcache),
@@ -253,7 +253,7 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
       auto vout = target_.decode_block(tcache, node_tok, node_cells, tab.tree_mask);
       loop.end_verify();
 
-      // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once). The node tokens are
+      // ---- walk every row's tree from the root (decoding/common/verify: all rows at once). The node tokens are
       // already on the device and the depths are the static tree's; a child slot is the child's rank, and a
       // child the drafter could not draw (nothing left in q) is no child.
       const int64_t C = tab.C;

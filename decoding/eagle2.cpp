@@ -2,19 +2,19 @@
 // (docs/algorithms.md "EAGLE-2 and LANTERN"):
 //
 //   catch up  the drafter reads the new pairs (feature_t, token_t): features are the target's post-norm
-//             states at the accepted positions, both CFG streams, the same tokens (decoding/floor/eagle_pairs)
+//             states at the accepted positions, both CFG streams, the same tokens (decoding/common/eagle_drafter_state)
 //   build     from the drafter's guided log-probs after the root (the newest committed token), EAGLE-2's
-//             dynamic tree (decoding/floor/draft_tree: top-k, `depth` expansions, rerank to total_tokens), grown and
+//             dynamic tree (decoding/common/draft_tree: top-k, `depth` expansions, rerank to total_tokens), grown and
 //             laid out on the device
 //   verify    ONE target forward over [root, tree nodes] under the tree's ancestor mask
 //   walk      from the root: try the children best-first; child x is accepted with rule(p, 1_x, x, depth)
 //             (drafts are deterministic top-k picks, so q(x) := 1); on rejection p becomes the rule's
 //             rejection distribution (exact: p without x, renormalised) and the next child is tried; when
 //             every child is rejected, or at a leaf, the next token is sampled from the current p
-//             (decoding/floor/verify's tree walk: every row at once, one read of the paths per iteration)
+//             (decoding/common/verify's tree walk: every row at once, one read of the paths per iteration)
 //   keep      the root and accepted nodes' entries in the target cache; the sampled token is the new root
 // Everything up to the walk's one read touches only the device (IterationLoop::device_half), so on a GPU a steady
-// iteration is replayed as one CUDA graph (decoding/floor/iteration_graphs.h); ADT-Tree's rows' shapes are
+// iteration is replayed as one CUDA graph (decoding/common/iteration_graphs.h); ADT-Tree's rows' shapes are
 // uploaded before it, and its graphs are keyed by the widest of them.
 // With the exact rule this samples the target exactly (each child is accepted with its current residual
 // probability: sequential sampling without replacement); at temperature 0 it gives AR's greedy tokens.
@@ -23,15 +23,51 @@
 #include "decoding/eagle2.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/floor/decode_rows.h"
-#include "decoding/floor/eagle_pairs.h"
-#include "decoding/floor/iteration_loop.h"
-#include "decoding/floor/verify.h"
+#include "decoding/common/decode_state.h"
+#include "decoding/common/eagle_drafter_state.h"
+#include "decoding/common/iteration_loop.h"
+#include "decoding/common/verify.h"
 
 namespace vispec {
+namespace {
+// What the rows' tree shapes fix on the host, taken from the shapes and not from the trees drawn, so that the
+// walk's operators are the same whatever trees the drafter grew (a level without children ends the walk as a
+// leaf does).
+struct TreeBounds {
+  std::vector<int64_t> lengths;  // per row: its draft length, depth + 1 (a node's depth is at most that)
+  int64_t levels = 0;            // the walk's levels: the longest draft
+  int64_t slots = 1;             // child slots per node: the widest top_k
+  int64_t expansions = 0;        // drafter forwards that grow a level: the deepest shape's depth
+
+  static TreeBounds of(const std::vector<TreeShape>& shapes) {
+    TreeBounds t;
+    for (const auto& s : shapes) {
+      t.lengths.push_back(s.depth + 1);
+      t.levels = std::max(t.levels, s.depth + 1);
+      t.slots = std::max(t.slots, s.top_k);
+      t.expansions = std::max(t.expansions, s.depth);
+    }
+    return t;
+  }
+  // The iteration body's host numbers: the widest top_k and depth (its blocks' sizes), the walk's levels and each
+  // row's draft length (Cool-SD's weights). ADT-Tree's rows' own shapes are on the device.
+  StepKey key() const {
+    StepKey k{slots, levels};
+    k.insert(k.end(), lengths.begin(), lengths.end());
+    return k;
+  }
+  // Each expansion's drafter block: the widest top_k more nodes.
+  std::vector<int64_t> drafter_widths() const {
+    std::vector<int64_t> widths;
+    for (int64_t level = 1; level <= expansions; ++level) widths.push_back(slots * level);
+    return widths;
+  }
+};
+}  // namespace
 
 Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params, TreeShape shape,
                              AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours,
@@ -62,7 +98,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   std::vector<TreeShape> shapes(static_cast<size_t>(B), shape_);
   const int64_t W = widest.depth + 2;  // the pairs' block: an accepted path holds the root and depth + 1 nodes
   auto rows = graphs_.rows(request, N, shape_.total_tokens, device, /*path_width=*/W + 1);
-  EaglePairs pairs(target_, tcache, drafter_, drafter_steps_, B, W);
+  EagleDrafterState pairs(target_, tcache, drafter_, drafter_steps_, B, W);
   auto dcache = pairs.drafter_cache(widest.top_k * (widest.depth + 1) + W);
   pairs.prepare(rows, graphs_);
   IterationLoop loop(graphs_, rows, request, pairs.caches(dcache), pairs.pooled_lengths(dcache),
@@ -89,16 +125,9 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);
       upload_to(own_shapes, tree_shape_table(shapes));  // before the iteration's graph, which reads them
     }
-    // Levels and child slots from the shapes, not from the trees drawn: the walk's operators are then the same
-    // whatever trees the drafter grew (a level without children ends the walk as a leaf does).
-    std::vector<int64_t> lengths(static_cast<size_t>(B));
-    int64_t levels = 0, slots = 1, expansions = 0;
-    for (int64_t b = 0; b < B; ++b) {
-      lengths[size_t(b)] = shapes[size_t(b)].depth + 1;  // a node's depth is at most its shape's depth + 1
-      levels = std::max(levels, lengths[size_t(b)]);
-      slots = std::max(slots, shapes[size_t(b)].top_k);
-      expansions = std::max(expansions, shapes[size_t(b)].depth);
-    }
+    const auto bounds = TreeBounds::of(shapes);
+    const auto& lengths = bounds.lengths;
+    const int64_t levels = bounds.levels, slots = bounds.slots, expansions = bounds.expansions;
 
     // The iteration on the device: catch up, build, verify, walk, commit. Nothing in it reads the host.
     const auto iteration = [&] {
@@ -140,7 +169,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       auto vout = target_.decode_block(tcache, in.tokens, in.positions, in.mask);
       loop.end_verify();
 
-      // ---- walk every row's tree from the root (decoding/floor/verify: all rows at once), commit its path
+      // ---- walk every row's tree from the root (decoding/common/verify: all rows at once), commit its path
       const auto& tables = grown.tables;
       VISPEC_ASSERT(tables.children.size(2) == slots, "the grown trees' child slots are the widest top_k");
       const auto verdict =
@@ -149,14 +178,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
       pairs.keep_paths(rows, verdict.path, vout.hidden);
     };
-    // The body's host numbers are the widest top_k and depth (its blocks' sizes), the walk's levels and each
-    // row's draft length (Cool-SD's weights); ADT-Tree's rows' own shapes are on the device (own_shapes).
-    StepKey shape{slots, levels};
-    shape.insert(shape.end(), lengths.begin(), lengths.end());
-    std::vector<int64_t> drafter_widths;  // each expansion's block: the widest top_k more nodes
-    for (int64_t level = 1; level <= expansions; ++level) drafter_widths.push_back(slots * level);
-    const auto paths =
-        loop.device_half(pairs.iteration_key(dcache, shape, shape_.total_tokens, drafter_widths), iteration);
+    const auto paths = loop.device_half(
+        pairs.iteration_key(dcache, bounds.key(), shape_.total_tokens, bounds.drafter_widths()), iteration);
     for (int64_t b : active) {
       if (adt_)
         policies[size_t(b)].record(root_index[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);

@@ -6,16 +6,16 @@
 #include <memory>
 #include <optional>
 
-#include "decoding/floor/acceptance.h"
+#include "decoding/common/acceptance.h"
 #include "decoding/adt_tree.h"
-#include "decoding/floor/cfg_model.h"
-#include "decoding/floor/codebook_neighbours.h"
-#include "decoding/floor/decoder.h"
-#include "decoding/floor/static_forwards.h"
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/draft_tree.h"
-#include "decoding/floor/iteration_graphs.h"
-#include "decoding/floor/verify.h"
+#include "decoding/common/cfg_model.h"
+#include "decoding/common/codebook_neighbours.h"
+#include "decoding/common/decoder.h"
+#include "decoding/common/forward_graphs.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/draft_tree.h"
+#include "decoding/common/iteration_graphs.h"
+#include "decoding/common/verify.h"
 #include "models/drafters/eagle_drafter.h"
 
 namespace vispec {
@@ -34,8 +34,8 @@ class Eagle2Decoder : public Decoder {
   std::string name_;
   CfgModel target_;
   EagleDrafter drafter_;
-  StaticForwards drafter_steps_;  // the drafter's pooled static caches and their graphs, across decodes
-  IterationGraphs graphs_;        // the decode state's buffers and the iterations' graphs
+  ForwardGraphs drafter_steps_;  // the drafter's pooled static caches and their graphs, across decodes
+  IterationGraphs graphs_;       // the decode state's buffers and the iterations' graphs
   SamplingParams params_;
   TreeShape shape_;
   ChainRule rule_;  // the acceptance rule and its neighbour table on the device

@@ -28,10 +28,10 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/floor/acceptance.h"
-#include "decoding/floor/decode_rows.h"
-#include "decoding/floor/iteration_stats.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/acceptance.h"
+#include "decoding/common/decode_state.h"
+#include "decoding/common/iteration_stats.h"
+#include "decoding/common/decoder_registry.h"
 
 namespace vispec {
 

@@ -6,10 +6,10 @@
 #include <memory>
 #include <vector>
 
-#include "decoding/floor/cfg_model.h"
-#include "decoding/floor/codebook_neighbours.h"
-#include "decoding/floor/decoder.h"
-#include "decoding/floor/iteration_graphs.h"
+#include "decoding/common/cfg_model.h"
+#include "decoding/common/codebook_neighbours.h"
+#include "decoding/common/decoder.h"
+#include "decoding/common/iteration_graphs.h"
 #include "models/drafters/mulo_resamplers.h"
 #include "models/vq/vq.h"
 

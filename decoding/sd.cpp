@@ -5,15 +5,15 @@
 //            each one (gamma + 1 drafter forwards; the last completes the drafter's cache)
 //   verify   ONE target forward over [newest, x_1 .. x_gamma] gives p at the gamma + 1 positions; the chain is
 //            accepted left to right by the rule, and the next token is the rule's rejection sample at the
-//            first rejection or a bonus sample of p after a full accept (decoding/floor/verify: all rows at once)
+//            first rejection or a bonus sample of p after a full accept (decoding/common/verify: all rows at once)
 //   keep     target cache: the newest token + the accepted drafts; drafter cache truncated to the same; the
 //            next token becomes the row's newest (fed by the next iteration)
 // Every row of a batch runs its own iteration in the same forwards (rows sit at different positions; the
-// cache keeps per-row lengths; a row whose image is done takes the unit's next sample, decoding/floor/decode_rows.h),
+// cache keeps per-row lengths; a row whose image is done takes the unit's next sample, decoding/common/decode_state.h),
 // and nothing loops over rows issuing kernels: one read of the accepted counts
 // per iteration is the host's only wait. The iteration up to that read touches only the device, so on a GPU a
 // steady one (its drafter steps within one length bucket) is replayed as one CUDA graph
-// (decoding/floor/iteration_graphs.h); the host then replays it and reads the counts and the caches' lengths. With the
+// (decoding/common/iteration_graphs.h); the host then replays it and reads the counts and the caches' lengths. With the
 // exact rule the output distribution is the target's (lossless); at temperature 0 the tokens are AR's greedy tokens.
 // Randomness per (seed, sample id, position): kSample for token 0 and bonus tokens, kDraft for drafts,
 // kAccept for the tests, kResample after a rejection.
@@ -21,9 +21,9 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/floor/decode_rows.h"
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/iteration_loop.h"
+#include "decoding/common/decode_state.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/iteration_loop.h"
 
 namespace vispec {
 

@@ -4,24 +4,24 @@
 //   window   [newest, d_1 .. d_w]: the carried drafts of the last iteration (each with the distribution q
 //            it was sampled from), then new drafts drawn uniformly from the codebook (q one-hot on them)
 //   forward  ONE target pass over the window gives p_0 .. p_w (p_j: the distribution after window[j])
-//   verify   the chain rule (decoding/floor/verify) left to right: d_i against p_{i-1} and q_i; at the first
+//   verify   the chain rule (decoding/common/verify) left to right: d_i against p_{i-1} and q_i; at the first
 //            rejection the rule's rejection sample (exact: norm(max(0, p - q))); all accepted: a bonus from p_w
 //   carry    the outputs after the new token were computed from a context with rejected drafts in it; their
 //            samples y_j ~ p_j become the next drafts with q = p_j (the Jacobi update)
 //   keep     newest + the accepted drafts in the cache; the new token is the next newest
 // Lossless with the exact rule: every draft is a sample of its q, so this is speculative sampling with a
-// changing drafter. Any rule of decoding/floor/acceptance.h applies (the job's `accept`). All rows at once; one
+// changing drafter. Any rule of decoding/common/acceptance.h applies (the job's `accept`). All rows at once; one
 // read of the accepted counts per iteration; a row whose image is done takes the unit's next sample
-// (decoding/floor/decode_rows.h, continuous batching).
+// (decoding/common/decode_state.h, continuous batching).
 // Randomness per (seed, sample id, position): kInit (draw = the sample's iteration) for new drafts, kDraft (draw
 // = the sample's iteration) for carried samples, kAccept for tests, kResample after a rejection, kSample for token 0
 // and bonus tokens.
 #include "decoding/sjd.h"
 
 #include "core/rng.h"
-#include "decoding/floor/decode_rows.h"
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/iteration_loop.h"
+#include "decoding/common/decode_state.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/iteration_loop.h"
 
 namespace vispec {
 

@@ -3,11 +3,11 @@
 
 #include <memory>
 
-#include "decoding/floor/cfg_model.h"
-#include "decoding/floor/codebook_neighbours.h"
-#include "decoding/floor/decoder.h"
-#include "decoding/floor/iteration_graphs.h"
-#include "decoding/floor/verify.h"
+#include "decoding/common/cfg_model.h"
+#include "decoding/common/codebook_neighbours.h"
+#include "decoding/common/decoder.h"
+#include "decoding/common/iteration_graphs.h"
+#include "decoding/common/verify.h"
 
 namespace vispec {
 

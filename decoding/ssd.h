@@ -4,10 +4,10 @@
 
 #include <memory>
 
-#include "decoding/floor/cfg_model.h"
-#include "decoding/floor/decoder.h"
-#include "decoding/floor/iteration_graphs.h"
-#include "decoding/floor/verify.h"
+#include "decoding/common/cfg_model.h"
+#include "decoding/common/decoder.h"
+#include "decoding/common/iteration_graphs.h"
+#include "decoding/common/verify.h"
 #include "models/drafters/ssd_heads.h"
 
 namespace vispec {
@@ -29,6 +29,8 @@ class SsdDecoder : public Decoder {
   DecodeResult decode(const DecodeRequest& request) override;
 
  private:
+  struct Run;  // one decode's state and phases (ssd.cpp)
+
   CfgModel target_;
   SsdHeads heads_;
   SamplingParams params_;

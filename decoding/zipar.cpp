@@ -24,9 +24,9 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "decoding/floor/decode_rows.h"
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/sampler.h"
+#include "decoding/common/decode_state.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/sampler.h"
 #include "models/gpt/sequence_layout.h"
 
 namespace vispec {

@@ -4,9 +4,9 @@
 #include <map>
 #include <vector>
 
-#include "decoding/floor/cfg_model.h"
-#include "decoding/floor/decoder.h"
-#include "decoding/floor/iteration_graphs.h"
+#include "decoding/common/cfg_model.h"
+#include "decoding/common/decoder.h"
+#include "decoding/common/iteration_graphs.h"
 
 namespace vispec {
 

@@ -10,7 +10,7 @@
 //   images_per_prompt: 4
 //   seed: 0
 //   batch_size: 20                     # rows decoded together; a decoder that refills rows gives a finished row
-//                                      # the unit's next sample (decoding/floor/decode_rows.h). auto: the most
+//                                      # the unit's next sample (decoding/common/decode_state.h). auto: the most
 //                                      # that fit the device's free memory (workers/batch_memory.h)
 //   out: out/demo                      # relative to the working directory
 //   device: auto                       # auto | cpu | cuda | cuda:N

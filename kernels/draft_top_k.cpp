@@ -24,7 +24,7 @@ void check_draft_top_k(const torch::Tensor& logits, bool guided, int64_t K, cons
 }
 
 // The ATen chain the operator replaces, inside it (on any device: the CUDA binding's fallback too, where the
-// kernel failed its check): the composite formulas' bits (decoding/floor/sampler.h's
+// kernel failed its check): the composite formulas' bits (decoding/common/sampler.h's
 // cfg_combine and target_probs, then log and topk), so a CPU run draws the trees it drew as a chain.
 std::tuple<torch::Tensor, torch::Tensor> draft_top_k_cpu(const torch::Tensor& logits, bool guided, double cfg_scale,
                                                          double temperature, int64_t K,

@@ -1,5 +1,5 @@
 // The drafter's guided log-probabilities at each tree node and their K largest, in one operator
-// (vispec::draft_top_k): what EAGLE-2's tree growth reads of each level (decoding/floor/draft_tree.h). As a chain of
+// (vispec::draft_top_k): what EAGLE-2's tree growth reads of each level (decoding/common/draft_tree.h). As a chain of
 // ATen operators it is CFG's mix, the non-finite watch, the softmax (after a temperature other than 1), its log and
 // top-k: five kernels a level. Its CPU reference (kernels/draft_top_k.cpp) is that chain inside one operator, with
 // its bits; its CUDA kernel (kernels/draft_top_k.cu) is one block per row.

@@ -1,6 +1,6 @@
 // One step of EAGLE-2's tree growth as one operator (vispec::grow_level): one CUDA block per row
 // (kernels/grow_level.cu), kernels/grow_level_body.h the one body of both backends, with the composite formulas'
-// outputs exactly. The composite is decoding/floor/draft_tree.cpp's, which chooses between them.
+// outputs exactly. The composite is decoding/common/draft_tree.cpp's, which chooses between them.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@ class Tensor;
 
 namespace vispec::kernels {
 
-// One step of EAGLE-2's tree growth (decoding/floor/draft_tree.h's grow_dynamic_trees) for every row at once, in
+// One step of EAGLE-2's tree growth (decoding/common/draft_tree.h's grow_dynamic_trees) for every row at once, in
 // place in the growth's buffers (kernels/tree_growth_body.h says what each holds): level -1 starts them from the
 // root's top-K log-probs lp and tokens idx [B, K]; level l >= 0 scores the children of level l's frontier (lp,
 // idx [B, K, K]: the drafter's top K under each frontier node; lp float32 or float64) and picks the next

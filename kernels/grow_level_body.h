@@ -1,4 +1,4 @@
-// EAGLE-2's trees as they grow on the device, one level at a time, for one row (decoding/floor/draft_tree.h's
+// EAGLE-2's trees as they grow on the device, one level at a time, for one row (decoding/common/draft_tree.h's
 // grow_dynamic_trees), written once for the CPU reference (kernels/grow_level.cpp) and the CUDA kernel
 // (kernels/tree_layout.cu) as a body for a team of lanes (kernels/team.h). One float64 addition per candidate,
 // the rest compares and copies: both backends give the composite formulas' outputs exactly.

@@ -27,7 +27,7 @@ void check_sample_next(const torch::Tensor& logits, const torch::Tensor& u, cons
                 nonfinite.sizes(), " ", nonfinite.scalar_type());
 }
 
-// One row of sample_next. The composite chain's rules (decoding/floor/sampler.cpp): top-k keeps the values at or
+// One row of sample_next. The composite chain's rules (decoding/common/sampler.cpp): top-k keeps the values at or
 // above the k-th largest; top-p walks the ascending sort and drops every token whose cumulative mass from the
 // bottom is at most 1 - p, the most likely always kept; the draw is the first index whose float64 CDF exceeds
 // u times the total.

@@ -1,7 +1,7 @@
-// The sampling chain of decoding/floor/sampler.h for one step in one operator (vispec::sample_next): one pass
+// The sampling chain of decoding/common/sampler.h for one step in one operator (vispec::sample_next): one pass
 // per row, temperature -> top-k -> top-p -> softmax -> the inverse-CDF draw. Its CPU reference is
 // kernels/sample_next.cpp, its CUDA kernel kernels/sample_next.cu. The composite chain is the sampler itself
-// (decoding/floor/sampler.cpp's next_tokens chooses between them).
+// (decoding/common/sampler.cpp's next_tokens chooses between them).
 #pragma once
 
 #include <cstdint>

@@ -27,7 +27,7 @@ void check_softmax_draw(const torch::Tensor& logits, const torch::Tensor& u, dou
 }
 
 // The ATen chain the operator replaces, inside it (on any device: the CUDA binding's fallback too, where the
-// kernel failed its check): decoding/floor/sampler.h's target_probs (without top-k and
+// kernel failed its check): decoding/common/sampler.h's target_probs (without top-k and
 // top-p) and sample_from_probs, with their bits, so a CPU draws the tokens it drew as a chain.
 std::tuple<torch::Tensor, torch::Tensor> softmax_draw_cpu(const torch::Tensor& logits, const torch::Tensor& u,
                                                           double temperature, const torch::Tensor& nonfinite) {

@@ -1,6 +1,6 @@
 // A draft's distribution and its draw in one operator (vispec::softmax_draw): what SD's drafter does per draft
 // (decoding/sd.cpp). As a chain of ATen operators it is the non-finite watch, the softmax (after a temperature
-// other than 1), and decoding/floor/sampler.h's inverse-CDF draw (a cast, the cumulative sum, the target u times
+// other than 1), and decoding/common/sampler.h's inverse-CDF draw (a cast, the cumulative sum, the target u times
 // the total, the search, the clamp): seven kernels a draft. Its CPU reference (kernels/softmax_draw.cpp) is that
 // chain inside one operator, with its bits; its CUDA kernel (kernels/softmax_draw.cu) is one block per row.
 #pragma once

@@ -1,6 +1,6 @@
 // EAGLE-2's grown trees laid out for verification as one operator (vispec::tree_layout): one CUDA block per row
 // (kernels/tree_layout.cu), kernels/tree_layout_body.h the one body of both backends, which only compares and
-// counts, so its outputs are the composite formulas' exactly. The composite is decoding/floor/draft_tree.cpp's,
+// counts, so its outputs are the composite formulas' exactly. The composite is decoding/common/draft_tree.cpp's,
 // which chooses between them.
 #pragma once
 
@@ -13,7 +13,7 @@ class Tensor;
 
 namespace vispec::kernels {
 
-// EAGLE-2's grown trees laid out for verification (decoding/floor/draft_tree.h: grow_dynamic_trees' rerank and
+// EAGLE-2's grown trees laid out for verification (decoding/common/draft_tree.h: grow_dynamic_trees' rerank and
 // grown_tree_tables) for every row at once. The
 // candidates score [B, C] float64, parent and token [B, C] int64, C = top_k + depth top_k^2 in level order;
 // nodes [B] the candidates each row keeps at most; roots, root_index [B] each row's root token and raster index.

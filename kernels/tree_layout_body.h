@@ -1,4 +1,4 @@
-// EAGLE-2's grown trees laid out for their verification, for one row (decoding/floor/draft_tree.h: the rerank of
+// EAGLE-2's grown trees laid out for their verification, for one row (decoding/common/draft_tree.h: the rerank of
 // grow_dynamic_trees' candidates and grown_tree_tables), written once for the CPU reference
 // (kernels/tree_layout.cpp) and the CUDA kernel (kernels/tree_layout.cu) as a body for a team of lanes
 // (kernels/team.h). It only compares and counts, so both backends give the composite formulas' outputs exactly.

@@ -1,7 +1,7 @@
 // The verification unit's tree walk as one operator (vispec::tree_walk) for every row at once: one CUDA block per
 // row (kernels/tree_walk.cu), kernels/tree_walk_body.h the one body of both backends, so the CPU reference
 // (kernels/tree_walk.cpp) and the kernel agree bit for bit. The composite is the verification itself
-// (decoding/floor/verify.cpp chooses between them).
+// (decoding/common/verify.cpp chooses between them).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ class Tensor;
 
 namespace vispec::kernels {
 
-// The walk of decoding/floor/verify.h (verify_tree with the target's distributions p [B, T, V] float32 or
+// The walk of decoding/common/verify.h (verify_tree with the target's distributions p [B, T, V] float32 or
 // float64, verify_tree_greedy with its argmax `target` [B, T]; exactly one is given) for every row. The tree: token,
 // depth [B, T], children [B, T, C] int64; node_q [B, S, V] (p's dtype) and q_slot [B, T]: EAGLE-1's drafter
 // q at the expanded nodes, else none (one-hot q at each child); the rule (acceptance_params.h's AcceptRule

@@ -1,4 +1,4 @@
-// The tree walk of the verification unit (decoding/floor/verify.h's verify_tree and verify_tree_greedy) for one row,
+// The tree walk of the verification unit (decoding/common/verify.h's verify_tree and verify_tree_greedy) for one row,
 // written once for the CPU reference (kernels/tree_walk.cpp) and the CUDA kernel (kernels/tree_walk.cu):
 // the same function body, so the same bits, on both.
 //
@@ -10,8 +10,8 @@
 // see. The arithmetic is float64 through core/host_device.h's hd:: operations (one rounding each, no fused
 // multiply-adds on either side).
 //
-// What the walk computes is documented at verify_tree in decoding/floor/verify.h; the acceptance rules at
-// decoding/floor/acceptance.h. Sums and cumulative sums are added in this file's order, not the composite
+// What the walk computes is documented at verify_tree in decoding/common/verify.h; the acceptance rules at
+// decoding/common/acceptance.h. Sums and cumulative sums are added in this file's order, not the composite
 // operators', so a token may differ from the composite walk's where a uniform falls within a rounding of a
 // boundary: kernel_set() names this arithmetic.
 #pragma once
@@ -26,7 +26,7 @@ namespace vispec::kernels::walk {
 using team::chunk_of;
 using team::kLanes;
 
-// decoding/floor/acceptance_params.h's AcceptRule, in its order.
+// decoding/common/acceptance_params.h's AcceptRule, in its order.
 enum Rule : int { kExact = 0, kLantern = 1, kLanternPlusPlus = 2, kCoolSd = 3 };
 
 // One walk's inputs, outputs and scratch: raw pointers to contiguous row-major memory (B rows).
@@ -114,7 +114,7 @@ VISPEC_HD CountBelow count_running_sums(Team& t, int64_t n, const F& value, doub
 }
 
 // Inverse-CDF sampling of dist(i), i < V (need not be normalised) with the uniform u: the first i whose
-// running sum exceeds u times the total (decoding/floor/sampler.h's sample_from_probs, in this order).
+// running sum exceeds u times the total (decoding/common/sampler.h's sample_from_probs, in this order).
 template <class Team, class F>
 VISPEC_HD int64_t team_sample(Team& t, int64_t V, const F& dist, double u) {
   const double total = team_sum(t, V, dist);

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "core/check.h"
-#include "decoding/floor/sample_stats.h"
+#include "decoding/common/sample_stats.h"
 #include "io/atomic_file.h"
 #include "io/unit_files.h"
 

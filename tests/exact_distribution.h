@@ -9,8 +9,8 @@
 #include <iostream>
 #include <string>
 
-#include "decoding/floor/decoder.h"
-#include "decoding/floor/sampler.h"
+#include "decoding/common/decoder.h"
+#include "decoding/common/sampler.h"
 #include "models/gpt/gpt.h"
 
 namespace vispec::test {

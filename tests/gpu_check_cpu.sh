@@ -77,7 +77,7 @@ for batch in (1, 2):
         assert r["embedded_mal"] >= 1 and (r["embedded_mal"] > 1) == (r["decoder"] != "ar"), r
     assert rows[0]["break_even_mal"] == 1 and rows[0]["iterations"] == 36 and rows[0]["mal_random"] == 1, rows[0]
     # What each iteration launches besides its forwards (the embedded model's eager decode): AR and MuLo-SD run no
-    # decoder iterations of the floor's loop, the others do.
+    # DecodeState iterations (vispec::iteration), the others do.
     assert all((r["kernel_ops_per_iteration"] is None) == (r["decoder"] in ("ar", "mulo_sd")) for r in rows), rows
     assert all(r["kernel_ops_per_iteration"] is None or r["kernel_ops_per_iteration"] > 0 for r in rows), rows
 # The kernel profile (on a CPU: the operators' times): every row profiled, its time per step split by class,

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "decoding/floor/decoder.h"
-#include "decoding/floor/sampling_params.h"
+#include "decoding/common/decoder.h"
+#include "decoding/common/sampling_params.h"
 #include "models/drafters/ssd_heads.h"
 #include "tiny_models.h"
 

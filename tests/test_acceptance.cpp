@@ -1,4 +1,4 @@
-// The acceptance rules (decoding/floor/acceptance.h) against their stated bounds and hand-computed values, and the
+// The acceptance rules (decoding/common/acceptance.h) against their stated bounds and hand-computed values, and the
 // codebook neighbour table against brute force. Pure functions: no model is involved.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <numeric>
 #include <random>
 
-#include "decoding/floor/acceptance.h"
-#include "decoding/floor/codebook_neighbours.h"
+#include "decoding/common/acceptance.h"
+#include "decoding/common/codebook_neighbours.h"
 #include "io/npy.h"
 
 namespace vispec {

@@ -8,8 +8,8 @@
 
 #include <unistd.h>
 
-#include "decoding/floor/cfg_model.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/cfg_model.h"
+#include "decoding/common/decoder_registry.h"
 #include "error_of.h"
 #include "workers/batch_memory.h"
 #include "workers/job_plan.h"

@@ -1,6 +1,6 @@
 // What a decode iteration asks of LibTorch, counted with the profiler's hook (core/op_counter.h): ATen
-// operator calls and host reads per iteration at batch 1, 8 and 32. A decoder built on the batched floor
-// (decoding/floor/verify, decoding/floor/decode_rows) issues the same operators whatever the batch, so its count per
+// operator calls and host reads per iteration at batch 1, 8 and 32. A decoder built on the shared batched mechanics
+// (decoding/common/verify, decoding/common/decode_state) issues the same operators whatever the batch, so its count per
 // iteration does not grow with the batch, and it waits for the host a small, fixed number of times per
 // iteration. The counts are printed and held for each decoder.
 #include <gtest/gtest.h>
@@ -14,12 +14,12 @@
 #include "core/op_counter.h"
 #include "decoding/ar.h"
 #include "decoding/eagle1.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
 #include "decoding/ssd.h"
-#include "decoding/floor/verify.h"
+#include "decoding/common/verify.h"
 #include "decoding/zipar.h"
 #include "kernels/kernel_check.h"
 #include "models/model_config.h"
@@ -182,7 +182,7 @@ namespace vispec {
 // CFG 2, batch 4. On a GPU each is at least one kernel inside the iteration's graph; with the forwards they make
 // the iteration's cost, which on GPT-XL's shape is what the break-even table weighs against AR's step
 // (bench/break_even.h). Each decoder's count is held under a ceiling that only comes down: the targets (EAGLE-2,
-// LANTERN and ADT-Tree at most 120, SD at most 60; docs/decoding_floor.md) where they are met, else the count when
+// LANTERN and ADT-Tree at most 120, SD at most 60; docs/decoding_common.md) where they are met, else the count when
 // it was last cut, so that no change adds launches unseen.
 TEST(DecodeOpCounts, IterationKernelOpsBesidesTheForwardsStayUnderTheirCeilings) {
   torch::NoGradGuard no_grad;
@@ -191,7 +191,7 @@ TEST(DecodeOpCounts, IterationKernelOpsBesidesTheForwardsStayUnderTheirCeilings)
   // The counts when the ceilings were first set, after c872a6c: EAGLE-2 202, SD 144 (far from 120 and 60); then
   // without the static forwards' output copies (two per forward), then with each iteration's cells computed once
   // (SD, SJD and SSD's chains, the tree levels of EAGLE-1 and EAGLE-2), then with the inverse-CDF draw's search one
-  // operator (decoding/floor/sampler.cpp), then with the tree walks' uniforms and EAGLE-2's root token read through
+  // operator (decoding/common/sampler.cpp), then with the tree walks' uniforms and EAGLE-2's root token read through
   // the levels' cells, then with each tree level's log-probs and top K one operator (kernels/draft_top_k.h), then
   // with the drafter's per-sample inputs repeated to the CFG streams in the static step's input copy, not by a cat
   // each, then with a draft's distribution and its draw one operator (kernels/softmax_draw.h). ZipAR's iteration is

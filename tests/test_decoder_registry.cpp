@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "core/check.h"
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/drafter_registry.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/drafter_registry.h"
 #include "decoding/ssd.h"
 #include "models/model_config.h"
 

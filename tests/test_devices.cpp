@@ -11,7 +11,7 @@
 
 #include "core/device.h"
 #include "decoding/ar.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "decoding/eagle2.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"

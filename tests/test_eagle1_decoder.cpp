@@ -1,4 +1,4 @@
-// EAGLE-1's static trees and draws without replacement (decoding/floor/static_tree, decoding/eagle1.cpp), and the
+// EAGLE-1's static trees and draws without replacement (decoding/common/static_tree, decoding/eagle1.cpp), and the
 // decoders on them (eagle1, lanternpp, coolsd): greedy tokens identical to AR's on the tiny model and on the
 // embedded model with its shipped head; at temperature 1 with the exact rule the first tokens' distribution
 // matches the exact target (vocabulary 8) by chi-square, and Cool-SD's relaxation visibly does not.
@@ -10,7 +10,7 @@
 #include "core/device.h"
 #include "core/op_counter.h"
 #include "decoding/ar.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "decoding/eagle1.h"
 #include "kernels/draws.h"
 #include "kernels/kernel_check.h"

@@ -8,7 +8,7 @@
 
 #include "decoding/adt_tree.h"
 #include "decoding/ar.h"
-#include "decoding/floor/draft_tree.h"
+#include "decoding/common/draft_tree.h"
 #include "decoding/eagle2.h"
 #include "models/checkpoints/load.h"
 #include "models/model_config.h"

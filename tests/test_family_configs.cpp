@@ -7,7 +7,7 @@
 #include <map>
 
 #include "core/check.h"
-#include "decoding/floor/decoder_config.h"
+#include "decoding/common/decoder_config.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "models/gpt/gpt.h"

@@ -19,7 +19,7 @@
 
 #include "core/op_counter.h"
 #include "decoding/ar.h"
-#include "decoding/floor/sampler.h"
+#include "decoding/common/sampler.h"
 #include "exact_distribution.h"
 #include "kernels/draft_top_k.h"
 #include "kernels/exp_f32.h"
@@ -357,7 +357,7 @@ TEST(FusedOps, RopeAndCacheWriteEqualTheCompositeRopeAndCopies) {
   EXPECT_EQ(k.abs().sum().item<float>(), 0.f);
 }
 
-// The fused sampler draws the composite chain's tokens (decoding/floor/sampler.h: target_probs, then the float64
+// The fused sampler draws the composite chain's tokens (decoding/common/sampler.h: target_probs, then the float64
 // inverse CDF) for every setting of the chain, and notes non-finite logits in the same flag.
 TEST(FusedOps, SamplerDrawsTheCompositeChainsTokens) {
   torch::NoGradGuard no_grad;

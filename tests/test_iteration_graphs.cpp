@@ -1,11 +1,11 @@
-// Whole decoder iterations as one graph (decoding/floor/iteration_graphs.h), proven on the CPU: a replay runs
+// Whole decoder iterations as one graph (decoding/common/iteration_graphs.h), proven on the CPU: a replay runs
 // none of the host bookkeeping of the caches' forwards, so the caches' host plans follow the device instead
 // (settled on the lengths the iteration's read brings back, or on lengths the host knew), and never fall below
 // it; the decode state lives in buffers that a later decode of the same shape reuses in place; and the tokens
 // are the same with the whole-iteration path as without it.
 #include <gtest/gtest.h>
 
-#include "decoding/floor/iteration_graphs.h"
+#include "decoding/common/iteration_graphs.h"
 #include "exact_distribution.h"
 #include "graphed_decoders.h"
 #include "models/gpt/step_graph.h"

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "cli.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "io/prompts.h"

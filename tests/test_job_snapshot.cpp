@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "workers/job_plan.h"
 

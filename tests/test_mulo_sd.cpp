@@ -7,7 +7,7 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "decoding/mulo_sd.h"
 #include "models/drafters/mulo_resamplers.h"
 #include "exact_distribution.h"

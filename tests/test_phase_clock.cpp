@@ -1,4 +1,4 @@
-// The phase clock (decoding/floor/phase_clock.h): laps are the intervals between marks, a charge splits its lap
+// The phase clock (decoding/common/phase_clock.h): laps are the intervals between marks, a charge splits its lap
 // equally over its rows when the clock settles, a phase that never ran still names its entry; on a GPU the
 // laps are CUDA events and measure the device's work (skipped visibly without one).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/device.h"
-#include "decoding/floor/iteration_stats.h"
+#include "decoding/common/iteration_stats.h"
 
 namespace vispec {
 
@@ -16,7 +16,7 @@ TEST(PhaseClock, LapsAreChargedSplitAcrossRowsWhenTheClockSettles) {
   DecodeRequest request;  // three samples on three rows: row b holds sample b
   request.conditions = class_conditions({0, 1, 2});
   request.sample_ids = {0, 1, 2};
-  DecodeRows rows(request, 16, 0, torch::kCPU);
+  DecodeState rows(request, 16, 0, torch::kCPU);
   auto& stats = rows.stats;
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const Lap first = clock.lap();

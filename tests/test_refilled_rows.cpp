@@ -1,9 +1,9 @@
-// Continuous batching (decoding/floor/decode_rows.h): a decoder that refills rows gives a row whose image is done
+// Continuous batching (decoding/common/decode_state.h): a decoder that refills rows gives a row whose image is done
 // the next sample while the other rows go on. A sample's tokens are the same whether it started with the batch or
 // took a row later, and whatever the number of rows; the rows sit idle only in the last samples' tail.
 #include <gtest/gtest.h>
 
-#include "decoding/floor/decoder.h"
+#include "decoding/common/decoder.h"
 #include "exact_distribution.h"
 #include "graphed_decoders.h"
 #include "tiny_models.h"

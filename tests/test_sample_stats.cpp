@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "decoding/floor/sample_stats.h"
+#include "decoding/common/sample_stats.h"
 
 namespace vispec {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "core/rng.h"
 #include "kernels/keyed_uniforms.h"
-#include "decoding/floor/sampler.h"
+#include "decoding/common/sampler.h"
 
 namespace vispec {
 

@@ -8,7 +8,7 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "decoding/sd.h"
 #include "models/checkpoints/load.h"
 #include "models/model_config.h"

@@ -6,8 +6,8 @@
 
 #include "core/check.h"
 #include "decoding/ar.h"
-#include "decoding/floor/codebook_neighbours.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/codebook_neighbours.h"
+#include "decoding/common/decoder_registry.h"
 #include "decoding/ssd.h"
 #include "models/checkpoints/load.h"
 #include "models/model_config.h"

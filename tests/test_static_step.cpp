@@ -1,4 +1,4 @@
-// The static decode step (docs/decoding_floor.md, "The static step") proven on the CPU: what a CUDA graph needs
+// The static decode step (docs/decoding_common.md, "The static step") proven on the CPU: what a CUDA graph needs
 // of a step, checked without a GPU.
 //   - tokens: AR over static steps (device lengths, a length bucket, device counters) picks the tokens the
 //     dynamic cache's AR loop picks (written out below as it was before the static step), at T = 0 and 1;
@@ -252,7 +252,7 @@ TEST(StaticStep, ConsecutiveStepsIssueTheSameOperatorsWithinABucket) {
 }
 
 // The speculative decoders' cached forwards (drafter steps, verify chains, windows, trees, rows) run as static
-// steps over pooled caches (decoding/floor/static_forwards.h): a forward's operators depend only on its key (block
+// steps over pooled caches (decoding/common/forward_graphs.h): a forward's operators depend only on its key (block
 // shape and length bucket), never on a host value, and none reads the host. So over a whole decode, with many
 // forwards, only a handful of distinct forward traces occur.
 TEST(StaticStep, EveryDecodersCachedForwardsAreStaticSteps) {
@@ -305,7 +305,8 @@ TEST(StaticStep, ConsecutiveIterationsIssueTheSameOperators) {
   for (double temperature : {0.0, 1.0}) {
     const auto p = test::guided_sampling(temperature);
     for (const auto& name : test::kGraphedDecoders) {
-      if (name == "mulo_sd") continue;  // verifies forward by forward (docs/decoding_floor.md, "Not yet on the floor")
+      if (name == "mulo_sd")
+        continue;  // verifies forward by forward (docs/decoding_common.md, "Not yet in decoding/common")
       const auto decoder = test::graphed_decoder(name, models, p);
       const auto r = test::requests(0, 3);
       decoder->decode(r);  // the pooled caches and their buffers are made once

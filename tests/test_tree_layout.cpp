@@ -1,5 +1,5 @@
 // EAGLE-2's trees grown and laid out on the device as operators (kernels/grow_level.h, kernels/tree_layout.h):
-// their CPU references give the composite formulas' outputs exactly (decoding/floor/draft_tree.h's
+// their CPU references give the composite formulas' outputs exactly (decoding/common/draft_tree.h's
 // grow_dynamic_trees, kept_candidates and grown_tree_tables under CompositeOnly) on random candidates with ties,
 // filtered (-inf) and NaN scores, rows of different shapes and T wider than the trees; their CUDA kernels give
 // the CPU references'.
@@ -11,7 +11,7 @@
 
 #include "core/device.h"
 #include "core/op_counter.h"
-#include "decoding/floor/draft_tree.h"
+#include "decoding/common/draft_tree.h"
 #include "kernels/cpu_team.h"
 #include "kernels/tree_layout.h"
 #include "kernels/kernel_check.h"

@@ -1,5 +1,5 @@
 // The verification unit's tree walk as one operator (kernels/tree_walk.h): its CPU reference
-// walks as the composite tensor walk (decoding/floor/verify.h's verify_tree and verify_tree_greedy) does, for
+// walks as the composite tensor walk (decoding/common/verify.h's verify_tree and verify_tree_greedy) does, for
 // every acceptance rule, with and without EAGLE-1's drafter q, greedy and sampling; its CUDA kernel computes
 // the CPU reference's bits. The decoders' own tests (greedy equality with AR, chi-square against the exact
 // distribution) run through it wherever the fused operators run.
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/device.h"
-#include "decoding/floor/acceptance.h"
-#include "decoding/floor/draft_tree.h"
-#include "decoding/floor/verify.h"
+#include "decoding/common/acceptance.h"
+#include "decoding/common/draft_tree.h"
+#include "decoding/common/verify.h"
 #include "kernels/tree_walk.h"
 #include "kernels/kernel_check.h"
 

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "decoding/floor/codebook_neighbours.h"
+#include "decoding/common/codebook_neighbours.h"
 #include "decoding/mulo_sd.h"
 #include "models/drafters/eagle_drafter.h"
 #include "models/gpt/gpt.h"

@@ -12,7 +12,7 @@ torch::Tensor teacher_forced_hidden(Gpt& gpt, const Conditions& conditions, cons
   // One forward per stream rather than one of 2B rows: with both streams the job took 2.74x the time of no
   // distillation as one 2B-row forward and 1.59x as two B-row forwards (bench/distill_overhead.sh, this CPU;
   // the [rows, heads, T, T] attention scores of the double batch fall out of cache).
-  // Each stream's prefix as when decoding (decoding/floor/cfg_model.h).
+  // Each stream's prefix as when decoding (decoding/common/cfg_model.h).
   std::vector<torch::Tensor> per_stream;
   for (int s = 0; s < streams; ++s) {
     const auto prefix = gpt->prefix(conditions, /*unconditional=*/s == 1);

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "core/check.h"
-#include "decoding/floor/decoder_registry.h"
+#include "decoding/common/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
 #include "io/prompts.h"

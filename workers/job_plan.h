@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "decoding/floor/decoder_config.h"
+#include "decoding/common/decoder_config.h"
 #include "io/job_config.h"
 #include "models/model_config.h"
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "decoding/floor/decoder.h"
+#include "decoding/common/decoder.h"
 #include "models/model_config.h"
 #include "models/text/text_encoder.h"
 #include "workers/job_plan.h"

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "decoding/floor/decoder.h"
+#include "decoding/common/decoder.h"
 #include "io/unit_files.h"
 #include "workers/job_plan.h"
 #include "workers/loaded_models.h"

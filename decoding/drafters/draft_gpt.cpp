@@ -1,7 +1,7 @@
 // drafters.gpt: a small GPT of the target's layout that drafts token by token (SD). Trained by
 // `vispec train gpt --draft`; its checkpoint's names are the target's (drafters.gpt.keys).
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/drafter_registry.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/drafter_registry.h"
 #include "models/checkpoints/load.h"
 #include "models/checkpoints/file_extras.h"
 

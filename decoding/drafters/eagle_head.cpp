@@ -1,8 +1,8 @@
 // drafters.eagle_head: an EAGLE head (one decoder layer over the target's features and tokens) that drafts the
 // trees of EAGLE-1/2, LANTERN, Cool-SD and ADT-Tree. Trained by `vispec train eagle-head`, or written by the EAGLE
 // or LANTERN repositories (models/checkpoints/eagle_repo_names.h).
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/drafter_registry.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/drafter_registry.h"
 
 namespace vispec {
 namespace {

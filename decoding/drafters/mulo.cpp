@@ -1,8 +1,8 @@
 // drafters.mulo: MuLo-SD's half-resolution drafter, the target's architecture on the half grid, and its
 // row-causal resamplers U_2 / D_2 between the two grids, which read the target's VQ codebook. Trained by
 // `vispec train gpt --mulo` and `vispec train mulo-resamplers`.
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/drafter_registry.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/drafter_registry.h"
 #include "models/checkpoints/load.h"
 #include "models/checkpoints/file_extras.h"
 

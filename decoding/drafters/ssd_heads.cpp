@@ -1,7 +1,7 @@
 // drafters.ssd_heads: SSD's spatial heads, each drafting the cell at one offset from the newest token's
 // features. Trained by `vispec train ssd-heads`.
-#include "decoding/floor/decoder_registry.h"
-#include "decoding/floor/drafter_registry.h"
+#include "decoding/common/decoder_registry.h"
+#include "decoding/common/drafter_registry.h"
 
 namespace vispec {
 namespace {

@@ -14,7 +14,7 @@
 // token (models/gpt/sequence_layout.h) the model adds that token's entry after a row's last token. The model then
 // tells the cache which entries each fed token ("node") owns (KvBlock::node_starts), and every commit, which
 // names nodes, keeps their entries.
-// The static step (docs/decoding_floor.md, "The static step"): in a static cache (KvLengths) the committed lengths
+// The static step (docs/decoding_common.md, "The static step"): in a static cache (KvLengths) the committed lengths
 // live in a device tensor, the only truth: every commit moves them there, and a block writes at slots computed
 // from them and attends over a fixed-width view of the cache (the length bucket: the longest row plus the
 // block, rounded up to kLengthBucket keys) masked by each row's length. A forward then has the same operators,

@@ -21,7 +21,7 @@
 // run runs eagerly, so that the outer graph records it. A step runs several times at its capture, so whatever
 // host bookkeeping it does (static caches' plans, models/gpt/kv_cache.h) it restarts at its top; a replay does
 // none of it, and the owner puts the host right after the run from what the device says or what it knew
-// (decoding/floor/iteration_graphs.h).
+// (decoding/common/iteration_graphs.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -1,0 +1,112 @@
+#include "decoding/common/sampler.h"
+
+#include "core/check.h"
+#include "kernels/cfg_mix.h"
+#include "kernels/note_nonfinite.h"
+#include "kernels/sample_next.h"
+#include "kernels/softmax_draw.h"
+#include "kernels/kernel_check.h"
+
+namespace vispec {
+
+torch::Tensor cfg_combine(const torch::Tensor& logits, double scale) {
+  const int64_t B = logits.size(0) / 2;
+  VISPEC_ASSERT(logits.size(0) == 2 * B, "CFG needs [cond; uncond] rows");
+  return kernels::cfg_mix(logits, scale);  // u + scale (c - u) in float32, in one pass where the operator runs
+}
+
+torch::Tensor apply_top_k(const torch::Tensor& logits, int64_t k) {
+  if (k <= 0 || k >= logits.size(-1)) return logits;
+  auto kth = std::get<0>(logits.topk(k, -1)).narrow(-1, k - 1, 1);
+  return logits.masked_fill(logits < kth, -std::numeric_limits<float>::infinity());
+}
+
+torch::Tensor apply_top_p(const torch::Tensor& logits, double p) {
+  if (p >= 1.0) return logits;
+  // Ascending sort: drop the tokens whose cumulative mass from the bottom is <= 1 - p; the most likely stays.
+  auto [sorted, order] = logits.sort(-1, /*descending=*/false);
+  auto cum = torch::softmax(sorted, -1).cumsum(-1);
+  auto remove_sorted = cum <= (1.0 - p);
+  remove_sorted.narrow(-1, remove_sorted.size(-1) - 1, 1).fill_(false);
+  auto remove = torch::zeros_like(remove_sorted).scatter(-1, order, remove_sorted);
+  return logits.masked_fill(remove, -std::numeric_limits<float>::infinity());
+}
+
+namespace nonfinite_watch {
+namespace {
+// 0-dim bool on the device of the logits, made at the first note and from then on only written in place: a
+// replayed CUDA graph ORs into the same flag that seen() reads (models/gpt/step_graph.h).
+thread_local torch::Tensor flag;
+void note(const torch::Tensor& logits) {
+  const auto& flag = flag_on(logits.device());
+  kernels::note_nonfinite(logits, flag);  // one kernel where the operator runs, else four
+}
+}  // namespace
+const torch::Tensor& flag_on(const torch::Device& device) {
+  if (!flag.defined() || flag.device() != device)
+    flag = torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(device));
+  return flag;
+}
+void reset() {
+  if (flag.defined()) flag.fill_(false);
+}
+bool seen() { return flag.defined() && flag.item<bool>(); }
+}  // namespace nonfinite_watch
+
+torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& params) {
+  auto l = logits.to(torch::kFloat32);
+  nonfinite_watch::note(l);
+  if (params.greedy()) {
+    auto idx = l.argmax(-1, /*keepdim=*/true);
+    return torch::zeros_like(l).scatter_(-1, idx, 1.0);
+  }
+  if (params.temperature != 1.0) l = l / std::max(params.temperature, 1e-5);  // x / 1 is x: no kernel for it
+  l = apply_top_k(l, params.top_k);
+  l = apply_top_p(l, params.top_p);
+  return torch::softmax(l, -1);
+}
+
+torch::Tensor greedy_tokens(const torch::Tensor& logits) {
+  const auto l = logits.to(torch::kFloat32);
+  nonfinite_watch::note(l);
+  return l.argmax(-1);
+}
+
+torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& u) {
+  if (logits.dim() == 2 && logits.scalar_type() == torch::kFloat32 && kernels::use_fused(logits)) {
+    const bool ready = u.device() == logits.device() && u.scalar_type() == torch::kFloat64;
+    return kernels::sample_next(logits, ready ? u : u.to(logits.device(), torch::kFloat64), params.temperature,
+                                params.top_k, params.top_p, nonfinite_watch::flag_on(logits.device()));
+  }
+  return params.greedy() ? greedy_tokens(logits) : sample_from_probs(target_probs(logits, params), u);
+}
+
+std::pair<torch::Tensor, torch::Tensor> probs_and_draw(const torch::Tensor& logits, const SamplingParams& params,
+                                                       const torch::Tensor& u) {
+  const int64_t V = logits.size(-1);
+  const bool filters = (params.top_k > 0 && params.top_k < V) || params.top_p < 1.0;
+  if (!params.greedy() && !filters && logits.scalar_type() == torch::kFloat32 && kernels::use_fused(logits)) {
+    const auto [probs, tokens] =
+        kernels::softmax_draw(logits.reshape({-1, V}), u.to(logits.device(), torch::kFloat64).reshape(-1),
+                              params.temperature, nonfinite_watch::flag_on(logits.device()));
+    return {probs.view(logits.sizes()), tokens.view(u.sizes())};
+  }
+  const auto probs = target_probs(logits, params);
+  return {probs, sample_from_probs(probs.reshape({-1, V}), u.reshape(-1)).view(u.sizes())};
+}
+
+torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u) {
+  auto cdf = probs.to(torch::kFloat64).cumsum(-1);  // [B, V]
+  auto target = u.to(cdf.device(), torch::kFloat64).unsqueeze(-1) * cdf.narrow(-1, cdf.size(-1) - 1, 1);
+  // The first index whose cdf exceeds u * total: the count of cdf values at or below it, which a non-decreasing cdf
+  // holds as a prefix (one search where a comparison and a sum were two kernels). A NaN cdf or target, which the
+  // samplers' non-finite watch fails, would give V here and 0 there: either is clamped to a token.
+  auto idx = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1);
+  return idx.clamp_max(probs.size(-1) - 1);
+}
+
+int64_t sample_token(const torch::Tensor& probs, double u) {
+  return sample_from_probs(probs.unsqueeze(0), torch::full({1}, u, torch::kFloat64)).item<int64_t>();
+}
+
+}  // namespace vispec

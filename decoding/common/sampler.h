@@ -1,0 +1,53 @@
+// Turning logits into tokens, as a chain of small stages (llama.cpp's sampler chain; LlamaGen's generate.py):
+//
+//   cfg_combine  ->  temperature  ->  top-k  ->  top-p  ->  softmax  ->  inverse-CDF sample(u)
+//
+// target_probs() runs the middle of the chain and returns the distribution every decoder samples from and
+// every acceptance rule compares against. Greedy (temperature 0) returns the one-hot distribution at the
+// argmax, so speculative decoders reduce to their deterministic form without special cases.
+// The uniform u comes from core/rng (keyed by seed, sample id, position, purpose), never from a torch generator.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "decoding/common/sampling_params.h"
+
+namespace vispec {
+
+// Non-finite logits (a NaN in the weights, an fp16 overflow, an absurd cfg_scale) would otherwise become token
+// 0 without a word. target_probs() notes, per thread, whether any logits it saw were NaN or infinite: one
+// reduction on the logits' device, no synchronisation; the worker reads the note once, at the batch's end.
+namespace nonfinite_watch {
+void reset();  // before a batch
+bool seen();   // after it: reads the device flag (the batch's one synchronisation point anyway)
+// The flag itself, a 0-dim bool on `device` (made once per thread and device): the fused sampler ORs into it.
+const torch::Tensor& flag_on(const torch::Device& device);
+}  // namespace nonfinite_watch
+
+// logits [2B, ..., V] laid out [cond; uncond] -> u + s (c - u), float32 [B, ..., V].
+torch::Tensor cfg_combine(const torch::Tensor& logits, double scale);
+// Sets logits below the k-th largest to -inf (ties with the k-th are kept). logits [..., V].
+torch::Tensor apply_top_k(const torch::Tensor& logits, int64_t k);
+// Keeps the smallest set of most-likely tokens whose mass reaches p (LlamaGen/HF rule; at least one token).
+torch::Tensor apply_top_p(const torch::Tensor& logits, double p);
+// The processed distribution [..., V] float32 (CFG already applied).
+torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& params);
+// Temperature 0 without one-hot rows: the argmax of (guided) logits [..., V] -> [...] int64, the token
+// target_probs()'s one-hot distribution puts its mass on (non-finite logits noted the same way).
+torch::Tensor greedy_tokens(const torch::Tensor& logits);
+// The next tokens from logits [B, V]: greedy_tokens() at temperature 0, else a sample of target_probs() with
+// the uniforms u [B]. Float32 logits take the fused sampler (kernels/sample_next.h: the same chain in one
+// operator) where the fused operators run.
+torch::Tensor next_tokens(const torch::Tensor& logits, const SamplingParams& params, const torch::Tensor& u);
+// The processed distribution of logits [..., V] and a token drawn from it with the uniforms u [...]: target_probs()
+// then sample_from_probs(), as (probs [..., V], tokens [...] int64). One operator (kernels/softmax_draw.h: the same
+// chain inside it on the CPU) where the fused operators run, the logits are float32 and the sampler neither is
+// greedy nor filters (no top-k, top-p); else the chain.
+std::pair<torch::Tensor, torch::Tensor> probs_and_draw(const torch::Tensor& logits, const SamplingParams& params,
+                                                       const torch::Tensor& u);
+// Inverse-CDF sampling: probs [B, V] (need not be normalised), u [B] in [0, 1) -> tokens [B] int64.
+torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor& u);
+// The same for one distribution probs [V] and one uniform.
+int64_t sample_token(const torch::Tensor& probs, double u);
+
+}  // namespace vispec
