@@ -3,6 +3,8 @@
 // vispec step-cost: AR time per token against the memory-bandwidth floor (bench/step_cost.h); with --decoders,
 // every decoder's iteration against AR's step: the break-even table (bench/break_even.h).
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "apps/commands.h"
 #include "core/device.h"
@@ -62,7 +64,10 @@ void add_step_cost_command(CLI::App& app, Action& action) {
   cmd->add_option("--model", o.model_config, "model config of the embedded model")->capture_default_str();
   cmd->add_option("--device", o.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   cmd->add_option("--dtypes", o.dtypes, "fp32, bf16, fp16")->delimiter(',')->capture_default_str();
-  cmd->add_option("--batches", o.batches, "batch sizes (CFG doubles the rows)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--batches", o.batches, "batch sizes (CFG doubles the rows); with --decoders also auto")
+      ->delimiter(',')
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}))
+      ->capture_default_str();
   cmd->add_option("--modes", o.modes,
                   "eager, graphs (CUDA graphs of the static step); default: both on a GPU, eager on a CPU")
       ->delimiter(',');
@@ -90,6 +95,10 @@ void add_step_cost_command(CLI::App& app, Action& action) {
                   "with --decoders: samples of the embedded model whose mean accepted lengths the projection uses")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--auto-batch-limit", o.auto_batch_limit,
+                  "with --decoders: the most rows batch auto takes (the largest batch that fits, at most this)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--results", o.results_dir, "directory for NAME.json and NAME.md")->capture_default_str();
   cmd->add_option("--name", o.name, "results name (default step-cost-DEVICE, with --decoders break-even-DEVICE)");
   cmd->callback([&action, dtypes, batches] {

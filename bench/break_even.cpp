@@ -10,6 +10,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "bench/bandwidth_floor.h"
 #include "bench/shape_models.h"
 #include "core/check.h"
 #include "core/device.h"
@@ -18,6 +19,7 @@
 #include "io/atomic_file.h"
 #include "models/checkpoints/load.h"
 #include "models/gpt/step_graph.h"
+#include "workers/batch_memory.h"
 #include "workers/loaded_models.h"
 
 namespace vispec {
@@ -71,6 +73,16 @@ DecodeRequest request_of(int64_t count, int64_t num_classes) {
   r.conditions.class_ids = torch::arange(count, torch::kInt64) % num_classes;
   for (int64_t b = 0; b < count; ++b) r.sample_ids.push_back(uint64_t(b));
   return r;
+}
+
+// `auto`: the largest batch whose AR caches and activations at the shape fit the device's free memory now (the
+// target's weights already in place), as `batch_size: auto` plans a job's (workers/batch_memory.h).
+int64_t auto_batch(const Gpt& target, bool guided, torch::Device device, int64_t limit) {
+  const auto element = target->tok_embeddings->weight.element_size();
+  const auto memory = gpt_batch_memory(target->config(), int64_t(element), guided ? 2 : 1);
+  const int64_t fits = largest_batch(memory, free_device_memory(device));
+  spdlog::info("batch auto: {} rows fit ({} bytes per row), at most {}", fits, memory.per_row(), limit);
+  return std::clamp<int64_t>(fits, 1, limit);
 }
 
 // The tokens committed per target forward of the decoder on the embedded model: per row over every sample, and
@@ -168,6 +180,26 @@ std::string markdown(const nlohmann::json& r) {
                             x["projected_speedup"].get<double>(),
                             ops.is_null() ? std::string("-") : fmt::format("{:.0f}", ops.get<double>()));
   }
+  // Throughput: images per second, AR's against its floor, the others projected.
+  s += fmt::format(
+      "\nImages per second: the batch's images over its decode's time (`auto`: the largest batch AR's caches and "
+      "activations fit in, workers/batch_memory.h). AR's beside its floor (every step reads the weights and the KV "
+      "cache at its length, at the copy bandwidth {}); the speculative decoders' projected (AR's x the projected "
+      "speedup) and as measured with random weights, which accept at their own rate.\n\n",
+      r.contains("bandwidth_gb_s") ? fmt::format("{:.1f} GB/s", r["bandwidth_gb_s"].get<double>())
+                                   : std::string("measured at the end"));
+  s += "| dtype | batch | decoder | images/s projected | images/s measured (random weights) | AR's floor images/s | "
+       "of the floor |\n| --- | ---: | --- | ---: | ---: | ---: | ---: |\n";
+  for (const auto& x : r["rows"]) {
+    if (x.contains("error")) continue;
+    const bool floor = x.contains("of_floor");
+    s += fmt::format("| {} | {}{} | {} | {:.2f} | {:.2f} | {} | {} |\n", x["dtype"].get<std::string>(),
+                     x["batch"].get<int64_t>(), x.value("batch_auto", false) ? " (auto)" : "",
+                     x["decoder"].get<std::string>(), x["projected_images_per_s"].get<double>(),
+                     x["images_per_s"].get<double>(),
+                     floor ? fmt::format("{:.2f}", x["floor_images_per_s"].get<double>()) : std::string("-"),
+                     floor ? fmt::format("{:.2f}", x["of_floor"].get<double>()) : std::string("-"));
+  }
   // Once per decoder: what its kernel ops are.
   std::string named;
   std::set<std::string> seen;
@@ -189,7 +221,9 @@ std::string run_break_even(const StepCostOptions& o) {
   for (const auto& d : o.dtypes)
     VISPEC_CHECK(d == "fp32" || d == "bf16" || d == "fp16", "step-cost: unknown dtype '", d, "'");
   VISPEC_CHECK(!o.batches.empty(), "step-cost: no batch sizes");
-  for (auto b : o.batches) VISPEC_CHECK(b >= 1 && b <= 1024, "step-cost: batch must be in [1, 1024]");
+  for (auto b : o.batches) VISPEC_CHECK(b >= 0 && b <= 1024, "step-cost: batch must be in [1, 1024] or auto");
+  VISPEC_CHECK(o.auto_batch_limit >= 1 && o.auto_batch_limit <= 1024,
+               "step-cost: --auto-batch-limit must be in [1, 1024]");
   VISPEC_CHECK(o.mal_samples >= 1 && o.mal_samples <= 256, "step-cost: --mal-samples must be in [1, 256]");
   const auto names = decoder_names(o.decoders);
   std::vector<DecoderConfig> configs;
@@ -223,8 +257,19 @@ std::string run_break_even(const StepCostOptions& o) {
   };
   spdlog::info("step-cost --decoders on {} ({}): {}; {}", device.str(), device_model(device), shape.describe(),
                fmt::format("{}", fmt::join(names, ", ")));
+  // The floor of AR's images per second: bandwidth measured at the start and the end, the better of the two (a
+  // shared machine's varies from minute to minute), the rows' floors filled in at the end.
+  double bandwidth = copy_bandwidth(device);
+  const bool guided = o.cfg_scale > 1.0;
   int failures = 0;
   for (const auto& dtype : dtypes) {
+    // The shape: the target first (an `auto` batch is what fits beside it), every decoder's networks made once,
+    // each decoder made afresh per batch (its graphs go with it).
+    set_cuda_graphs(true);  // read when a decoder makes its graphs; a CPU makes none
+    const auto options = torch::TensorOptions().device(device).dtype(model_dtype(dtype));
+    const auto target = random_target(shape, options);
+    std::vector<int64_t> batches;
+    for (auto b : o.batches) batches.push_back(b == 0 ? auto_batch(target, guided, device, o.auto_batch_limit) : b);
     // The MALs of the projection, on the embedded model. Counts only: eager (a sample's tokens are the same).
     set_cuda_graphs(false);
     std::map<std::string, nlohmann::json> mals;
@@ -232,26 +277,27 @@ std::string run_break_even(const StepCostOptions& o) {
       model.dtype = dtype;
       const auto loaded = load_models(model, device);
       for (const auto& c : configs) {
-        mals[c.name] = embedded_mal(c, model, loaded, o.batches, o.mal_samples, device);
+        mals[c.name] = embedded_mal(c, model, loaded, batches, o.mal_samples, device);
         spdlog::info("{} {}: MAL {:.2f} per row on the embedded model", dtype, c.name,
                      mals[c.name]["row"].get<double>());
       }
     }
-    // The shape: every decoder's networks made once, each decoder made afresh per batch (its graphs go with it).
-    set_cuda_graphs(true);  // read when a decoder makes its graphs; a CPU makes none
-    const auto options = torch::TensorOptions().device(device).dtype(model_dtype(dtype));
-    const auto target = random_target(shape, options);
+    set_cuda_graphs(true);
     ShapeCodebook codebook;
     std::vector<DecoderModels> networks;
     for (const auto& c : configs) networks.push_back(random_decoder_models(c, shape, target, codebook));
     const auto classes = target->config().num_classes;
-    for (auto batch : o.batches) {
-      double ar_ms = 0;
+    const double weights = weight_bytes(target);
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const int64_t batch = batches[bi];
+      double ar_ms = 0, ar_images_per_s = 0;
+      bool ar_fits = true;
       for (size_t d = 0; d < configs.size(); ++d) {
         const auto& c = configs[d];
         const auto& mal = mals[c.name];
         nlohmann::json row = {{"dtype", dtype},
                               {"batch", batch},
+                              {"batch_auto", o.batches[bi] == 0},
                               {"rows", c.sampling.guided() ? 2 * batch : batch},
                               {"decoder", c.name},
                               {"settings", settings_of(c)},
@@ -260,27 +306,53 @@ std::string run_break_even(const StepCostOptions& o) {
                               {"kernel_ops_per_iteration", mal["kernel_ops_per_iteration"]},
                               {"kernel_ops_by_name", mal["kernel_ops_by_name"]}};
         try {
+          // A batch AR cannot hold is no failure, only a batch too large for this card: its row says so.
+          VISPEC_CHECK(ar_fits, "AR does not fit at this batch");
           auto decoder = make_decoder(c, networks[d]);
           row.update(time_decoder(*decoder, batch, classes, device));
-          if (c.name == "ar") ar_ms = row["ms_per_iteration"].get<double>();
+          row["images_per_s"] = double(batch) / row["seconds"].get<double>();
+          if (c.name == "ar") {
+            ar_ms = row["ms_per_iteration"].get<double>();
+            ar_images_per_s = row["images_per_s"].get<double>();
+            row["weight_bytes"] = weights;
+            row["kv_bytes_per_step"] =
+                kv_bytes_per_step(target->config(), row["rows"].get<int64_t>(), options.dtype().itemsize());
+          }
           VISPEC_CHECK(ar_ms > 0, "AR failed at this batch: no step to measure against");
           row["ar_ms_per_step"] = ar_ms;
           row["break_even_mal"] = row["ms_per_iteration"].get<double>() / ar_ms;
           row["projected_speedup"] = row["embedded_batch_mal"].get<double>() / row["break_even_mal"].get<double>();
+          row["projected_images_per_s"] = ar_images_per_s * row["projected_speedup"].get<double>();
           spdlog::info(
               "{} batch {} {}: {:.3f} ms per iteration, AR {:.3f} ms per step: break-even MAL {:.2f}, "
-              "projected {:.2f}x",
+              "projected {:.2f}x ({:.2f} images/s)",
               dtype, batch, c.name, row["ms_per_iteration"].get<double>(), ar_ms, row["break_even_mal"].get<double>(),
-              row["projected_speedup"].get<double>());
+              row["projected_speedup"].get<double>(), row["projected_images_per_s"].get<double>());
+        } catch (const c10::OutOfMemoryError&) {
+          row["error"] = "out of memory at this batch";
+          row["fits"] = false;
+          if (c.name == "ar") ar_fits = false;
+          spdlog::warn("{} batch {} {}: out of memory", dtype, batch, c.name);
         } catch (const std::exception& e) {  // one decoder's failure keeps the others' rows; the run then fails
-          ++failures;
+          const bool too_large = !ar_fits;
+          if (!too_large) ++failures;
           row["error"] = std::string(e.what()).substr(0, 300);
+          if (too_large) row["fits"] = false;
           spdlog::error("{} batch {} {}: {}", dtype, batch, c.name, row["error"].get<std::string>());
         }
         result["rows"].push_back(row);
         write();
       }
     }
+  }
+  bandwidth = std::max(bandwidth, copy_bandwidth(device));
+  result["bandwidth_gb_s"] = bandwidth / 1e9;
+  for (auto& r : result["rows"]) {
+    if (!r.contains("kv_bytes_per_step") || !r.contains("images_per_s")) continue;
+    // AR's images per second at the floor: every step reads the weights and the KV cache at its length.
+    const double step_s = (r["weight_bytes"].get<double>() + r["kv_bytes_per_step"].get<double>()) / bandwidth;
+    r["floor_images_per_s"] = double(r["batch"].get<int64_t>()) / (double(N) * step_s);
+    r["of_floor"] = r["images_per_s"].get<double>() / r["floor_images_per_s"].get<double>();
   }
   write();
   spdlog::info("wrote {} and {}.md", json_path, name);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "bench/bandwidth_floor.h"
 #include "bench/kernel_profile.h"
 #include "bench/shape_models.h"
 #include "core/check.h"
@@ -22,33 +23,6 @@ namespace vispec {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-// Copy bandwidth, counting bytes read and written (a copy of N bytes moves 2N), best of 5 after a warm-up.
-double copy_bandwidth(const torch::Device& device) {
-  const int64_t bytes = device.is_cuda() ? (int64_t(1) << 30) : (int64_t(1) << 28);
-  auto src = torch::ones({bytes / 4}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  auto dst = torch::empty_like(src);
-  dst.copy_(src);
-  synchronize_device(device);
-  double best = 1e30;
-  for (int i = 0; i < 5; ++i) {
-    const auto t0 = Clock::now();
-    dst.copy_(src);
-    synchronize_device(device);
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return 2.0 * double(bytes) / best;
-}
-
-// Bytes of the weights a decode step reads: every parameter but the embedding tables (a step gathers a few
-// of their rows).
-double weight_bytes(const Gpt& gpt) {
-  double total = 0;
-  for (const auto& p : gpt->named_parameters())
-    if (p.key().find("embedding") == std::string::npos)
-      total += double(p.value().numel()) * double(p.value().element_size());
-  return total;
-}
 
 struct Case {
   std::string model, dtype;
@@ -113,10 +87,7 @@ nlohmann::json measure(const Case& c, int64_t batch, const std::string& mode, co
   decoder.set_step_limit(o.max_steps);
   const int64_t N = cfg.image_tokens(), rows = params.guided() ? 2 * batch : batch;
   const int64_t timed = out.stats[0].tokens;  // the prefill's token and the steps after it
-  const double element = double(c.gpt->tok_embeddings->weight.element_size());
-  // Step i (the prefill, then token i's forward) attends over cls + i + 1 entries: their mean over the image.
-  const double mean_length = double(cfg.cls_token_num) + double(N - 1) / 2.0;
-  const double kv = 2.0 * double(cfg.n_layer * rows * cfg.kv_heads() * cfg.head_dim()) * mean_length * element;
+  const double kv = kv_bytes_per_step(cfg, rows, c.gpt->tok_embeddings->weight.element_size());
   const double weights = weight_bytes(c.gpt);
   return {{"model", c.model},
           {"layers", cfg.n_layer},
@@ -202,7 +173,8 @@ std::string markdown(const nlohmann::json& r) {
 std::string run_step_cost(const StepCostOptions& o) {
   for (const auto& d : o.dtypes)
     VISPEC_CHECK(d == "fp32" || d == "bf16" || d == "fp16", "step-cost: unknown dtype '", d, "'");
-  for (auto b : o.batches) VISPEC_CHECK(b >= 1 && b <= 1024, "step-cost: batch must be in [1, 1024]");
+  for (auto b : o.batches)
+    VISPEC_CHECK(b >= 1 && b <= 1024, "step-cost: batch must be in [1, 1024] (auto only with --decoders)");
   for (const auto& m : o.modes)
     VISPEC_CHECK(m == "eager" || m == "graphs", "step-cost: unknown mode '", m, "' (eager, graphs)");
   VISPEC_CHECK(o.max_steps >= 0, "step-cost: --max-steps must be >= 0");

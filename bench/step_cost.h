@@ -17,7 +17,7 @@ struct StepCostOptions {
   std::string model_config = "configs/fmnist.yaml";  // the embedded model
   std::string device = "auto";
   std::vector<std::string> dtypes = {"fp32", "bf16"};
-  std::vector<int64_t> batches = {1, 32};
+  std::vector<int64_t> batches = {1, 32};  // with --decoders, 0 (`auto`) too: see auto_batch_limit
   // eager: every operator launched by the host; graphs: each static step replayed as a CUDA graph
   // (models/gpt/step_graph.h; a CPU runs both eagerly, and the report says whether graphs were replayed). Empty:
   // both on a GPU, eager on a CPU.
@@ -40,6 +40,9 @@ struct StepCostOptions {
   // mean accepted lengths on the embedded model over this many samples.
   std::vector<std::string> decoders;
   int64_t mal_samples = 32;
+  // The break-even table's `auto` batch: the largest that AR's KV caches and activations at the shape fit in
+  // (workers/batch_memory.h, the share `batch_size: auto` plans with) of the device's free memory, at most this.
+  int64_t auto_batch_limit = 1024;
   std::string results_dir = "bench/results";
   std::string name;  // default: step-cost-cpu or step-cost-cuda
 };

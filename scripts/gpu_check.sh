@@ -7,7 +7,8 @@
 #   device run, carry [".gpu-carry"], timeout_s 300: bash scripts/gpu_check.sh --quick    # there; results in $OUT
 #
 #   bash scripts/gpu_check.sh [--quick] [--cpu] [--binaries DIR] [--build-dir DIR] [--tests REGEX]
-#                             [--step-cost-args "..."] [--break-even-args "..."] [--bench-set KEY=VALUE]...
+#                             [--step-cost-args "..."] [--break-even-args "..."] [--throughput-args "..."]
+#                             [--bench-set KEY=VALUE]...
 #                             [--demo-set KEY=VALUE]...
 #                             [--skip STEP[,STEP...]] [--also COMMAND]... [--deadline SECONDS] [OUTDIR]
 #   bash scripts/gpu_check.sh --deps-only [--binaries DIR]   # prints the decisions below as JSON, and exits
@@ -47,6 +48,11 @@
 #                         shape, bf16, batches 1, 8 and 32, whole images (bench/break_even.h); its rows are written
 #                         as they finish, so a step cut by its budget keeps the batches it measured (in the summary
 #                         as "break_even", and in figures.md beside the targets)
+#            throughput   vispec step-cost --decoders sd,sjd,ssd,eagle2 at batches 8, 32, 64, 128 and auto (the
+#                         largest AR's caches fit): images per second on GPT-XL's shape, AR's against its bandwidth
+#                         floor, the others projected (in the summary as "throughput"; the smaller batches first, so
+#                         that a step cut by its budget or the deadline keeps them). A quick run's deadline may cut
+#                         it: a second call `--skip` of every other step, `--deadline 500`, measures it alone
 #            step_profile vispec step-cost --profile-steps 16, bf16, batches 1 and 32, eager and graphs: each step's
 #                         device time by kernel (bench/kernel_profile.h)
 #            bench_b1, bench_b8, bench_b32   bench/gpu-quick.yaml (AR and eight speculative decoders, 10 images
@@ -63,10 +69,11 @@
 # `--cpu --quick --binaries BUILD` (tests/gpu_check_cpu.sh) so that the script cannot rot. --tests REGEX runs only
 # the matching tests (ctest -R, or the matching gtest names); --step-cost-args replaces the step-cost sizes (with
 # --quick: "--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"); --break-even-args the
-# break-even table's ("--dtypes bf16 --batches 1,8,32"; e.g. --decoders eagle2,sd for fewer); --bench-set overrides a field
+# break-even table's ("--dtypes bf16 --batches 1,8,32"; e.g. --decoders eagle2,sd for fewer); --throughput-args the
+# throughput table's ("--dtypes bf16 --batches 8,32,64,128,auto"); --bench-set overrides a field
 # of bench/gpu-quick.yaml in the three runs (vispec bench --set; repeatable; e.g. prompts=FILE, or decoders=[...] with
 # fewer); --demo-set likewise for the three demo runs (vispec run --set; e.g. images_per_prompt=20, so that a demo
-# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, break_even, step_profile, bench_b1,
+# lasts long enough to time). --skip names steps not to run (cuda_tests, step_cost, break_even, throughput, step_profile, bench_b1,
 # bench_b8, bench_b32, demo_fp32, demo_bf16, demo_cpu, memcheck: the summary records them as skipped), so that a short second
 # run measures only what it is for. --also runs COMMAND (bash -c, in the source directory, with $VISPEC,
 # $VISPEC_TESTS and $VISPEC_DEVICE set and the libraries found) as a step of its own after the others, for a one-off
@@ -82,6 +89,7 @@ src=$(pwd)
 
 cpu=0 quick=0 deps_only=0 build="" binaries_dir="" tests_regex="" outdir="" deadline=""
 step_cost_args="" step_cost_args_set=0 break_even_args="--dtypes bf16 --batches 1,8,32" bench_sets=() demo_sets=() skip_steps="," also_commands=()
+throughput_args="--dtypes bf16 --batches 8,32,64,128,auto"
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu=1 ;;
@@ -92,6 +100,7 @@ while [ $# -gt 0 ]; do
     --tests) tests_regex=$2; shift ;;
     --step-cost-args) step_cost_args=$2; step_cost_args_set=1; shift ;;
     --break-even-args) break_even_args=$2; shift ;;
+    --throughput-args) throughput_args=$2; shift ;;
     --bench-set) bench_sets+=(--set "$2"); shift ;;
     --demo-set) demo_sets+=(--set "$2"); shift ;;
     --skip) skip_steps=",$2,"; shift ;;
@@ -395,6 +404,7 @@ write_summary() {
     echo "  \"step_cost\": $(json_or_null "$outdir/step-cost-$device.json"),"
     echo "  \"step_profile\": $(json_or_null "$outdir/step-profile-$device.json"),"
     echo "  \"break_even\": $(json_or_null "$logs/break-even/break-even.json"),"
+    echo "  \"throughput\": $(json_or_null "$logs/throughput/throughput.json"),"
     echo "  \"bench\": {\"batch_1\": $(json_or_null "$logs/bench-b1/gpu-quick.json"), \"batch_8\": $(json_or_null "$logs/bench-b8/gpu-quick.json"), \"batch_32\": $(json_or_null "$logs/bench-b32/gpu-quick.json")},"
     echo "  \"graph_fallbacks\": $(graph_fallbacks_json),"
     echo "  \"memcheck\": $(json_str "$memcheck_status"),"
@@ -678,6 +688,11 @@ if [ $quick = 1 ]; then
   # shellcheck disable=SC2086  # break_even_args is a list of options
   step break_even 150 "$vispec" step-cost --device $device --results "$logs/break-even" --name break-even \
     --decoders all $break_even_args
+  # Images per second at batches up to what the GPU holds: AR against its floor, the lossless chain and tree
+  # decoders and SSD projected (bench/break_even.h), in the summary and figures.md.
+  # shellcheck disable=SC2086  # throughput_args is a list of options
+  step throughput 120 "$vispec" step-cost --device $device --results "$logs/throughput" --name throughput \
+    --decoders sd,sjd,ssd,eagle2 $throughput_args
   # Where a replayed bf16 step's device time goes, kernel by kernel (bench/kernel_profile.h).
   step step_profile 45 "$vispec" step-cost --device $device --results "$outdir" --name "step-profile-$device" \
     --dtypes bf16 --batches "$([ $cpu = 1 ] && echo 1 || echo 1,32)" --modes eager,graphs --max-steps 32 --profile-steps 16

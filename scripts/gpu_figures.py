@@ -5,7 +5,8 @@
 
 Adds "figures" to the summary (rewritten whole, then renamed into place) and writes OUT/figures.md. Every figure
 comes from what that one run measured side by side: AR's step on LlamaGen's GPT-XL shape (vispec step-cost), every
-decoder's iteration against AR's step on that shape (the break-even table, vispec step-cost --decoders), the demo on
+decoder's iteration against AR's step on that shape (the break-even table, vispec step-cost --decoders), images per
+second at batches up to what the GPU holds against AR's bandwidth floor (the throughput table), the demo on
 the GPU against the same demo on 2 CPU threads of the same machine, and the gpu-quick bench's decoders at batch 1, 8
 and 32 against AR in the same bench. A target whose figure the run did not measure (a skipped step, a
 CPU run without graphs) is listed with "met": null. With --demo-metrics (a demo run's metrics.jsonl), the demo's
@@ -30,6 +31,11 @@ FASTER_THAN_AR_AT_8 = ("sd", "sjd", "ssd")
 # with no target.
 BREAK_EVEN_AT_1 = {"eagle2": 1.5, "lantern": 1.5, "adt_tree": 1.5, "eagle1": 1.5, "sd": 1.6, "sjd": 1.2, "ssd": 1.2}
 BREAK_EVEN_AT_8 = 2.0
+# Throughput on GPT-XL's shape (vispec step-cost --decoders, batches 8 .. 128 and auto): AR's best batch at least
+# this share of its bandwidth floor in images per second, and at batch 32 a lossless decoder's projected images
+# per second above AR's best (docs/gpu.md, "Throughput").
+AR_OF_FLOOR = 0.6
+LOSSLESS = ("sd", "sjd", "eagle1", "eagle2")
 
 
 def ar_rows(summary):
@@ -90,6 +96,33 @@ def break_even_targets(by_batch, judged):
     return out
 
 
+def throughput(summary):
+    """The throughput table's rows (its bf16 ones, else its one dtype's), in the order measured, and whether they
+    are judged (as the break-even table's)."""
+    table = summary.get("throughput") or {}
+    rows = [r for r in table.get("rows", []) if "error" not in r]
+    dtype = "bf16" if any(r["dtype"] == "bf16" for r in rows) else rows[0]["dtype"] if rows else None
+    return [r for r in rows if r["dtype"] == dtype], bool(table.get("shape_real")) and bool(table.get("graphs"))
+
+
+def throughput_targets(rows, judged):
+    """AR's best batch against its floor; at batch 32 the best lossless decoder's projection against AR's best."""
+    ar = [r for r in rows if r["decoder"] == "ar" and "of_floor" in r]
+    best = max(ar, key=lambda r: r["images_per_s"]) if ar else None
+    t_floor = target("AR at its best batch, GPT-XL shape: images/s over the bandwidth floor's",
+                     best["of_floor"] if best else None, AR_OF_FLOOR, False)
+    lossless = [r for r in rows if r["batch"] == 32 and r["decoder"] in LOSSLESS]
+    top = max(lossless, key=lambda r: r["projected_images_per_s"]) if lossless else None
+    t_spec = target("the best lossless decoder at batch 32, projected images/s over AR's best batch's"
+                    + (f" ({top['decoder']})" if top else ""),
+                    top["projected_images_per_s"] / best["images_per_s"] if top and best else None, 1.0, False)
+    t_spec["target"], t_spec["met"] = "> 1", None if t_spec["value"] is None else t_spec["value"] > 1.0
+    for t in (t_floor, t_spec):
+        if not judged:
+            t["met"] = None
+    return [t_floor, t_spec]
+
+
 def demo_batches(path):
     """A demo's batches in order, from its metrics.jsonl: each sample's wall_ms is its batch's time over the batch's
     size, so a batch is a run of consecutive samples of one unit with the same wall_ms."""
@@ -142,6 +175,8 @@ def figures(summary, demo_metrics):
         t["target"], t["met"] = "> 1", None if value is None else value > 1.0
         targets.append(t)
     targets += break_even_targets(by_batch, judged)
+    flow, flow_judged = throughput(summary)
+    targets += throughput_targets(flow, flow_judged)
     return {
         "ar_gptxl_bf16": {str(b): {"ms_per_token": r["ms_per_token"], "replayed": r["graphs_replayed"],
                                    "floor_ms": r["floor_ms"], "over_floor": r["ratio"],
@@ -153,6 +188,10 @@ def figures(summary, demo_metrics):
         "decoders": {str(b): v for b, v in sorted(decoders.items())},
         "break_even": {"shape": (summary.get("break_even") or {}).get("shape"), "judged": judged,
                        "batches": {str(b): rows for b, rows in sorted(by_batch.items())}},
+        "throughput": {"shape": (summary.get("throughput") or {}).get("shape"), "judged": flow_judged,
+                       "rows": [{k: r.get(k) for k in ("batch", "batch_auto", "decoder", "images_per_s",
+                                                        "projected_images_per_s", "floor_images_per_s", "of_floor",
+                                                        "break_even_mal", "embedded_batch_mal")} for r in flow]},
         "targets": targets,
     }
 
@@ -202,6 +241,20 @@ def markdown(summary, f):
                 lines.append(f"| {b} | {r['decoder']} | {fmt(r['ms_per_iteration'])} | {fmt(r['ar_ms_per_step'])} | "
                              f"{fmt(r['break_even_mal'], 2)} | {fmt(r['embedded_batch_mal'], 2)} | "
                              f"{fmt(r['projected_speedup'], 2)} |")
+        lines.append("")
+    flow = f["throughput"]
+    if flow["rows"]:
+        lines += [f"Throughput: {flow['shape']}, random weights, whole images (vispec step-cost --decoders; "
+                  "bench/break_even.h). AR measured beside its bandwidth floor; the others projected: AR's images/s "
+                  "x the embedded model's batch MAL / the break-even MAL"
+                  + ("." if flow["judged"] else ", not judged against the targets: not LlamaGen's whole shape "
+                     "replayed on a GPU."), "",
+                  "| batch | decoder | images/s (AR measured, others projected) | AR's floor images/s | of the floor | "
+                  "break-even MAL | MAL embedded (batch) |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {r['batch']}{' (auto)' if r['batch_auto'] else ''} | {r['decoder']} | "
+                  f"{fmt(r['projected_images_per_s'], 2)} | {fmt(r['floor_images_per_s'], 2)} | "
+                  f"{fmt(r['of_floor'], 2)} | {fmt(r['break_even_mal'], 2)} | {fmt(r['embedded_batch_mal'], 2)} |"
+                  for r in flow["rows"]]
         lines.append("")
     for b, bench in f["decoders"].items():
         lines += [f"Decoders at batch {bench['batch_size']} ({bench['images']} images each; the baseline "

@@ -22,9 +22,10 @@ grep -q "'none-such' is not the label of a decoder" "$work/parse" || { cat "$wor
 grep -q "unknown decoder 'none-such' (known: all, " "$work/refused.log" && [ ! -e "$work/refused" ] \
   || { cat "$work/refused.log"; echo "FAIL: step-cost --decoders none-such"; exit 1; }
 printf 't-shirt/top\n' > "$work/prompts.txt"
-bash "$src/scripts/gpu_check.sh" --cpu --quick --binaries "$build" --deadline 500 \
+bash "$src/scripts/gpu_check.sh" --cpu --quick --binaries "$build" --deadline 600 \
   --step-cost-args "--dtypes fp32,bf16 --batches 1,32 --modes graphs --xl-layers 1 --xl-grid 4 --max-steps 8" \
   --break-even-args "--dtypes fp32 --batches 1,2 --xl-preset GPT-B --xl-layers 1 --xl-grid 6 --xl-vocab 512 --mal-samples 3" \
+  --throughput-args "--dtypes fp32 --batches 2,auto --auto-batch-limit 3 --xl-preset GPT-B --xl-layers 1 --xl-grid 6 --xl-vocab 512 --mal-samples 3" \
   --bench-set "prompts=$work/prompts.txt" \
   --bench-set "decoders=[{label: ssd-r2, decoder: {name: ssd, cfg_scale: 2.0, r: 2}}]" --bench-set baseline=ssd-r2 \
   --also '"$VISPEC" decoders > /dev/null && echo "also ran on $VISPEC_DEVICE"' \
@@ -39,7 +40,7 @@ every = {"mpi", "hdf5", "spdlog", "fmt", "yaml-cpp", "nlohmann-json", "cli11", "
          "sentencepiece", "pcre2", "utf8proc", "fashion-mnist"}
 assert set(s["deps"]) == every and set(s["deps"].values()) <= {"machine", "prefix"}, s["deps"]
 assert s["libs"] and "missing" not in s["libs"].values(), s["libs"]
-for step in ["binaries", "cuda_tests", "step_cost", "break_even", "step_profile", "bench_b1", "bench_b8", "bench_b32", "demo_fp32",
+for step in ["binaries", "cuda_tests", "step_cost", "break_even", "throughput", "step_profile", "bench_b1", "bench_b8", "bench_b32", "demo_fp32",
              "demo_bf16", "demo_cpu"]:
     assert s["steps"][step]["exit"] == 0, (step, s["steps"])
 assert "configure" not in s["steps"] and "build" not in s["steps"], s["steps"]
@@ -80,6 +81,21 @@ for batch in (1, 2):
     # DecodeState iterations (vispec::iteration), the others do.
     assert all((r["kernel_ops_per_iteration"] is None) == (r["decoder"] in ("ar", "mulo_sd")) for r in rows), rows
     assert all(r["kernel_ops_per_iteration"] is None or r["kernel_ops_per_iteration"] > 0 for r in rows), rows
+# The throughput table: AR and the four decoders at batch 2 and at auto (the largest batch that fits, here capped
+# at 3), each one's images per second measured; AR's beside its bandwidth floor, the others' projected from AR's.
+tp = s["throughput"]
+assert tp["bandwidth_gb_s"] > 0 and not tp["shape_real"], tp
+rows = tp["rows"]
+assert [(r["batch"], r["batch_auto"], r["decoder"]) for r in rows] == \
+    [(b, a, d) for b, a in ((2, False), (3, True)) for d in ("ar", "sd", "sjd", "ssd", "eagle2")], rows
+for r in rows:
+    assert "error" not in r and r["images_per_s"] > 0, r
+    assert abs(r["images_per_s"] - r["batch"] / r["seconds"]) <= 1e-9 * r["images_per_s"], r
+    ar = next(x for x in rows if x["decoder"] == "ar" and x["batch"] == r["batch"])
+    assert abs(r["projected_images_per_s"] - ar["images_per_s"] * r["projected_speedup"]) <= 1e-9 * r["projected_images_per_s"], r
+    assert ("of_floor" in r) == (r["decoder"] == "ar"), r
+    if r["decoder"] == "ar":
+        assert r["floor_images_per_s"] > 0 and abs(r["of_floor"] - r["images_per_s"] / r["floor_images_per_s"]) <= 1e-9, r
 # The kernel profile (on a CPU: the operators' times): every row profiled, its time per step split by class,
 # the longest first, and the table in the markdown.
 profiled = s["step_profile"]["rows"]
@@ -102,7 +118,14 @@ assert [f"# Batch {b}" in open(f"{out}/gpu-quick.md").read() for b in (1, 8, 32)
 # at batch 8 (a speedup of 1: not faster), and null where this run measured nothing (no EAGLE-2, LANTERN, SD, SJD).
 f = s["figures"]
 targets = {t["what"].split(":")[0]: t for t in f["targets"]}
-assert len(targets) == 8 + 7, f["targets"]  # and the break-even MALs at batch 1 (batch 8 did not run)
+assert len(targets) == 8 + 7 + 2, f["targets"]  # the break-even MALs at batch 1 (batch 8 did not run), throughput
+floor = targets["AR at its best batch, GPT-XL shape"]
+best = max((r for r in rows if r["decoder"] == "ar"), key=lambda r: r["images_per_s"])
+assert floor["value"] == best["of_floor"] and floor["value"] > 0, (floor, best)
+assert floor["met"] is None, floor  # shown, not judged: not GPT-XL's whole shape on a GPU
+spec = targets["the best lossless decoder at batch 32, projected images/s over AR's best batch's"]
+assert spec["value"] is None and spec["met"] is None, spec  # no batch 32 here
+assert f["throughput"]["rows"] and "Throughput:" in open(f"{out}/figures.md").read(), "figures: throughput"
 for what in ["eagle2", "lantern", "adt_tree", "eagle1", "sd", "sjd", "ssd"]:
     t = targets[f"{what} at batch 1, break-even MAL on GPT-XL's shape"]
     assert t["value"] > 0 and t["met"] is None, t  # shown, not judged: not GPT-XL's whole shape on a GPU

@@ -34,32 +34,40 @@ std::string size_text(int64_t bytes) {
 }
 }  // namespace
 
+BatchMemory gpt_batch_memory(const GptConfig& gpt, int64_t element, int64_t streams) {
+  BatchMemory m;
+  m.kv_per_row = streams * kv_bytes(gpt, gpt.max_seq_len() + kBlockPositions, element);
+  // A block's logits (float32, a few live at once: logits, probabilities, a sort's) and hidden states (a layer's
+  // several).
+  m.work_per_row = streams * kBlockPositions * (4 * gpt.vocab_size * 4 + 16 * gpt.dim * element);
+  return m;
+}
+
 BatchMemory batch_memory(const JobPlan& plan) {
   const auto& model = plan.model;
   const auto& gpt = model.gpt;
   const int64_t element = model.dtype == "fp32" ? 4 : 2;
   const int64_t streams = plan.decoder.sampling.cfg_scale > 1.0 ? 2 : 1;
-  BatchMemory m;
+  auto m = gpt_batch_memory(gpt, element, streams);
   m.weights = file_bytes(model.gpt_weights) + file_bytes(model.vq_weights);
-  int64_t kv = kv_bytes(gpt, gpt.max_seq_len() + kBlockPositions, element);
+  int64_t drafters = 0;  // the drafters' KV caches, per stream
   for (const auto& [role, path] : decoder_weight_files(plan.decoder, model)) {
     m.weights += file_bytes(path);
-    if (role == "draft_gpt") kv += kv_bytes(model.draft_gpt, model.draft_gpt.max_seq_len() + kBlockPositions, element);
-    if (role == "mulo_gpt") kv += kv_bytes(model.mulo.gpt, model.mulo.gpt.max_seq_len() + kBlockPositions, element);
+    if (role == "draft_gpt")
+      drafters += kv_bytes(model.draft_gpt, model.draft_gpt.max_seq_len() + kBlockPositions, element);
+    if (role == "mulo_gpt")
+      drafters += kv_bytes(model.mulo.gpt, model.mulo.gpt.max_seq_len() + kBlockPositions, element);
     if (role == "eagle_head") {
       GptConfig one_layer = gpt;
       one_layer.n_layer = 1;
-      kv += kv_bytes(one_layer, gpt.max_seq_len() + kBlockPositions, element);
+      drafters += kv_bytes(one_layer, gpt.max_seq_len() + kBlockPositions, element);
     }
   }
   if (model.has_text_encoder) m.weights += file_bytes(text_encoder_files(model).weights);
-  m.kv_per_row = streams * kv;
-  // A block's logits (float32, a few live at once: logits, probabilities, a sort's) and hidden states (a
-  // layer's several), then the VQ decoder's widest feature maps (full resolution, its first level's channels).
-  const int64_t block = kBlockPositions * (4 * gpt.vocab_size * 4 + 16 * gpt.dim * element);
+  m.kv_per_row += streams * drafters;
+  // The VQ decoder's widest feature maps (full resolution, its first level's channels), once per image.
   const int64_t pixels = model.image_size() * model.image_size();
-  const int64_t vq = 6 * pixels * model.vq.ch * model.vq.ch_mult.front() * 4;
-  m.work_per_row = streams * block + vq;
+  m.work_per_row += 6 * pixels * model.vq.ch * model.vq.ch_mult.front() * 4;
   return m;
 }
 

@@ -28,6 +28,9 @@ inline constexpr double kBatchMemoryShare = 0.8;
 inline constexpr int64_t kBlockPositions = 64;  // the widest block of the decoders' defaults (EAGLE-2: 60 nodes)
 
 BatchMemory batch_memory(const JobPlan& plan);
+// One GPT's share of a row (in each of `streams` CFG streams): its KV cache at full length and a block's
+// activations, `element` bytes per value; no weights. batch_memory() adds the drafters, the VQ and the files.
+BatchMemory gpt_batch_memory(const GptConfig& gpt, int64_t element, int64_t streams);
 // The largest batch whose memory fits kBatchMemoryShare of `free_bytes`, at most kMaxBatchSize (0: none).
 int64_t largest_batch(const BatchMemory& m, int64_t free_bytes);
 // The batch the job decodes with: job.batch_size, checked to fit; or for `batch_size: auto` the batch a run
