@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -103,192 +104,242 @@ MuloSdDecoder::MuloSdDecoder(Gpt target, Gpt drafter, MuloResamplers resamplers,
   neighbour_table_ = neighbours_->tensor(target_.gpt()->device());
 }
 
+// One decode: its state, and the paper's steps as methods. The tokens live on the device: final high-res tokens,
+// then the span's drafts; the low-res grid, D_2's rows above the span and the drafts in it. The host holds the
+// schedule (what each row has fed, which positions it resamples) and reads the verdicts once per span; the tokens
+// come back once, at the end. Both grids, and the drafter's newest logits, are state of the decode in
+// IterationGraphs' buffers: a span's drafting is replayed as one graph that finds them where it was captured.
+struct MuloSdDecoder::Run {
+  Run(MuloSdDecoder& decoder, const DecodeRequest& request);
+  // Both models read the conditions; the target's p at position 0 is kept for the first span's verification.
+  void prefill();
+  // One iteration, every row on the span of high-res positions n .. end - 1; returns end.
+  int64_t span(int64_t n);
+
+  // 7 down-sample, 1 draft, 2 up-sample: the span's drafts into tokens [n, end). Returns the drafter forwards.
+  int64_t draft(int64_t n, int64_t end, IterationTimes& times, Lap& down_lap, Lap& up_lap);
+  // 3 verify: p at every drafted position, [B, end - n, V].
+  torch::Tensor verify(int64_t n, int64_t end);
+  // 4 accept, 5 expand: each row's R_X (ascending); the target cache keeps each row's final prefix before it.
+  std::vector<std::vector<int64_t>> accept(int64_t n, int64_t end, const torch::Tensor& P);
+  // 6 resample R_X in raster order.
+  void resample(int64_t n, const torch::Tensor& P, const std::vector<std::vector<int64_t>>& expanded);
+
+  MuloSdDecoder& d;
+  const DecodeRequest& request;
+  const int64_t B, W, N, Wl, L;  // L: the high-res tokens of a span (2 * rows image rows)
+  const torch::Device device;
+  const torch::TensorOptions i64;
+  DecodeState rows;
+  PhaseClock clock;
+  KvCache tcache, dcache;
+  torch::Tensor low;         // [B, Wl * Wl] the low-res grid
+  torch::Tensor q_logits;    // [B, V] the drafter's newest guided logits
+  torch::Tensor p_first;     // [B, V] the target's p at position 0
+  torch::Tensor one;         // a drafter step's block mask
+  std::vector<int64_t> fed;  // final tokens in each row's target cache
+  int64_t low_fed = 0;       // low-res tokens in the drafter's cache (every row)
+};
+
 DecodeResult MuloSdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
-  const int64_t B = request.batch(), W = target_.gpt()->config().grid_size, N = W * W;
-  const int64_t Wl = drafter_.gpt()->config().grid_size, L = std::min(2 * mulo_.rows, W) * W;
-  const auto device = target_.gpt()->device();
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  // The tokens live on the device: final high-res tokens, then the span's drafts; the low-res grid, D_2's rows
-  // above the span and the drafts in it. The host holds the schedule (what each row has fed, which positions
-  // it resamples) and reads the verdicts once per span; the tokens come back once, at the end.
-  // Both grids, and the drafter's newest logits, are state of the decode in IterationGraphs' buffers: a span's
-  // drafting is replayed as one graph that finds them where it was captured.
-  auto rows = graphs_.rows(request, N, 0, device);
-  auto& tokens = rows.tokens;
-  const auto low = graphs_.state(rows, "mulo_low", {B, Wl * Wl}, i64);
-  auto& stats = rows.stats;
-  std::vector<int64_t> fed(static_cast<size_t>(B), 0);  // final tokens in each row's target cache
-  int64_t low_fed = 0;                                  // low-res tokens in the drafter's cache (every row)
-  auto key = [&](int64_t b) { return RngKey{request.seed, request.sample_ids[size_t(b)]}; };
+  Run run(*this, request);
+  run.prefill();
+  for (int64_t n = 0; n < run.N;) n = run.span(n);
+  auto result = run.rows.result();  // its read waits for the device, so settling the clock then does not
+  run.clock.settle(result.stats);
+  return result;
+}
 
-  PhaseClock clock(device);
-  auto tcache = target_.make_cache(B, 2 * L, /*static_steps=*/true),
-       dcache = drafter_.make_cache(B, 0, /*static_steps=*/true);
-  const auto p_first = target_probs(target_.prefill(tcache, request.conditions).logits.select(1, -1), params_);
+MuloSdDecoder::Run::Run(MuloSdDecoder& decoder, const DecodeRequest& request)
+    : d(decoder), request(request), B(request.batch()), W(decoder.target_.gpt()->config().grid_size), N(W * W),
+      Wl(decoder.drafter_.gpt()->config().grid_size), L(std::min(2 * decoder.mulo_.rows, W) * W),
+      device(decoder.target_.gpt()->device()), i64(torch::TensorOptions().dtype(torch::kInt64).device(device)),
+      rows(decoder.graphs_.rows(request, N, 0, device)), clock(device),
+      tcache(decoder.target_.make_cache(B, 2 * L, /*static_steps=*/true)),
+      dcache(decoder.drafter_.make_cache(B, 0, /*static_steps=*/true)),
+      low(decoder.graphs_.state(rows, "mulo_low", {B, Wl * Wl}, i64)),
+      one(torch::ones({1, 1}, i64.dtype(torch::kBool))), fed(static_cast<size_t>(B), 0) {}
+
+void MuloSdDecoder::Run::prefill() {
+  p_first = target_probs(d.target_.prefill(tcache, request.conditions).logits.select(1, -1), d.params_);
   tcache.keep_all();
-  const auto prefilled = drafter_.prefill(dcache, request.drafter_conditions_or_target()).logits.select(1, -1);
-  const auto q_logits = graphs_.state(rows, "mulo_q_logits", prefilled.sizes(), prefilled.options());
+  const auto prefilled = d.drafter_.prefill(dcache, request.drafter_conditions_or_target()).logits.select(1, -1);
+  q_logits = d.graphs_.state(rows, "mulo_q_logits", prefilled.sizes(), prefilled.options());
   q_logits.copy_(prefilled);
   dcache.keep_all();
-  const auto* drafter_lengths = drafter_.pooled_lengths(dcache);
-  const auto one = torch::ones({1, 1}, i64.dtype(torch::kBool));  // a drafter step's block mask
-  for (auto& s : stats) s.target_forwards = s.draft_forwards = 1;
+  for (auto& s : rows.stats) s.target_forwards = s.draft_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
+}
 
-  for (int64_t n = 0; n < N;) {
-    const int64_t end = std::min(n + L, N), span = end - n;
-    const int64_t low_begin = n / (2 * W) * Wl, low_count = span / (2 * W) * Wl;
-    auto times = IterationTimes::start(clock, graphs_.replays(device));
-    Lap down_lap, up_lap, accept_lap;  // MuLo-SD's own phases, reported beside the four
-    int64_t draft_forwards = low_count - 1;
+int64_t MuloSdDecoder::Run::span(int64_t n) {
+  const int64_t end = std::min(n + L, N);
+  auto times = IterationTimes::start(clock, d.graphs_.replays(device));
+  Lap down_lap, up_lap, accept_lap;  // MuLo-SD's own phases, reported beside the four
+  const int64_t draft_forwards = draft(n, end, times, down_lap, up_lap);
+  const auto P = verify(n, end);
+  times.verify = clock.lap();
+  const auto expanded = accept(n, end, P);
+  accept_lap = clock.lap();
+  resample(n, P, expanded);
+  times.resample = clock.lap();
 
-    // ---- 7 down-sample the rows the last iteration finished; 1 the drafter reads them, then drafts; 2 up-sample.
-    // Their shapes and the drafter's lengths follow from the span alone: one graph per span, read by nothing.
-    const int64_t drafter_committed = dcache.length(0) + (low_begin - low_fed);
-    const auto draft_span = [&] {
-      if (n > 0) {
-        auto high = vq_->code_vectors(tokens.narrow(1, 0, n), n / W, W);
-        const auto down = vq_->nearest(resamplers_->down(high)).second;  // [B, low_begin]
-        const int64_t T = low_begin - low_fed;
-        low.narrow(1, low_fed, T).copy_(down.narrow(1, low_fed, T));
-        times.end(down_lap, clock);
-        auto pos = torch::arange(low_fed, low_begin, i64).expand({B, T});
-        q_logits.copy_(
-            drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1));
-        dcache.keep_all();
-      }
-      const auto du = rows.uniforms(  // every low-res position's uniforms, [B, low_count]
-          torch::arange(low_begin, low_begin + low_count, i64).view({1, low_count}).expand({B, low_count}),
-          Purpose::kDraft);
-      for (int64_t j = 0; j < low_count; ++j) {
-        const int64_t at = low_begin + j;
-        const auto y = probs_and_draw(q_logits, params_, du.select(1, j)).second;
-        low.select(1, at).copy_(y);
-        if (j + 1 == low_count) break;
-        auto pos = torch::full({B, 1}, at, i64);
-        q_logits.copy_(drafter_.decode_block(dcache, y.view({B, 1}), pos, one).logits.select(1, 0));
-        dcache.keep_all();
-      }
-      // The drafts leave the drafter's cache: its next prefix comes from D_2.
-      dcache.advance(torch::full({B}, drafter_committed - dcache.length(0), i64));
-      times.end(times.draft, clock);
+  const auto all = all_rows(B);
+  charge_iteration(clock, rows, all, times, draft_forwards);
+  for (auto& s : rows.stats) s.batch_iterations += 1;  // every row takes part in every span
+  clock.charge(up_lap, all, "upsample_ms");
+  clock.charge(accept_lap, all, "accept_ms");
+  clock.charge(down_lap, all, "downsample_ms");  // none in the first span: charged 0
+  return end;
+}
 
-      const int64_t low_rows = (low_begin + low_count) / Wl;
-      auto up = resamplers_->up(vq_->code_vectors(low.narrow(1, 0, low_rows * Wl), low_rows, Wl));
-      tokens.narrow(1, n, span).copy_(vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second);
-      times.end(up_lap, clock);
-    };
-    // The span ends with the drafter's cache at drafter_committed entries in every row, known here.
-    graphs_.run(rows, {B, n, dcache.length(0), int64_t(request.seed)}, {drafter_lengths}, {&dcache}, draft_span,
-                {std::vector<int64_t>(size_t(dcache.batch()), drafter_committed)});
+int64_t MuloSdDecoder::Run::draft(int64_t n, int64_t end, IterationTimes& times, Lap& down_lap, Lap& up_lap) {
+  const int64_t span = end - n, low_begin = n / (2 * W) * Wl, low_count = span / (2 * W) * Wl;
+  // Their shapes and the drafter's lengths follow from the span alone: one graph per span, read by nothing.
+  const int64_t drafter_committed = dcache.length(0) + (low_begin - low_fed);
+  const auto body = [&] {
+    // ---- 7 down-sample the rows the last span finished; the drafter reads them
     if (n > 0) {
-      low_fed = low_begin;
-      ++draft_forwards;
+      auto high = d.vq_->code_vectors(rows.tokens.narrow(1, 0, n), n / W, W);
+      const auto down = d.vq_->nearest(d.resamplers_->down(high)).second;  // [B, low_begin]
+      const int64_t T = low_begin - low_fed;
+      low.narrow(1, low_fed, T).copy_(down.narrow(1, low_fed, T));
+      times.end(down_lap, clock);
+      auto pos = torch::arange(low_fed, low_begin, i64).expand({B, T});
+      q_logits.copy_(
+          d.drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1));
+      dcache.keep_all();
     }
-    if (!times.timed) times.draft = clock.lap();  // a replayed span's drafting, re-sampling included, timed whole
-    const auto drafts = tokens.narrow(1, n, span);
+    // ---- 1 draft the span's low-res rows token by token
+    const auto du = rows.uniforms(  // every low-res position's uniforms, [B, low_count]
+        torch::arange(low_begin, low_begin + low_count, i64).view({1, low_count}).expand({B, low_count}),
+        Purpose::kDraft);
+    for (int64_t j = 0; j < low_count; ++j) {
+      const int64_t at = low_begin + j;
+      const auto y = probs_and_draw(q_logits, d.params_, du.select(1, j)).second;
+      low.select(1, at).copy_(y);
+      if (j + 1 == low_count) break;
+      auto pos = torch::full({B, 1}, at, i64);
+      q_logits.copy_(d.drafter_.decode_block(dcache, y.view({B, 1}), pos, one).logits.select(1, 0));
+      dcache.keep_all();
+    }
+    // The drafts leave the drafter's cache: its next prefix comes from D_2.
+    dcache.advance(torch::full({B}, drafter_committed - dcache.length(0), i64));
+    times.end(times.draft, clock);
 
-    // ---- 3 verify: one target forward; p_t at drafted position n + t is output n + t - 1 - fed (the
-    // prefill's for position 0, where every row has fed nothing)
-    std::vector<int64_t> len(static_cast<size_t>(B)), start(static_cast<size_t>(B));
-    for (int64_t b = 0; b < B; ++b) {
-      len[size_t(b)] = end - 1 - fed[size_t(b)];
-      start[size_t(b)] = n == 0 ? 0 : n - 1 - fed[size_t(b)];
-    }
-    auto p = target_probs(ragged_forward(target_, tcache, tokens, fed, len, N - 1), params_);
-    if (n == 0) p = torch::cat({p_first.unsqueeze(1), p}, 1);
-    const auto first = torch::tensor(start, torch::kInt64).to(device).view({B, 1});
-    const auto P = p.gather(
-        1,
-        (first + torch::arange(span, i64).view({1, span})).unsqueeze(2).expand({B, span, p.size(2)}));  // [B, span, V]
-    times.verify = clock.lap();
-
-    // ---- 4 accept by pooled mass (every row and position at once, one read of the verdicts), 5 expand the
-    // rejections; the cache keeps the prefix before t0
-    const auto x = drafts.reshape(-1);
-    const auto pooled = relaxed_masses(P.reshape({B * span, -1}), x, neighbour_table_.index_select(0, x), mulo_.k,
-                                       torch::full({B * span}, mulo_.delta, P.options().dtype(torch::kFloat64)))
-                            .p_tilde;
-    const auto kept = read_to_host(pooled.ge(mulo_.tau).view({B, span}));
-    const auto ka = kept.accessor<bool, 2>();
-    std::vector<std::vector<int64_t>> expanded(static_cast<size_t>(B));
-    std::vector<int64_t> kept_now(static_cast<size_t>(B));  // block entries each row keeps: its final prefix
-    for (int64_t b = 0; b < B; ++b) {
-      std::vector<int64_t> rejected;
-      for (int64_t i = 0; i < span; ++i)
-        if (!ka[b][i]) rejected.push_back(n + i);
-      auto& rx = expanded[size_t(b)];
-      rx = local_expansion(rejected, W, mulo_.radius, n, end);
-      const int64_t valid = rx.empty() ? end - 1 : rx.front();
-      kept_now[size_t(b)] = valid - fed[size_t(b)];
-      fed[size_t(b)] = valid;
-      auto& s = stats[size_t(b)];
-      s.drafted += span;
-      s.accepted += span - int64_t(rx.size());
-      s.extra["rejected"] += double(rejected.size());
-      s.extra["expanded"] += double(rx.size());
-    }
-    tcache.advance(kept_now);  // lengths only: the entries are already in place
-    accept_lap = clock.lap();
-
-    // ---- 6 resample R_X in raster order: t0 from step 3, then one forward per position, every row at once
-    std::vector<size_t> next(static_cast<size_t>(B), 0);
-    {
-      std::vector<int64_t> cell(static_cast<size_t>(B), n), entry(static_cast<size_t>(B), 0);
-      std::vector<char> write(static_cast<size_t>(B), 0);
-      auto u = torch::zeros({B}, torch::kFloat64);
-      auto ua = u.accessor<double, 1>();  // (u[b] = ... would be two ATen ops per row)
-      for (int64_t b = 0; b < B; ++b)
-        if (!expanded[size_t(b)].empty()) {
-          cell[size_t(b)] = expanded[size_t(b)][0];
-          entry[size_t(b)] = cell[size_t(b)] - n;
-          write[size_t(b)] = 1;
-          ua[b] = uniform(key(b), uint32_t(cell[size_t(b)]), Purpose::kSample);
-          next[size_t(b)] = 1;
-        }
-      write_cells(tokens, cell, write, sample_from_probs(row_entries(P, entry), u));
-    }
-    for (;;) {
-      std::vector<int64_t> ahead(static_cast<size_t>(B), 0);  // tokens each row feeds before its next position
-      bool any = false;
-      for (int64_t b = 0; b < B; ++b)
-        if (next[size_t(b)] < expanded[size_t(b)].size()) {
-          ahead[size_t(b)] = expanded[size_t(b)][next[size_t(b)]] - fed[size_t(b)];
-          any = true;
-        }
-      if (!any) break;
-      auto logits = ragged_forward(target_, tcache, tokens, fed, ahead, N - 1);
-      std::vector<int64_t> cell(static_cast<size_t>(B), 0), entry(static_cast<size_t>(B), 0);
-      std::vector<char> write(static_cast<size_t>(B), 0);
-      auto u = torch::zeros({B}, torch::kFloat64);
-      auto ua = u.accessor<double, 1>();  // (u[b] = ... would be two ATen ops per row)
-      for (int64_t b = 0; b < B; ++b) {
-        if (ahead[size_t(b)] == 0) continue;
-        const int64_t at = expanded[size_t(b)][next[size_t(b)]++];
-        fed[size_t(b)] = at;
-        cell[size_t(b)] = at;
-        entry[size_t(b)] = ahead[size_t(b)] - 1;
-        write[size_t(b)] = 1;
-        ua[b] = uniform(key(b), uint32_t(at), Purpose::kSample);
-        ++stats[size_t(b)].target_forwards;
-      }
-      tcache.advance(ahead);  // each row keeps what it fed before its position
-      write_cells(tokens, cell, write, sample_from_probs(target_probs(row_entries(logits, entry), params_), u));
-    }
-    times.resample = clock.lap();
-
-    const auto all = all_rows(B);
-    charge_iteration(clock, rows, all, times, draft_forwards);
-    for (auto& s : stats) s.batch_iterations += 1;  // every row takes part in every span
-    clock.charge(up_lap, all, "upsample_ms");
-    clock.charge(accept_lap, all, "accept_ms");
-    clock.charge(down_lap, all, "downsample_ms");  // none in the first span: charged 0
-    n = end;
+    // ---- 2 up-sample them, with the low-res rows above, to the span's high-res drafts
+    const int64_t low_rows = (low_begin + low_count) / Wl;
+    auto up = d.resamplers_->up(d.vq_->code_vectors(low.narrow(1, 0, low_rows * Wl), low_rows, Wl));
+    rows.tokens.narrow(1, n, span)
+        .copy_(d.vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second);
+    times.end(up_lap, clock);
+  };
+  // The span ends with the drafter's cache at drafter_committed entries in every row, known here.
+  d.graphs_.run(rows, {B, n, dcache.length(0), int64_t(request.seed)}, {d.drafter_.pooled_lengths(dcache)}, {&dcache},
+                body, {std::vector<int64_t>(size_t(dcache.batch()), drafter_committed)});
+  int64_t forwards = low_count - 1;
+  if (n > 0) {
+    low_fed = low_begin;
+    ++forwards;
   }
-  auto result = rows.result();  // its read waits for the device, so settling the clock then does not
-  clock.settle(result.stats);
-  return result;
+  if (!times.timed) times.draft = clock.lap();  // a replayed span's drafting, re-sampling included, timed whole
+  return forwards;
+}
+
+torch::Tensor MuloSdDecoder::Run::verify(int64_t n, int64_t end) {
+  // One target forward; p_t at drafted position n + t is output n + t - 1 - fed (the prefill's for position 0,
+  // where every row has fed nothing).
+  const int64_t span = end - n;
+  std::vector<int64_t> len(static_cast<size_t>(B)), start(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    len[size_t(b)] = end - 1 - fed[size_t(b)];
+    start[size_t(b)] = n == 0 ? 0 : n - 1 - fed[size_t(b)];
+  }
+  auto p = target_probs(ragged_forward(d.target_, tcache, rows.tokens, fed, len, N - 1), d.params_);
+  if (n == 0) p = torch::cat({p_first.unsqueeze(1), p}, 1);
+  const auto first = torch::tensor(start, torch::kInt64).to(device).view({B, 1});
+  return p.gather(1, (first + torch::arange(span, i64).view({1, span})).unsqueeze(2).expand({B, span, p.size(2)}));
+}
+
+std::vector<std::vector<int64_t>> MuloSdDecoder::Run::accept(int64_t n, int64_t end, const torch::Tensor& P) {
+  // ---- 4 accept by pooled mass (every row and position at once, one read of the verdicts), 5 expand the
+  // rejections
+  const int64_t span = end - n;
+  const auto x = rows.tokens.narrow(1, n, span).reshape(-1);
+  const auto& mulo = d.mulo_;
+  const auto pooled = relaxed_masses(P.reshape({B * span, -1}), x, d.neighbour_table_.index_select(0, x), mulo.k,
+                                     torch::full({B * span}, mulo.delta, P.options().dtype(torch::kFloat64)))
+                          .p_tilde;
+  const auto kept = read_to_host(pooled.ge(mulo.tau).view({B, span}));
+  const auto ka = kept.accessor<bool, 2>();
+  std::vector<std::vector<int64_t>> expanded(static_cast<size_t>(B));
+  std::vector<int64_t> kept_now(static_cast<size_t>(B));  // block entries each row keeps: its final prefix
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<int64_t> rejected;
+    for (int64_t i = 0; i < span; ++i)
+      if (!ka[b][i]) rejected.push_back(n + i);
+    auto& rx = expanded[size_t(b)];
+    rx = local_expansion(rejected, W, mulo.radius, n, end);
+    const int64_t valid = rx.empty() ? end - 1 : rx.front();
+    kept_now[size_t(b)] = valid - fed[size_t(b)];
+    fed[size_t(b)] = valid;
+    auto& s = rows.stats[size_t(b)];
+    s.drafted += span;
+    s.accepted += span - int64_t(rx.size());
+    s.extra["rejected"] += double(rejected.size());
+    s.extra["expanded"] += double(rx.size());
+  }
+  tcache.advance(kept_now);  // lengths only: the entries are already in place
+  return expanded;
+}
+
+void MuloSdDecoder::Run::resample(int64_t n, const torch::Tensor& P,
+                                  const std::vector<std::vector<int64_t>>& expanded) {
+  // t0 from step 3, then one forward per position, every row at once
+  const auto key = [&](int64_t b) { return RngKey{request.seed, request.sample_ids[size_t(b)]}; };
+  std::vector<size_t> next(static_cast<size_t>(B), 0);
+  {
+    std::vector<int64_t> cell(static_cast<size_t>(B), n), entry(static_cast<size_t>(B), 0);
+    std::vector<char> write(static_cast<size_t>(B), 0);
+    auto u = torch::zeros({B}, torch::kFloat64);
+    auto ua = u.accessor<double, 1>();  // (u[b] = ... would be two ATen ops per row)
+    for (int64_t b = 0; b < B; ++b)
+      if (!expanded[size_t(b)].empty()) {
+        cell[size_t(b)] = expanded[size_t(b)][0];
+        entry[size_t(b)] = cell[size_t(b)] - n;
+        write[size_t(b)] = 1;
+        ua[b] = uniform(key(b), uint32_t(cell[size_t(b)]), Purpose::kSample);
+        next[size_t(b)] = 1;
+      }
+    write_cells(rows.tokens, cell, write, sample_from_probs(row_entries(P, entry), u));
+  }
+  for (;;) {
+    std::vector<int64_t> ahead(static_cast<size_t>(B), 0);  // tokens each row feeds before its next position
+    bool any = false;
+    for (int64_t b = 0; b < B; ++b)
+      if (next[size_t(b)] < expanded[size_t(b)].size()) {
+        ahead[size_t(b)] = expanded[size_t(b)][next[size_t(b)]] - fed[size_t(b)];
+        any = true;
+      }
+    if (!any) break;
+    auto logits = ragged_forward(d.target_, tcache, rows.tokens, fed, ahead, N - 1);
+    std::vector<int64_t> cell(static_cast<size_t>(B), 0), entry(static_cast<size_t>(B), 0);
+    std::vector<char> write(static_cast<size_t>(B), 0);
+    auto u = torch::zeros({B}, torch::kFloat64);
+    auto ua = u.accessor<double, 1>();
+    for (int64_t b = 0; b < B; ++b) {
+      if (ahead[size_t(b)] == 0) continue;
+      const int64_t at = expanded[size_t(b)][next[size_t(b)]++];
+      fed[size_t(b)] = at;
+      cell[size_t(b)] = at;
+      entry[size_t(b)] = ahead[size_t(b)] - 1;
+      write[size_t(b)] = 1;
+      ua[b] = uniform(key(b), uint32_t(at), Purpose::kSample);
+      ++rows.stats[size_t(b)].target_forwards;
+    }
+    tcache.advance(ahead);  // each row keeps what it fed before its position
+    write_cells(rows.tokens, cell, write, sample_from_probs(target_probs(row_entries(logits, entry), d.params_), u));
+  }
 }
 
 namespace {

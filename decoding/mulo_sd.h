@@ -41,6 +41,8 @@ class MuloSdDecoder : public Decoder {
   DecodeResult decode(const DecodeRequest& request) override;
 
  private:
+  struct Run;  // one decode's state and steps (mulo_sd.cpp)
+
   CfgModel target_, drafter_;
   MuloResamplers resamplers_;
   VqModel vq_;

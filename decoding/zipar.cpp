@@ -45,6 +45,95 @@ struct Feed {
   bool placeholder;
   int64_t source;  // the raster index whose token is fed (the cell itself, or the placeholder's source)
 };
+
+// The host's schedule, which does not depend on the tokens: which rows have started, how many tokens each has,
+// and the raster position of every committed cache entry in the cache's order (the condition's: -1; a
+// placeholder's once its cell got its real token: kUnseen, as the slots after the entries).
+class RowSchedule {
+ public:
+  static constexpr int64_t kUnseen = std::numeric_limits<int64_t>::max();
+  // A step: its feeds in raster order, and per output (a feed's index) the cell its sampled token fills.
+  struct Step {
+    std::vector<Feed> feeds;
+    std::vector<int64_t> outputs, cells;
+  };
+
+  // H x W cells, window s, the cache holding prefix_entries entries of the condition; token 0 sampled.
+  RowSchedule(int64_t H, int64_t W, int64_t s, int64_t prefix_entries)
+      : H_(H), W_(W), s_(s), entries_(size_t(prefix_entries), -1), count_(size_t(H), 0), started_(size_t(H), 0) {
+    count_[0] = 1;
+    started_[0] = 1;
+  }
+  bool done() const { return count_[size_t(H_ - 1)] == W_; }
+
+  // The next step: every active row's newest cell (a row that has not started yet, the cell before it: the row
+  // above's last, real or a placeholder), and the real last cells of the rows the last step completed. The rows'
+  // counts advance by the tokens it samples, and a real token replaces its cell's placeholder for every query.
+  Step next() {
+    Step step;
+    auto& feeds = step.feeds;
+    for (int64_t r = 0; r < H_; ++r) {
+      const auto n = count_[size_t(r)];
+      if (!started_[size_t(r)] || n == W_) continue;
+      if (n > 0) {
+        feeds.push_back({r * W_ + n - 1, r, false, r * W_ + n - 1});
+      } else if (count_[size_t(r - 1)] == W_) {  // the row above is complete: its real last token
+        feeds.push_back({r * W_ - 1, r, false, r * W_ - 1});
+        finished_.erase(std::remove(finished_.begin(), finished_.end(), r - 1), finished_.end());
+      } else {  // the placeholder: the newest token of the row two above, at the last cell of the row above
+        feeds.push_back({r * W_ - 1, r, true, (r - 2) * W_ + count_[size_t(r - 2)] - 1});
+      }
+    }
+    for (int64_t r : finished_) feeds.push_back({(r + 1) * W_ - 1, -1, false, (r + 1) * W_ - 1});
+    finished_.clear();
+    std::sort(feeds.begin(), feeds.end(), [](const Feed& a, const Feed& b) { return a.position < b.position; });
+    for (const auto& f : feeds)
+      if (!f.placeholder) std::replace(entries_.begin(), entries_.end(), f.position, kUnseen);
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const int64_t r = feeds[i].predicts_row;
+      if (r < 0) continue;
+      step.outputs.push_back(int64_t(i));
+      step.cells.push_back(r * W_ + count_[size_t(r)]);
+      started_[size_t(r)] = 1;
+      if (++count_[size_t(r)] == W_ && r + 1 < H_) finished_.push_back(r);
+    }
+    return step;
+  }
+
+  // What the step uploads at once: the fed cells' sources and positions, the outputs that give a row's next
+  // token and its cell, and the raster position of every one of the cache's C slots.
+  std::vector<int64_t> inputs(const Step& step, int64_t C) const {
+    std::vector<int64_t> plan;
+    for (const auto& f : step.feeds) plan.push_back(f.source);
+    for (const auto& f : step.feeds) plan.push_back(f.position);
+    for (const auto* part : {&step.outputs, &step.cells, &entries_})
+      plan.insert(plan.end(), part->begin(), part->end());
+    plan.resize(2 * step.feeds.size() + 2 * step.outputs.size() + size_t(C), kUnseen);
+    return plan;
+  }
+
+  // The step's entries, now in the cache, and the row that may start: row 1 once row 0 is complete, row r + 1
+  // once row r has s tokens, one row per step (the row below waits for this one's s tokens). A fed token that
+  // ends a row brought its end-of-line entry into the cache right after it (models/gpt/sequence_layout.h): the same
+  // cell for every rule above, so it lives and dies with its token.
+  void kept(const Step& step, bool row_ends) {
+    for (const auto& f : step.feeds) {
+      entries_.push_back(f.position);
+      if (row_ends && ends_row(f.position, W_, H_ * W_)) entries_.push_back(f.position);
+    }
+    for (int64_t r = 0; r + 1 < H_; ++r)
+      if (!started_[size_t(r + 1)] && count_[size_t(r)] >= (r == 0 ? W_ : s_)) {
+        started_[size_t(r + 1)] = 1;
+        break;
+      }
+  }
+
+ private:
+  int64_t H_, W_, s_;
+  std::vector<int64_t> entries_, count_;
+  std::vector<char> started_;
+  std::vector<int64_t> finished_;  // rows completed by the last step, whose last cell is not written yet
+};
 }  // namespace
 
 DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
@@ -65,62 +154,16 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   rows.start(target_.prefill(cache, request.conditions).logits, params_);  // token 0, as AR draws it
   cache.keep_all();
   const auto* pooled = target_.pooled_lengths(cache);
-  // The raster position of every committed entry of the cache, in the cache's order (the condition's: -1); the
-  // slots after them, and a placeholder's once its cell got its real token, are never seen (kUnseen).
-  constexpr int64_t kUnseen = std::numeric_limits<int64_t>::max();
-  std::vector<int64_t> entries(size_t(cache.length(0)), -1);
-  std::vector<int64_t> count(size_t(H), 0);  // tokens sampled per row
-  std::vector<char> started(size_t(H), 0);
-  count[0] = 1;
-  started[0] = 1;
+  RowSchedule schedule(H, W, s, cache.length(0));
   int64_t forwards = 1;
-  std::vector<int64_t> finished;  // rows completed by the last step, whose last cell is not written yet
 
   while (rows.next_iteration()) {  // until the last row is complete (then every row's `committed` is the image)
-    std::vector<Feed> feeds;
-    for (int64_t r = 0; r < H; ++r) {
-      if (!started[size_t(r)] || count[size_t(r)] == W) continue;
-      if (count[size_t(r)] > 0) {
-        const int64_t cell = r * W + count[size_t(r)] - 1;
-        feeds.push_back({cell, r, false, cell});
-      } else if (count[size_t(r - 1)] == W) {  // the row above is complete: its real last token
-        feeds.push_back({r * W - 1, r, false, r * W - 1});
-        finished.erase(std::remove(finished.begin(), finished.end(), r - 1), finished.end());
-      } else {  // the placeholder: the newest token of the row two above, at the last cell of the row above
-        feeds.push_back({r * W - 1, r, true, (r - 2) * W + count[size_t(r - 2)] - 1});
-      }
-    }
-    for (int64_t r : finished) feeds.push_back({(r + 1) * W - 1, -1, false, (r + 1) * W - 1});
-    finished.clear();
-    std::sort(feeds.begin(), feeds.end(), [](const Feed& a, const Feed& b) { return a.position < b.position; });
-
-    // A real token replaces the placeholder at its cell for every query from now on.
-    for (const auto& f : feeds)
-      if (!f.placeholder) std::replace(entries.begin(), entries.end(), f.position, kUnseen);
-    // The step's inputs, planned here and uploaded at once into a buffer of their shape: the fed cells' sources
-    // and positions, the outputs that give a row's next token and its cell, every slot's raster position.
-    std::vector<int64_t> source, position, outputs, cells;
-    for (const auto& f : feeds) {
-      source.push_back(f.source);
-      position.push_back(f.position);
-    }
-    for (size_t i = 0; i < feeds.size(); ++i) {
-      const int64_t r = feeds[i].predicts_row;
-      if (r < 0) continue;
-      outputs.push_back(int64_t(i));
-      cells.push_back(r * W + count[size_t(r)]);
-      started[size_t(r)] = 1;
-      if (++count[size_t(r)] == W && r + 1 < H) finished.push_back(r);
-    }
-    const int64_t T = int64_t(feeds.size()), K = int64_t(outputs.size());
-    std::vector<int64_t> plan(source);
-    for (const auto* part : {&position, &outputs, &cells, &entries})
-      plan.insert(plan.end(), part->begin(), part->end());
-    plan.resize(size_t(2 * T + 2 * K + C), kUnseen);
+    const auto plan = schedule.next();
+    const int64_t T = int64_t(plan.feeds.size()), K = int64_t(plan.outputs.size());
     auto& inputs = step_inputs_[{T, K, C, int64_t(device.type()), int64_t(device.index())}];
     if (!inputs.defined())
       inputs = torch::empty({2 * T + 2 * K + C}, torch::TensorOptions(torch::kInt64).device(device));
-    upload_to(inputs, torch::tensor(plan, torch::kInt64));
+    upload_to(inputs, torch::tensor(schedule.inputs(plan, C), torch::kInt64));
 
     // The step on the device: one forward feeding every active row's newest cell, each query seeing the
     // committed entries at earlier raster positions, then one sampled token per row.
@@ -140,19 +183,8 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
     for (auto& n : after) n += T;
     graphs_.run(rows, {B, T, K, cache.bucket_for(T)}, {pooled}, {&cache}, step, {after});
     ++forwards;
-    // A fed token that ends a row brought its end-of-line entry into the cache right after it (models/
-    // sequence_layout.h): the same cell for every rule above, so it lives and dies with its token.
-    for (const auto& f : feeds) {
-      entries.push_back(f.position);
-      if (row_ends && ends_row(f.position, W, N)) entries.push_back(f.position);
-    }
-    // Rows that may start now: row 1 once row 0 is complete, row r + 1 once row r has s tokens.
-    for (int64_t r = 0; r + 1 < H; ++r)
-      if (!started[size_t(r + 1)] && count[size_t(r)] >= (r == 0 ? W : s)) {
-        started[size_t(r + 1)] = 1;
-        break;  // one row starts per step: the row below waits for this one's s tokens
-      }
-    if (count[size_t(H - 1)] == W) std::fill(rows.committed.begin(), rows.committed.end(), N);
+    schedule.kept(plan, row_ends);
+    if (schedule.done()) std::fill(rows.committed.begin(), rows.committed.end(), N);
   }
   VISPEC_ASSERT(forwards == zipar_forwards(H, W, s), "ZipAR took ", forwards, " forwards, schedule says ",
                 zipar_forwards(H, W, s));
