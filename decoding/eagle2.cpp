@@ -23,6 +23,7 @@
 #include "decoding/eagle2.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "core/check.h"
@@ -67,6 +68,60 @@ struct TreeBounds {
     return widths;
   }
 };
+
+// Every row's tree shape: EAGLE-2's fixed one, or ADT-Tree's, which its policy moves with each tree (the policy
+// starts again with each sample a row takes). On the device too, so that growing a tree uploads nothing.
+class RowTreeShapes {
+ public:
+  RowTreeShapes(const TreeShape& shape, const std::optional<AdtParams>& adt, int64_t rows, int64_t grid)
+      : shape_(shape), adt_(adt), grid_(grid), shapes_(static_cast<size_t>(rows), shape) {
+    if (adt_)
+      for (int64_t b = 0; b < rows; ++b) policies_.emplace_back(*adt_, shape_, grid_);
+  }
+  // The largest shape any tree may take (ADT-Tree moves within its bounds), which sizes the drafter's blocks.
+  TreeShape widest() const {
+    if (!adt_) return shape_;
+    return {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};
+  }
+  // The shapes' device table, a buffer of the decode state ([rows, 3] int64), written once here.
+  void place(const torch::Tensor& own) {
+    own_ = own;
+    own_.copy_(tree_shape_table(shapes_));
+  }
+  void restart(const std::vector<int64_t>& rows) {
+    if (!adt_) return;
+    for (int64_t b : rows) {
+      policies_[size_t(b)] = AdtPolicy(*adt_, shape_, grid_);
+      shapes_[size_t(b)] = shape_;
+    }
+  }
+  // Before an iteration: each active row's shape for the tree rooted at root_index (the host's copy), uploaded
+  // before the iteration's graph, which reads them.
+  void next(const std::vector<int64_t>& active, const std::vector<int64_t>& root_index) {
+    if (!adt_) return;
+    for (int64_t b : active) shapes_[size_t(b)] = policies_[size_t(b)].next(root_index[size_t(b)]);
+    upload_to(own_, tree_shape_table(shapes_));
+  }
+  // After it: what each active row's tree accepted (`paths`, root first), for its policy and its statistics.
+  void record(const std::vector<int64_t>& active, const std::vector<int64_t>& root_index,
+              const std::vector<std::vector<int64_t>>& paths, DecodeState& rows) {
+    for (int64_t b : active) {
+      const auto& shape = shapes_[size_t(b)];
+      if (adt_) policies_[size_t(b)].record(root_index[size_t(b)], shape, int64_t(paths[size_t(b)].size()) - 1);
+      rows.stats_of(b).tree_depth += double(shape.depth);
+    }
+  }
+  const std::vector<TreeShape>& all() const { return shapes_; }
+  const torch::Tensor& own() const { return own_; }
+
+ private:
+  TreeShape shape_;
+  std::optional<AdtParams> adt_;
+  int64_t grid_;
+  std::vector<TreeShape> shapes_;
+  std::vector<AdtPolicy> policies_;  // ADT-Tree's, per row
+  torch::Tensor own_;
+};
 }  // namespace
 
 Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params, TreeShape shape,
@@ -88,14 +143,8 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     return draft_top_log_probs(gpt->image_logits(features), target_.guided(), params_, K);
   };
   auto tcache = target_.make_cache(B, shape_.total_tokens, /*static_steps=*/true);
-  // The largest shape any tree may take (ADT-Tree moves within its bounds) sizes the drafter's pending block.
-  TreeShape widest = shape_;
-  if (adt_)
-    widest = {std::max(shape_.depth, adt_->max_depth), std::max(shape_.top_k, adt_->max_k), shape_.total_tokens};
-  std::vector<AdtPolicy> policies;  // ADT-Tree's, per row: made again for each sample the row takes
-  if (adt_)
-    for (int64_t b = 0; b < B; ++b) policies.emplace_back(*adt_, shape_, gpt->config().grid_size);
-  std::vector<TreeShape> shapes(static_cast<size_t>(B), shape_);
+  RowTreeShapes shapes(shape_, adt_, B, gpt->config().grid_size);
+  const TreeShape widest = shapes.widest();
   const int64_t W = widest.depth + 2;  // the pairs' block: an accepted path holds the root and depth + 1 nodes
   auto rows = graphs_.rows(request, N, shape_.total_tokens, device, /*path_width=*/W + 1);
   EagleDrafterState pairs(target_, tcache, drafter_, drafter_steps_, B, W);
@@ -103,29 +152,18 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   pairs.prepare(rows, graphs_);
   IterationLoop loop(graphs_, rows, request, pairs.caches(dcache), pairs.pooled_lengths(dcache),
                      IterationLoop::Commit::kTree);
-  // Every row's tree shape on the device, so that growing a tree uploads nothing: EAGLE-2's fixed one, once per
-  // decode (ADT-Tree's move with each tree).
-  const auto own_shapes =
-      graphs_.state(rows, "tree_shapes", {B, 3}, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  own_shapes.copy_(tree_shape_table(shapes));
+  shapes.place(graphs_.state(rows, "tree_shapes", {B, 3}, torch::TensorOptions().dtype(torch::kInt64).device(device)));
   // ---- rows taking samples (every row at the start, then each row whose image is done): the target's prefill,
   // token 0 and the first pairs; ADT-Tree's policy starts again with the sample.
   const auto start = [&](const RowFill& fill) {
     pairs.start(params_, fill, rows, dcache);
-    if (adt_)
-      for (int64_t b : fill.rows) {
-        policies[size_t(b)] = AdtPolicy(*adt_, shape_, gpt->config().grid_size);
-        shapes[size_t(b)] = shape_;
-      }
+    shapes.restart(fill.rows);
   };
 
   loop.run(start, [&](const std::vector<int64_t>& active) {
     const auto root_index = rows.newest_index();  // the host's copy, for ADT-Tree's policy
-    if (adt_) {
-      for (int64_t b : active) shapes[size_t(b)] = policies[size_t(b)].next(root_index[size_t(b)]);
-      upload_to(own_shapes, tree_shape_table(shapes));  // before the iteration's graph, which reads them
-    }
-    const auto bounds = TreeBounds::of(shapes);
+    shapes.next(active, root_index);
+    const auto bounds = TreeBounds::of(shapes.all());
     const auto& lengths = bounds.lengths;
     const int64_t levels = bounds.levels, slots = bounds.slots, expansions = bounds.expansions;
 
@@ -160,7 +198,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // The trees stay on the device: their verification inputs and walk tables are built there, of one width
       // (total_tokens nodes), so nothing is read or uploaded between drafting and the walk.
       const auto grown =
-          grown_tree_tables(grow_dynamic_trees(draft_top(catchup, slots), shapes, own_shapes, expand),
+          grown_tree_tables(grow_dynamic_trees(draft_top(catchup, slots), shapes.all(), shapes.own(), expand),
                             rows.tokens.gather(1, root_cells).view({B}), root_cells.view({B}), shape_.total_tokens, N);
       loop.end_draft();
 
@@ -180,11 +218,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
     };
     const auto paths = loop.device_half(
         pairs.iteration_key(dcache, bounds.key(), shape_.total_tokens, bounds.drafter_widths()), iteration);
-    for (int64_t b : active) {
-      if (adt_)
-        policies[size_t(b)].record(root_index[size_t(b)], shapes[size_t(b)], int64_t(paths[size_t(b)].size()) - 1);
-      rows.stats_of(b).tree_depth += double(shapes[size_t(b)].depth);
-    }
+    shapes.record(active, root_index, paths, rows);
     return 1 + expansions;
   });
   return loop.result();
