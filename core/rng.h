@@ -23,6 +23,8 @@ enum class Purpose : uint32_t {
   kResample = 3,  // sampling from a residual distribution after a rejection
   kInit = 4,      // random initial drafts (SJD)
   kTrain = 5,     // training-time randomness keyed by step
+  kCouple = 6,    // the test that keeps a carried draft under maximal coupling (SCD), draw = the iteration
+  kNoise = 7,     // a position's Gumbel noise, one per token (SCD's Gumbel coupling), draw = the token
 };
 
 struct RngKey {

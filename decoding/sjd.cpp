@@ -13,22 +13,37 @@
 // changing drafter. Any rule of decoding/common/acceptance.h applies (the job's `accept`). All rows at once; one
 // read of the accepted counts per iteration; a row whose image is done takes the unit's next sample
 // (decoding/common/decode_state.h, continuous batching).
+// SCD (Speculative Coupled Decoding, `scd`) changes the carry alone: a carried draft is still a sample of p_j,
+// stored with q = p_j, but coupled to the draft it replaces (decoding/common/coupling.h): `maximal` keeps the old
+// draft where u q_j(d) < p_j(d) and draws the residual norm(max(0, p_j - q_j)) elsewhere; `gumbel` takes
+// argmax log p_j + g with the position's own Gumbel noise g, fixed until the position is committed. Both keep the
+// marginal p_j, so verification stays exact (the released SCD code that stores the old q for a kept draft does
+// not; this stores p_j for every carried draft). At temperature 0 SCD is SJD.
 // Randomness per (seed, sample id, position): kInit (draw = the sample's iteration) for new drafts, kDraft (draw
-// = the sample's iteration) for carried samples, kAccept for tests, kResample after a rejection, kSample for token 0
-// and bonus tokens.
+// = the sample's iteration) for carried samples (SCD's residual draws), kCouple (the same draw) for maximal
+// coupling's tests, kNoise (draw = the token) for a position's Gumbel noise, kAccept for tests, kResample after a
+// rejection, kSample for token 0 and bonus tokens.
 #include "decoding/sjd.h"
 
+#include "core/check.h"
 #include "core/rng.h"
+#include "decoding/common/coupling.h"
 #include "decoding/common/decode_state.h"
 #include "decoding/common/decoder_registry.h"
 #include "decoding/common/iteration_loop.h"
 
 namespace vispec {
 
+Coupling parse_coupling(const std::string& word) {
+  if (word == "maximal") return Coupling::kMaximal;
+  if (word == "gumbel") return Coupling::kGumbel;
+  VISPEC_FAIL("unknown coupling '", word, "' (maximal, gumbel)");
+}
+
 SjdDecoder::SjdDecoder(Gpt target, SamplingParams params, int64_t window, AcceptanceParams accept,
-                       std::shared_ptr<const CodebookNeighbours> neighbours)
+                       std::shared_ptr<const CodebookNeighbours> neighbours, Coupling coupling)
     : target_(std::move(target), params.cfg_scale), params_(params), window_(window),
-      rule_(chain_rule(accept, neighbours.get(), window, target_.gpt()->device())) {}
+      rule_(chain_rule(accept, neighbours.get(), window, target_.gpt()->device())), coupling_(coupling) {}
 
 DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
@@ -49,6 +64,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   if (!column_.defined()) {  // inputs of every iteration: made once, so that a replayed iteration finds them
     column_ = torch::arange(W, i64).view({1, W});
     window_mask_ = causal_mask(W + 1, device);
+    if (coupling_ == Coupling::kGumbel) token_draws_ = torch::arange(V, i64).repeat({W + 1}).view({1, (W + 1) * V});
   }
   const auto& column = column_;
   const auto row_iteration = rows.iteration.view({B, 1});  // each row's draws keyed by its sample's iterations
@@ -94,6 +110,17 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
         auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
         const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
         verdict = verify_chain(rule_, p, q, drafts, count, u);
+        // SCD: y_j (j < W) coupled to the draft d_{j+1} it replaces at its position, whose q was q_j
+        if (coupling_ == Coupling::kMaximal) {
+          const auto u_keep = rows.uniforms(cells.at(0, W), Purpose::kCouple, row_iteration);
+          const auto kept = maximal_coupling(drafts, q, p.narrow(1, 0, W), u_keep, u_carry.narrow(1, 0, W));
+          y = torch::cat({kept, y.narrow(1, W, 1)}, 1);
+        } else if (coupling_ == Coupling::kGumbel) {
+          // Each position's noise, one uniform per token: [B, (W + 1) V] positions, the token as the draw.
+          const auto at = cells.at(0, W + 1).unsqueeze(2).expand({B, W + 1, V}).reshape({B, (W + 1) * V});
+          const auto noise = rows.uniforms(at, Purpose::kNoise, token_draws_).view({B, W + 1, V});
+          y = gumbel_coupling(p, noise);
+        }
       }
       // ---- carry: y_{a+1} .. y_count (those inside the image) become the next window's drafts
       const auto from = (verdict.accepted + 1).view({B, 1}) + column;  // [B, W]
@@ -128,6 +155,30 @@ DecoderEntry sjd_entry() {
   return e;
 }
 const DecoderRegistration kSjdRegistration(sjd_entry());
+
+struct ScdSettings {
+  int64_t window = 32;  // SCD's released Lumina-mGPT scripts (its paper's table: 64)
+  Coupling coupling = Coupling::kMaximal;
+};
+
+DecoderEntry scd_entry() {
+  DecoderEntry e;
+  e.name = "scd";
+  e.summary = "speculative coupled decoding: SJD whose carried drafts are coupled to the drafts they replace";
+  e.read = [](DecoderFields& f, DecoderConfig& c) {
+    ScdSettings s;
+    s.window = f.whole("window", s.window, 1, 64);
+    s.coupling = f.word<Coupling>("coupling", "maximal", parse_coupling);
+    c.method = s;
+    read_rule(f, c, "exact");
+  };
+  e.build = [](const DecoderConfig& c, const DecoderModels& m) -> std::unique_ptr<Decoder> {
+    const auto& s = c.settings<ScdSettings>();
+    return std::make_unique<SjdDecoder>(m.target, c.sampling, s.window, c.accept, m.neighbours, s.coupling);
+  };
+  return e;
+}
+const DecoderRegistration kScdRegistration(scd_entry());
 }  // namespace
 
 }  // namespace vispec

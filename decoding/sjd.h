@@ -1,7 +1,9 @@
-// Speculative Jacobi decoding (Teng et al., ICLR 2025): training-free and lossless.
+// Speculative Jacobi decoding (Teng et al., ICLR 2025), and SCD (Speculative Coupled Decoding, ICML 2026), SJD
+// whose carried drafts are coupled to the drafts they replace: training-free and lossless.
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "decoding/common/cfg_model.h"
 #include "decoding/common/codebook_neighbours.h"
@@ -11,13 +13,18 @@
 
 namespace vispec {
 
+// How a draft carried past a rejection is drawn from its position's new distribution (decoding/common/coupling.h):
+// afresh (SJD's Jacobi update), or coupled to the draft it replaces (SCD).
+enum class Coupling { kJacobi, kMaximal, kGumbel };
+Coupling parse_coupling(const std::string& word);  // maximal | gumbel
+
 class SjdDecoder : public Decoder {
  public:
   // window: drafts verified per forward (SJD's 16-token window is the last committed token + 15 drafts).
   // accept: the rule drafts are verified by (SJD's own: exact); neighbours for the LANTERN rules.
   SjdDecoder(Gpt target, SamplingParams params, int64_t window, AcceptanceParams accept = {},
-             std::shared_ptr<const CodebookNeighbours> neighbours = nullptr);
-  std::string name() const override { return "sjd"; }
+             std::shared_ptr<const CodebookNeighbours> neighbours = nullptr, Coupling coupling = Coupling::kJacobi);
+  std::string name() const override { return coupling_ == Coupling::kJacobi ? "sjd" : "scd"; }
   DecodeResult decode(const DecodeRequest& request) override;
   bool refills_rows() const override { return true; }
 
@@ -26,8 +33,10 @@ class SjdDecoder : public Decoder {
   SamplingParams params_;
   int64_t window_;
   ChainRule rule_;
+  Coupling coupling_;
   IterationGraphs graphs_;              // the decode state's buffers and the iterations' graphs
   torch::Tensor column_, window_mask_;  // the window's columns and its block mask
+  torch::Tensor token_draws_;           // [1, (window + 1) V]: each token's draw of a position's Gumbel noise
 };
 
 }  // namespace vispec

@@ -1,5 +1,6 @@
-// Speculative Jacobi decoding (decoding/sjd.cpp): greedy tokens identical to AR's for every window, and at
-// temperature 1 the first tokens' distribution matches the exact target distribution by chi-square.
+// Speculative Jacobi decoding and SCD, its coupled drafts (decoding/sjd.cpp): greedy tokens identical to AR's for
+// every window, and at temperature 1 the first tokens' distribution matches the exact target distribution by
+// chi-square, whichever coupling carries the drafts.
 #include <gtest/gtest.h>
 
 #include "decoding/ar.h"
@@ -35,6 +36,36 @@ TEST(SjdDecoder, SamplesTheExactTargetDistributionAtTemperatureOne) {
   for (const auto& s : sjd.decode(test::requests(0, 100, 1)).stats) total += s;
   std::cout << "SJD tokens per target forward: " << total.mean_accepted_length() << "\n";
   EXPECT_GT(total.accepted, 0);  // drafts were accepted: the Jacobi carry works
+}
+
+TEST(ScdDecoder, GreedyTokensEqualArGreedyWithEitherCoupling) {
+  const auto p = test::guided_sampling(0);
+  auto target = test::tiny_gpt(1);
+  const auto r = test::requests(0, 6);
+  const auto reference = ArDecoder(target, p).decode(r).tokens;
+  for (auto coupling : {Coupling::kMaximal, Coupling::kGumbel})
+    for (int64_t window : {2, 15}) {
+      SjdDecoder scd(target, p, window, AcceptanceParams{}, nullptr, coupling);
+      EXPECT_EQ(scd.name(), "scd");
+      EXPECT_TRUE(torch::equal(scd.decode(r).tokens, reference)) << "window " << window;
+    }
+}
+
+// The carried drafts are coupled to the drafts they replace, and still samples of p: the first tokens' law is
+// the target's (x2 is often a carried draft, tested in the second iteration), and the drafts are accepted.
+TEST(ScdDecoder, SamplesTheExactTargetDistributionAtTemperatureOneWithEitherCoupling) {
+  const int64_t V = 8;
+  const auto p = test::guided_sampling(1.0);
+  auto target = test::tiny_gpt(3, V);
+  for (auto coupling : {Coupling::kMaximal, Coupling::kGumbel}) {
+    const std::string label = coupling == Coupling::kMaximal ? "SCD maximal" : "SCD gumbel";
+    SjdDecoder scd(target, p, 6, AcceptanceParams{}, nullptr, coupling);
+    EXPECT_TRUE(test::first_token_fit(scd, target, p, V, label).passes()) << label;
+    SampleStats total;
+    for (const auto& s : scd.decode(test::requests(0, 100, 1)).stats) total += s;
+    std::cout << label << " tokens per target forward: " << total.mean_accepted_length() << "\n";
+    EXPECT_GT(total.accepted, 0) << label;
+  }
 }
 
 }  // namespace vispec
