@@ -98,7 +98,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
       const auto count = (N - rows.n).clamp(0, W);
       const auto u = chain_uniforms(rows, W, rule_, params_.greedy(), cells.at(0, W + 1));
       // The Jacobi update reads y_j, a sample of p_j at n + j (the argmax at temperature 0).
-      torch::Tensor y, p;
+      torch::Tensor y, p, q_carried;  // q_carried: each y_j's stored q, its marginal p_j
       ChainVerdict verdict;
       if (params_.greedy()) {
         y = greedy_tokens(out.logits);  // [B, W + 1]
@@ -110,11 +110,16 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
         auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
         const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
         verdict = verify_chain(rule_, p, q, drafts, count, u);
+        q_carried = p;
         // SCD: y_j (j < W) coupled to the draft d_{j+1} it replaces at its position, whose q was q_j
-        if (coupling_ == Coupling::kMaximal) {
+        if (coupling_ == Coupling::kMaximal || coupling_ == Coupling::kMaximalKeepsOldQ) {
           const auto u_keep = rows.uniforms(cells.at(0, W), Purpose::kCouple, row_iteration);
-          const auto kept = maximal_coupling(drafts, q, p.narrow(1, 0, W), u_keep, u_carry.narrow(1, 0, W));
-          y = torch::cat({kept, y.narrow(1, W, 1)}, 1);
+          const auto coupled = maximal_coupling(drafts, q, p.narrow(1, 0, W), u_keep, u_carry.narrow(1, 0, W));
+          y = torch::cat({coupled, y.narrow(1, W, 1)}, 1);
+          if (coupling_ == Coupling::kMaximalKeepsOldQ) {       // a kept draft keeps its old q: biased, for comparison
+            const auto kept = coupled.eq(drafts).unsqueeze(2);  // a residual draw never equals the old draft
+            q_carried = torch::cat({torch::where(kept, q, p.narrow(1, 0, W)), p.narrow(1, W, 1)}, 1);
+          }
         } else if (coupling_ == Coupling::kGumbel) {
           // Each position's noise, one uniform per token: [B, (W + 1) V] positions, the token as the draw.
           const auto at = cells.at(0, W + 1).unsqueeze(2).expand({B, W + 1, V}).reshape({B, (W + 1) * V});
@@ -125,7 +130,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
       // ---- carry: y_{a+1} .. y_count (those inside the image) become the next window's drafts
       const auto from = (verdict.accepted + 1).view({B, 1}) + column;  // [B, W]
       carry.copy_(y.gather(1, from.clamp_max(W)));
-      if (p.defined()) carry_q.copy_(p.gather(1, from.clamp_max(W).unsqueeze(2).expand({B, W, V})));
+      if (p.defined()) carry_q.copy_(q_carried.gather(1, from.clamp_max(W).unsqueeze(2).expand({B, W, V})));
       carry_len.copy_((torch::minimum(count, N - rows.n - 1) - verdict.accepted).clamp_min(0));
       cache.advance(rows.commit_chain_on_device(drafts, verdict, count, N));  // newest + accepted drafts
     };

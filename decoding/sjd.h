@@ -14,8 +14,10 @@
 namespace vispec {
 
 // How a draft carried past a rejection is drawn from its position's new distribution (decoding/common/coupling.h):
-// afresh (SJD's Jacobi update), or coupled to the draft it replaces (SCD).
-enum class Coupling { kJacobi, kMaximal, kGumbel };
+// afresh (SJD's Jacobi update), or coupled to the draft it replaces (SCD). kMaximalKeepsOldQ is the bookkeeping of
+// SCD's released maximal-coupling code (a kept draft keeps its old q, not p): biased, never a job's choice, kept
+// for the negative control of the exactness test (tests/test_sjd_decoder.cpp).
+enum class Coupling { kJacobi, kMaximal, kGumbel, kMaximalKeepsOldQ };
 Coupling parse_coupling(const std::string& word);  // maximal | gumbel
 
 class SjdDecoder : public Decoder {

@@ -118,6 +118,29 @@ inline ExactFirstTokens exact_first_tokens(Gpt& gpt, int64_t cls, const Sampling
   e.x2 = (e.joint01.reshape({-1, 1}) * p2).sum(0);
   return e;
 }
+// The exact law of whole images of `gpt` (N tokens over V codes, V^N sequences, indexed by their tokens as base-V
+// digits, the first most significant) for class `cls`, and a decoder's counts of the same over `samples` samples.
+inline torch::Tensor exact_sequences(Gpt& gpt, int64_t cls, const SamplingParams& params, int64_t V, int64_t N) {
+  auto joint = exact_next(gpt, cls, torch::zeros({1, 0}, torch::kInt64), params)[0];  // [V]
+  auto prefixes = torch::arange(V, torch::kInt64).view({V, 1});
+  for (int64_t t = 1; t < N; ++t) {
+    joint = (joint.view({-1, 1}) * exact_next(gpt, cls, prefixes, params)).view(-1);
+    prefixes = torch::cat(
+        {prefixes.repeat_interleave(V, 0), torch::arange(V, torch::kInt64).repeat(prefixes.size(0)).view({-1, 1})}, 1);
+  }
+  return joint;
+}
+inline torch::Tensor count_sequences(Decoder& decoder, int64_t cls, int64_t samples, int64_t V, int64_t N) {
+  auto counts = torch::zeros({int64_t(std::pow(V, N))}, torch::kFloat64);
+  auto digits = torch::ones({N}, torch::kInt64);
+  for (int64_t i = N - 2; i >= 0; --i) digits[i] = digits[i + 1] * V;
+  for (int64_t start = 0; start < samples; start += 500) {
+    const auto tokens = decoder.decode(requests(start, 500, cls)).tokens;  // [500, N]
+    counts.index_add_(0, (tokens * digits).sum(1), torch::ones({tokens.size(0)}, torch::kFloat64));
+  }
+  return counts;
+}
+
 // The test every lossless decoder must pass: `decoder` on chi_samples() samples of class 1 against the exact
 // distribution of `target` (vocabulary V) under `params`. Prints and returns (joint of x0, x1; marginal of x2).
 struct FirstTokenFit {

@@ -68,4 +68,27 @@ TEST(ScdDecoder, SamplesTheExactTargetDistributionAtTemperatureOneWithEitherCoup
   }
 }
 
+// Whole images of a 2x2-grid model over 4 codes, 80000 samples against the exact law of all 256 sequences: SJD and
+// SCD with either coupling pass; SCD keeping a kept draft's old q, as its released maximal-coupling code does,
+// fails the same test (the test can tell a biased sampler).
+TEST(ScdDecoder, WholeImagesFollowTheTargetAndTheReleasedBookkeepingDoesNot) {
+  const int64_t V = 4, N = 4, samples = 80000;
+  const auto p = test::guided_sampling(1.0);
+  auto target = test::tiny_sequence_gpt(7, 2, V);
+  const auto exact = test::exact_sequences(target, 1, p, V, N);
+  const auto fit = [&](Coupling coupling) {
+    SjdDecoder decoder(target, p, 3, AcceptanceParams{}, nullptr, coupling);
+    const auto chi = test::chi_square(test::count_sequences(decoder, 1, samples, V, N), exact);
+    std::cout << "coupling " << int(coupling) << ": chi2 " << chi.stat << " df " << chi.df << " critical "
+              << chi.critical() << "\n";
+    return chi;
+  };
+  for (auto coupling : {Coupling::kJacobi, Coupling::kMaximal, Coupling::kGumbel}) {
+    const auto chi = fit(coupling);
+    EXPECT_LT(chi.stat, chi.critical()) << int(coupling);
+  }
+  const auto biased = fit(Coupling::kMaximalKeepsOldQ);
+  EXPECT_GT(biased.stat, biased.critical()) << "the released bookkeeping passed: the test has no power";
+}
+
 }  // namespace vispec

@@ -39,6 +39,13 @@ Gpt tiny_grid_gpt(uint64_t seed, int64_t grid, torch::Dtype dtype, torch::Device
   return random_gpt(seed, config, torch::TensorOptions().dtype(dtype).device(device));
 }
 
+Gpt tiny_sequence_gpt(uint64_t seed, int64_t grid, int64_t vocab) {
+  auto config = tiny_gpt_config();
+  config.grid_size = grid;
+  config.vocab_size = vocab;
+  return random_gpt(seed, config, torch::TensorOptions());
+}
+
 VqConfig tiny_vq_config() {
   VqConfig c;
   c.codebook_size = 32;

@@ -19,6 +19,9 @@ Gpt tiny_gpt(uint64_t seed = 1, int64_t vocab = 64);
 // static cache: 64, 128, 145 keys), weights ~ N(0, 0.3), in `dtype` on `device`.
 Gpt tiny_grid_gpt(uint64_t seed, int64_t grid, torch::Dtype dtype = torch::kFloat32,
                   torch::Device device = torch::kCPU);
+// The tiny GPT on a grid x grid image over `vocab` codes: grid 2 and vocab 4 give 256 whole sequences, few enough
+// for a chi-square over every one of them.
+Gpt tiny_sequence_gpt(uint64_t seed, int64_t grid, int64_t vocab);
 VqConfig tiny_vq_config();
 // An EAGLE drafter for a target of config c, weights ~ N(0, 0.3), in eval mode.
 EagleDrafter tiny_eagle_drafter(const GptConfig& c, uint64_t seed);
