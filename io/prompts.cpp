@@ -51,6 +51,8 @@ bool PromptReader::next(Prompt& prompt) {
     const int64_t number = line_;
     offset_ += line.size() + (newline ? 1 : 0);
     ++line_;
+    // A UTF-8 byte-order mark (as some editors save a file) is no part of the first prompt.
+    if (start == 0 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
     const auto b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
     if (b == std::string::npos || line[b] == '#') continue;
     prompt = {number, start, line.substr(b, e - b + 1)};
@@ -66,6 +68,13 @@ std::vector<Prompt> read_prompts(const std::string& path) {
   for (Prompt p; reader.next(p);) out.push_back(std::move(p));
   VISPEC_CHECK(!out.empty(), path, ": the prompts file holds no prompts");
   return out;
+}
+
+std::string quoted_prompt(const std::string& text) {
+  if (text.size() <= kQuotedBytes) return text;
+  size_t cut = kQuotedBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 size_t invalid_utf8_at(const std::string& text) {

@@ -38,5 +38,9 @@ std::vector<Prompt> read_prompts(const std::string& path);
 // The byte offset of the first byte of `text` that does not begin a well-formed UTF-8 sequence (overlong forms,
 // surrogates and code points above U+10FFFF are not well-formed), or std::string::npos if all of it is.
 size_t invalid_utf8_at(const std::string& text);
+// A prompt as a message quotes it: whole up to kQuotedBytes, else its first bytes (cut at a character's start)
+// and how long it is, so that a 20 MB line is not echoed into the log and errors.jsonl.
+inline constexpr size_t kQuotedBytes = 200;
+std::string quoted_prompt(const std::string& text);
 
 }  // namespace vispec

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "core/check.h"
 #include "decoding/common/sample_stats.h"
@@ -31,6 +32,36 @@ std::string first_difference(const nlohmann::json& old_id, const nlohmann::json&
 }  // namespace
 
 std::string journal_path(const std::string& out_dir) { return out_dir + "/journal.jsonl"; }
+
+bool holds_journal(const std::string& out_dir) {
+  const auto path = journal_path(out_dir);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) return false;
+  // The first line, read with the system's calls so that an I/O error is one line naming the file, never taken
+  // for "not a journal". A header is a few hundred bytes; a first line past 1 MiB is not one.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  VISPEC_CHECK(fd >= 0, path, ": cannot open: ", std::strerror(errno));
+  std::string first(size_t(1) << 20, '\0');
+  size_t got = 0;
+  while (got < first.size()) {
+    const ssize_t n = ::read(fd, first.data() + got, first.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      VISPEC_FAIL(path, ": read failed: ", std::strerror(err));
+    }
+    if (n == 0 || std::memchr(first.data() + got, '\n', size_t(n))) {
+      got += size_t(n);
+      break;
+    }
+    got += size_t(n);
+  }
+  ::close(fd);
+  first.resize(got);
+  const auto header = nlohmann::json::parse(first.substr(0, first.find('\n')), nullptr, /*allow_exceptions=*/false);
+  return header.is_object() && header.contains("fingerprint") && header.contains("identity");
+}
 
 Journal::Journal(const std::string& out_dir, const nlohmann::json& header) : path_(journal_path(out_dir)) {
   if (!file_exists(path_)) {

@@ -64,6 +64,7 @@ Output prepare_output(const JobPlan& plan, bool start_over, int ranks) {
   const auto& out = plan.job.out_dir;
   const auto identity = job_identity(plan);  // before anything is written: it may fail (an unusable device)
   Output held;
+  require_own_output(out, "a run would write");  // before the lock: a folder of the user's gets nothing, not even it
   held.lock = std::make_unique<OutputLock>(out);
   if (!start_over && start_over_pending(out)) spdlog::warn("{}: finishing the --new a killed run began", out);
   if (start_over || start_over_pending(out)) ::vispec::start_over(out);
@@ -252,6 +253,10 @@ std::pair<std::string, std::string> job_and_out(const RunOptions& o) {
   const bool directory = fs::is_directory(o.job_file, ec);
   if (!directory && o.resume) VISPEC_FAIL(o.job_file, ": not a directory (vispec resume takes the OUT of a run)");
   if (!directory) return {o.job_file, o.out_dir};
+  // By content: a folder with a job.yaml of the user's own is not a run's, and nothing is written into it.
+  if (!holds_journal(o.job_file))
+    VISPEC_FAIL(o.job_file, ": no vispec journal (journal.jsonl) here: not the output directory of a run (give a ",
+                "job file, or a run's OUT); nothing was written");
   const auto job = job_snapshot_path(o.job_file);
   if (!file_exists(job))
     VISPEC_FAIL(o.job_file, ": no job.yaml here: not the output directory of a run (give a job file, or a run's OUT)");

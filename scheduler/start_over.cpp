@@ -48,17 +48,20 @@ bool start_over_pending(const std::string& out) {
   return fs::exists(mark_path(out), ec);
 }
 
+void require_own_output(const std::string& out, const std::string& action) {
+  if (start_over_pending(out) || holds_journal(out)) return;
+  // No journal: only empty run directories and the lock may stand here.
+  for (const char* dir : kRunDirectories)
+    for (const auto& name : entries(out, dir)) {
+      const bool ours = !dir[0] && (name == ".vispec.lock" || is_run_directory(name));
+      VISPEC_CHECK(ours, (fs::path(out) / dir / name).string(), ": ", action,
+                   " in a directory that holds no vispec journal (journal.jsonl); vispec writes and deletes only "
+                   "in directories of its own runs: move the file or choose another --out");
+    }
+}
+
 void start_over(const std::string& out) {
-  if (!start_over_pending(out) && !fs::exists(journal_path(out))) {
-    // No journal: only empty run directories and the lock may stand here.
-    for (const char* dir : kRunDirectories)
-      for (const auto& name : entries(out, dir)) {
-        const bool ours = !dir[0] && (name == ".vispec.lock" || is_run_directory(name));
-        VISPEC_CHECK(ours, (fs::path(out) / dir / name).string(),
-                     ": --new would start over in a directory that holds no vispec journal (journal.jsonl); vispec "
-                     "deletes only what a run of its own wrote: move the file or choose another --out");
-      }
-  }
+  require_own_output(out, "--new would start over");
   write_file_atomic(mark_path(out), "a vispec run --new is removing the previous run's files\n");
   remove_file(journal_path(out));  // first: from here on no unit of the old run counts as done
   int64_t removed = 0;

@@ -15,5 +15,9 @@ namespace vispec {
 void start_over(const std::string& out);
 // Whether a --new was killed before it finished in OUT.
 bool start_over_pending(const std::string& out);
+// Before a run writes anything in OUT: OUT is vispec's to write, a run's (its journal, by content), a --new under
+// way, or new (absent, or nothing in it but the lock and empty run directories). Else throws one line naming the
+// first file that is not vispec's, `action` saying what would have happened ("a run would write").
+void require_own_output(const std::string& out, const std::string& action);
 
 }  // namespace vispec

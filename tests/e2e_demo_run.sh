@@ -83,4 +83,23 @@ set +e
 set -e
 [ "$code" -eq 2 ] && grep -q "^vispec: error: .*nowhere: not a directory" "$work/bad.log" ||
   { cat "$work/bad.log"; echo "e2e: resume of a missing directory: exit $code"; exit 1; }
+# A folder of the user's with a job.yaml of their own and no journal is not a run's: resume and run refuse it in
+# one line and write nothing there (the user's job.yaml unchanged, no other file made).
+mkdir "$work/mine"
+cp jobs/demo.yaml "$work/mine/job.yaml"
+echo "my notes" > "$work/mine/notes.txt"
+for cmd in resume run run-out new; do
+  set +e
+  case $cmd in
+    run-out) "$vispec" run jobs/demo.yaml --out "$work/mine" 2> "$work/mine.log" ;;
+    new) "$vispec" run jobs/demo.yaml --out "$work/mine" --new 2> "$work/mine.log" ;;
+    *) "$vispec" $cmd "$work/mine" 2> "$work/mine.log" ;;
+  esac
+  code=$?
+  set -e
+  [ "$code" -eq 2 ] && grep -Eq "mine: no vispec journal \(journal.jsonl\) here|mine/(job.yaml|notes.txt): (a run would write|--new would start over) in a directory that holds no vispec journal" "$work/mine.log" ||
+    { cat "$work/mine.log"; echo "e2e: $cmd of a folder that is not a run's: exit $code"; exit 1; }
+  cmp -s jobs/demo.yaml "$work/mine/job.yaml" && [ "$(ls -A "$work/mine" | sort | tr '\n' ' ')" = "job.yaml notes.txt " ] ||
+    { ls -la "$work/mine"; echo "e2e: $cmd wrote into a folder that is not a run's"; exit 1; }
+done
 echo "e2e: rerun of a finished job is a no-op"

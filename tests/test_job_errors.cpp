@@ -413,6 +413,37 @@ TEST_F(JobErrors, AKeyThatIsAListOrAMapIsRefusedInOneLine) {
   EXPECT_NE(err.find("a key that is a list or a map"), std::string::npos) << err;
 }
 
+// A prompt file saved with a UTF-8 byte-order mark keeps its first prompt whole (the mark is no part of it), and a
+// reader started at a later prompt's offset reads on from there.
+TEST(Prompts, AByteOrderMarkIsNoPartOfTheFirstPrompt) {
+  const auto path = fs::temp_directory_path() / ("vispec_bom_" + std::to_string(::getpid()) + ".txt");
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "\xEF\xBB\xBFt-shirt/top\n# a comment\nankle boot\n";
+  }
+  const auto prompts = read_prompts(path.string());
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_EQ(prompts[0].text, "t-shirt/top");
+  EXPECT_EQ(prompts[0].line, 1);
+  EXPECT_EQ(prompts[1].text, "ankle boot");
+  PromptReader later(path.string(), prompts[1].offset, prompts[1].line);
+  Prompt p;
+  ASSERT_TRUE(later.next(p));
+  EXPECT_EQ(p.text, "ankle boot");
+  fs::remove(path);
+}
+
+TEST(Prompts, ALongPromptIsQuotedByItsFirstBytesAndItsLength) {
+  EXPECT_EQ(quoted_prompt("ankle boot"), "ankle boot");
+  const std::string line(20 << 20, 'x');
+  const auto q = quoted_prompt(line);
+  EXPECT_EQ(q, std::string(kQuotedBytes, 'x') + "... (20971520 bytes)");
+  // Cut at a character's start: a 3-byte character across the limit is left out whole.
+  const auto accents = std::string(kQuotedBytes - 1, 'a') + "\xE2\x9C\x93" + "tail";
+  EXPECT_EQ(quoted_prompt(accents).substr(0, kQuotedBytes), std::string(kQuotedBytes - 1, 'a') + ".");
+  EXPECT_EQ(invalid_utf8_at(quoted_prompt(accents)), std::string::npos);
+}
+
 TEST(Prompts, InvalidUtf8IsFoundAtItsFirstByte) {
   EXPECT_EQ(invalid_utf8_at("ankle boot, h\xC3\xA9, \xE2\x9C\x93, \xF0\x9D\x84\x9E"), std::string::npos);
   EXPECT_EQ(invalid_utf8_at("ba\xFFg"), 2u);

@@ -66,7 +66,7 @@ bool judge_prompt(const ModelConfig& model, const std::string& file, const Promp
   if (sample.class_id < 0) {
     std::string known;
     for (const auto& c : model.classes) known += (known.empty() ? "" : ", ") + c;
-    error = where + "unknown class name '" + p.text + "' (known: " + known + ", or an id below " +
+    error = where + "unknown class name '" + quoted_prompt(p.text) + "' (known: " + known + ", or an id below " +
             std::to_string(model.gpt.num_classes) + ")";
   }
   return sample.class_id >= 0;
