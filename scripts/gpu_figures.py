@@ -38,6 +38,16 @@ AR_OF_FLOOR = 0.6
 LOSSLESS = ("sd", "sjd", "eagle1", "eagle2")
 
 
+def preferred_dtype(rows):
+    """The rows' bf16, else the dtype of their first (a table of one dtype)."""
+    return "bf16" if any(r["dtype"] == "bf16" for r in rows) else rows[0]["dtype"] if rows else None
+
+
+def judged_note(judged):
+    """How a table's title ends: judged against the targets, or shown only."""
+    return "." if judged else ", not judged against the targets: not LlamaGen's whole shape replayed on a GPU."
+
+
 def ar_rows(summary):
     """GPT-XL shape, bf16, the graphs mode: {batch: row} (on a CPU the mode runs eagerly, and says so)."""
     step_cost = summary.get("step_cost") or {}
@@ -73,7 +83,7 @@ def break_even(summary):
     whether they are judged: LlamaGen's whole GPT-XL shape replayed on a GPU (not a CPU's cut shape)."""
     table = summary.get("break_even") or {}
     rows = table.get("rows", [])
-    dtype = "bf16" if any(r["dtype"] == "bf16" for r in rows) else rows[0]["dtype"] if rows else None
+    dtype = preferred_dtype(rows)
     by_batch = {}
     for r in rows:
         if r["dtype"] == dtype:
@@ -101,7 +111,7 @@ def throughput(summary):
     are judged (as the break-even table's)."""
     table = summary.get("throughput") or {}
     rows = [r for r in table.get("rows", []) if "error" not in r]
-    dtype = "bf16" if any(r["dtype"] == "bf16" for r in rows) else rows[0]["dtype"] if rows else None
+    dtype = preferred_dtype(rows)
     return [r for r in rows if r["dtype"] == dtype], bool(table.get("shape_real")) and bool(table.get("graphs"))
 
 
@@ -229,8 +239,7 @@ def markdown(summary, f):
         lines += [f"Break-even table: {be['shape']}, random weights (vispec step-cost --decoders; bench/break_even.h). "
                   "A decoder beats AR where its mean accepted length exceeds its break-even MAL; the projection "
                   "carries the embedded model's MAL (same decoder, same settings) over to this shape's costs"
-                  + ("." if be["judged"] else ", not judged against the targets: not LlamaGen's whole shape "
-                     "replayed on a GPU."), "",
+                  + judged_note(be["judged"]), "",
                   "| batch | decoder | ms / iteration | AR ms / step | break-even MAL | MAL embedded (batch) | "
                   "projected speedup |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
         for b, rows in be["batches"].items():
@@ -246,9 +255,7 @@ def markdown(summary, f):
     if flow["rows"]:
         lines += [f"Throughput: {flow['shape']}, random weights, whole images (vispec step-cost --decoders; "
                   "bench/break_even.h). AR measured beside its bandwidth floor; the others projected: AR's images/s "
-                  "x the embedded model's batch MAL / the break-even MAL"
-                  + ("." if flow["judged"] else ", not judged against the targets: not LlamaGen's whole shape "
-                     "replayed on a GPU."), "",
+                  "x the embedded model's batch MAL / the break-even MAL" + judged_note(flow["judged"]), "",
                   "| batch | decoder | images/s (AR measured, others projected) | AR's floor images/s | of the floor | "
                   "break-even MAL | MAL embedded (batch) |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
         lines += [f"| {r['batch']}{' (auto)' if r['batch_auto'] else ''} | {r['decoder']} | "
