@@ -22,7 +22,7 @@ grep -q "'none-such' is not the label of a decoder" "$work/parse" || { cat "$wor
 grep -q "unknown decoder 'none-such' (known: all, " "$work/refused.log" && [ ! -e "$work/refused" ] \
   || { cat "$work/refused.log"; echo "FAIL: step-cost --decoders none-such"; exit 1; }
 printf 't-shirt/top\n' > "$work/prompts.txt"
-bash "$src/scripts/gpu_check.sh" --cpu --quick --binaries "$build" --deadline 600 \
+bash "$src/scripts/gpu_check.sh" --cpu --quick --binaries "$build" --deadline 780 \
   --step-cost-args "--dtypes fp32,bf16 --batches 1,32 --modes graphs --xl-layers 1 --xl-grid 4 --max-steps 8" \
   --break-even-args "--dtypes fp32 --batches 1,2 --xl-preset GPT-B --xl-layers 1 --xl-grid 6 --xl-vocab 512 --mal-samples 3" \
   --throughput-args "--dtypes fp32 --batches 2,auto --auto-batch-limit 3 --xl-preset GPT-B --xl-layers 1 --xl-grid 6 --xl-vocab 512 --mal-samples 3" \
