@@ -65,7 +65,8 @@
 #   otherwise: demo_fp32, demo_bf16, demo_cpu, step_cost (whole images, the default sizes), then tests: the whole CTest
 #            suite where the binaries have a build directory, else the whole of vispec_tests run directly (the
 #            summary's tests_runner says which); last, so that the figures come back should the suite run long
-# --cpu: the same without CUDA (CUDA_VISIBLE_DEVICES hidden, device cpu, budgets x3); the CTest suite runs
+# --cpu: the same without CUDA (CUDA_VISIBLE_DEVICES hidden, device cpu, budgets x3, the two decoder tables on a
+# cut shape unless their args are given); the CTest suite runs
 # `--cpu --quick --binaries BUILD` (tests/gpu_check_cpu.sh) so that the script cannot rot. --tests REGEX runs only
 # the matching tests (ctest -R, or the matching gtest names); --step-cost-args replaces the step-cost sizes (with
 # --quick: "--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"); --break-even-args the
@@ -89,7 +90,7 @@ src=$(pwd)
 
 cpu=0 quick=0 deps_only=0 build="" binaries_dir="" tests_regex="" outdir="" deadline=""
 step_cost_args="" step_cost_args_set=0 break_even_args="--dtypes bf16 --batches 1,8,32" bench_sets=() demo_sets=() skip_steps="," also_commands=()
-throughput_args="--dtypes bf16 --batches 8,32,64,128,auto"
+throughput_args="--dtypes bf16 --batches 8,32,64,128,auto" break_even_args_set=0 throughput_args_set=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu=1 ;;
@@ -99,8 +100,8 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
     --step-cost-args) step_cost_args=$2; step_cost_args_set=1; shift ;;
-    --break-even-args) break_even_args=$2; shift ;;
-    --throughput-args) throughput_args=$2; shift ;;
+    --break-even-args) break_even_args=$2; break_even_args_set=1; shift ;;
+    --throughput-args) throughput_args=$2; throughput_args_set=1; shift ;;
     --bench-set) bench_sets+=(--set "$2"); shift ;;
     --demo-set) demo_sets+=(--set "$2"); shift ;;
     --skip) skip_steps=",$2,"; shift ;;
@@ -112,6 +113,13 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# On a CPU, GPT-XL's shape (even cut to 4 layers) decoded whole by 13 decoders outlasts any budget: unless told
+# otherwise the two decoder tables run on a 1-layer GPT-B-wide shape of 6x6 tokens, which proves their plumbing.
+cpu_shape="--dtypes fp32 --xl-preset GPT-B --xl-layers 1 --xl-grid 6 --xl-vocab 512 --mal-samples 3"
+if [ $cpu = 1 ]; then
+  [ $break_even_args_set = 1 ] || break_even_args="$cpu_shape --batches 1,2"
+  [ $throughput_args_set = 1 ] || throughput_args="$cpu_shape --batches 2,auto --auto-batch-limit 3"
+fi
 sysroot=${VISPEC_GPU_CHECK_SYSROOT:-/}
 sysroot=${sysroot%/}  # "" for the machine itself: "$sysroot/usr/include"
 ldconfig_file=${VISPEC_GPU_CHECK_LDCONFIG:-}
