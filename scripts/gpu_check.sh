@@ -65,8 +65,8 @@
 #   otherwise: demo_fp32, demo_bf16, demo_cpu, step_cost (whole images, the default sizes), then tests: the whole CTest
 #            suite where the binaries have a build directory, else the whole of vispec_tests run directly (the
 #            summary's tests_runner says which); last, so that the figures come back should the suite run long
-# --cpu: the same without CUDA (CUDA_VISIBLE_DEVICES hidden, device cpu, budgets x3, the two decoder tables on a
-# cut shape unless their args are given); the CTest suite runs
+# --cpu: the same without CUDA (CUDA_VISIBLE_DEVICES hidden, device cpu, budgets x3, step-cost and the two decoder
+# tables on cut shapes unless their args are given); the CTest suite runs
 # `--cpu --quick --binaries BUILD` (tests/gpu_check_cpu.sh) so that the script cannot rot. --tests REGEX runs only
 # the matching tests (ctest -R, or the matching gtest names); --step-cost-args replaces the step-cost sizes (with
 # --quick: "--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"); --break-even-args the
@@ -689,6 +689,9 @@ if [ $quick = 1 ]; then
     skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}.*/\1/p' "$logs/cuda_tests.log" | head -1)
   skipped=${skipped:-0}
   [ $step_cost_args_set = 1 ] || step_cost_args="--dtypes fp32,bf16 --batches 1,8,32 --modes eager,graphs --max-steps 64"
+  # On a CPU: GPT-XL's shape cut to 1 layer on a 4x4 grid, 8 steps (4 layers at batch 32 took most of the budget).
+  [ $step_cost_args_set = 1 ] || [ $cpu = 0 ] ||
+    step_cost_args="--dtypes fp32,bf16 --batches 1,32 --modes graphs --xl-layers 1 --xl-grid 4 --max-steps 8"
   # shellcheck disable=SC2086  # step_cost_args is a list of options
   step step_cost 60 "$vispec" step-cost --device $device --results "$outdir" $step_cost_args
   # Every decoder's iteration against AR's step on GPT-XL's shape: the break-even table (bench/break_even.h), in
