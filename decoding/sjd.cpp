@@ -31,6 +31,7 @@
 #include "decoding/common/decode_state.h"
 #include "decoding/common/decoder_registry.h"
 #include "decoding/common/iteration_loop.h"
+#include "decoding/gsd.h"
 
 namespace vispec {
 
@@ -43,7 +44,19 @@ Coupling parse_coupling(const std::string& word) {
 SjdDecoder::SjdDecoder(Gpt target, SamplingParams params, int64_t window, AcceptanceParams accept,
                        std::shared_ptr<const CodebookNeighbours> neighbours, Coupling coupling)
     : target_(std::move(target), params.cfg_scale), params_(params), window_(window),
-      rule_(chain_rule(accept, neighbours.get(), window, target_.gpt()->device())), coupling_(coupling) {}
+      rule_(chain_rule(accept, neighbours.get(), window, target_.gpt()->device())), coupling_(coupling) {
+  if (accept.rule == AcceptRule::kGsd && accept.distance > 0) {  // GSD's filter: the image tokens' input embeddings
+    torch::NoGradGuard no_grad;
+    auto gpt = target_.gpt();  // (a holder: embed_image is not const)
+    const auto codes = torch::arange(gpt->config().vocab_size, torch::dtype(torch::kInt64).device(gpt->device()));
+    rule_.embeddings = gpt->embed_image(codes).to(torch::kFloat32);
+  }
+}
+
+std::string SjdDecoder::name() const {
+  if (rule_.params.rule == AcceptRule::kGsd) return "gsd";
+  return coupling_ == Coupling::kJacobi ? "sjd" : "scd";
+}
 
 DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
@@ -68,6 +81,9 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   }
   const auto& column = column_;
   const auto row_iteration = rows.iteration.view({B, 1});  // each row's draws keyed by its sample's iterations
+  const bool gsd = rule_.params.rule == AcceptRule::kGsd && !params_.greedy();  // (at T = 0 GSD is SJD)
+  const auto figures = gsd ? graphs_.state(rows, "gsd", {B, 2}, i64.dtype(torch::kFloat64)) : torch::Tensor();
+  if (gsd) rows.keep_figures(figures, gsd_figure_names());
   IterationLoop loop(graphs_, rows, request, {&cache}, {target_.pooled_lengths(cache)}, IterationLoop::Commit::kChain);
 
   // ---- first: rows taking samples (every row at the start, then each row whose image is done) prefill with
@@ -110,6 +126,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
         auto one_hot = torch::zeros({B, W, V}, p.options()).scatter_(2, fresh.unsqueeze(2), 1.0);
         const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
         verdict = verify_chain(rule_, p, q, drafts, count, u);
+        if (gsd) add_gsd_figures(figures, p, q, drafts, count, verdict);
         q_carried = p;
         // SCD: y_j (j < W) coupled to the draft d_{j+1} it replaces at its position, whose q was q_j
         if (coupling_ == Coupling::kMaximal || coupling_ == Coupling::kMaximalKeepsOldQ) {

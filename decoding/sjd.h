@@ -1,5 +1,6 @@
 // Speculative Jacobi decoding (Teng et al., ICLR 2025), and SCD (Speculative Coupled Decoding, ICML 2026), SJD
-// whose carried drafts are coupled to the drafts they replace: training-free and lossless.
+// whose carried drafts are coupled to the drafts they replace: training-free and lossless. GSD (decoding/gsd.cpp)
+// is this decoder under its grouped rule.
 #pragma once
 
 #include <memory>
@@ -26,7 +27,7 @@ class SjdDecoder : public Decoder {
   // accept: the rule drafts are verified by (SJD's own: exact); neighbours for the LANTERN rules.
   SjdDecoder(Gpt target, SamplingParams params, int64_t window, AcceptanceParams accept = {},
              std::shared_ptr<const CodebookNeighbours> neighbours = nullptr, Coupling coupling = Coupling::kJacobi);
-  std::string name() const override { return coupling_ == Coupling::kJacobi ? "sjd" : "scd"; }
+  std::string name() const override;
   DecodeResult decode(const DecodeRequest& request) override;
   bool refills_rows() const override { return true; }
 

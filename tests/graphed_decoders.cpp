@@ -27,9 +27,9 @@ GraphedDecoderModels::GraphedDecoderModels(torch::Dtype dtype, torch::Device dev
   if (device.is_cpu()) mulo.emplace();
 }
 
-const std::vector<std::string> kGraphedDecoders = {"sd",     "sd-coolsd",     "sjd",     "scd",      "scd-gumbel",
-                                                   "ssd",    "eagle2",        "lantern", "adt_tree", "adt_tree-coolsd",
-                                                   "eagle1", "eagle1-coolsd", "zipar",   "mulo_sd"};
+const std::vector<std::string> kGraphedDecoders = {
+    "sd",       "sd-coolsd",       "sjd",    "scd",           "scd-gumbel", "gsd",    "ssd", "eagle2", "lantern",
+    "adt_tree", "adt_tree-coolsd", "eagle1", "eagle1-coolsd", "zipar",      "mulo_sd"};
 
 std::unique_ptr<Decoder> graphed_decoder(const std::string& name, const GraphedDecoderModels& m,
                                          const SamplingParams& p) {
@@ -42,6 +42,12 @@ std::unique_ptr<Decoder> graphed_decoder(const std::string& name, const GraphedD
   if (name == "scd" || name == "scd-gumbel")
     return std::make_unique<SjdDecoder>(target, p, 6, AcceptanceParams{}, nullptr,
                                         name == "scd" ? Coupling::kMaximal : Coupling::kGumbel);
+  if (name == "gsd") {  // GSD's grouped rule, its embedding filter wide enough to keep some of the tiny model's
+    AcceptanceParams gsd;
+    gsd.rule = AcceptRule::kGsd;
+    gsd.distance = 8.0;
+    return std::make_unique<SjdDecoder>(target, p, 6, gsd);
+  }
   if (name == "ssd") return std::make_unique<SsdDecoder>(target, m.heads, p, SsdParams{3, 2, 2, 2, 1});
   if (name == "eagle2")
     return std::make_unique<Eagle2Decoder>("eagle2", target, m.eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{},

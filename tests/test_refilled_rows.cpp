@@ -38,7 +38,7 @@ int64_t idle(const DecodeResult& out) {
 // (one decoder's nine samples may happen to finish as evenly either way).
 TEST(RefilledRows, ASamplesTokensAreTheSameWhetherItStartedTheBatchOrTookAFinishedRow) {
   const test::GraphedDecoderModels models;
-  int64_t refilling = 0, sampled_idle = 0, sampled_batched_idle = 0;
+  int64_t refilling = 0, sampled_idle = 0, sampled_batched_idle = 0, figures_seen = 0;
   for (double temperature : {0.0, 1.0}) {
     for (const auto& name : test::kGraphedDecoders) {
       const auto decoder = test::graphed_decoder(name, models, test::guided_sampling(temperature));
@@ -56,6 +56,12 @@ TEST(RefilledRows, ASamplesTokensAreTheSameWhetherItStartedTheBatchOrTookAFinish
         // The sample's own forwards, whichever row it ran in: the same as in its batch of ten.
         EXPECT_EQ(refilled.stats[s].target_forwards, together.stats[s].target_forwards) << where << " sample " << s;
         EXPECT_EQ(refilled.stats[s].accepted, together.stats[s].accepted) << where << " sample " << s;
+        // A decoder's own figures (GSD's bound), summed per row on the device: restarted with the row.
+        for (const auto& [key, value] : together.stats[s].extra)
+          if (key.rfind("gsd_", 0) == 0) {
+            EXPECT_NEAR(refilled.stats[s].extra.at(key), value, 1e-9) << where << key;
+            figures_seen += value > 0;
+          }
       }
       int64_t batched_idle = 0;
       for (int64_t first = 0; first < 9; first += 3) batched_idle += idle(decoder->decode(test::requests(first, 3)));
@@ -67,7 +73,10 @@ TEST(RefilledRows, ASamplesTokensAreTheSameWhetherItStartedTheBatchOrTookAFinish
       }
     }
   }
-  EXPECT_EQ(refilling, 2 * 11);  // all but SSD, ZipAR and MuLo-SD (whose rows advance together)
+  EXPECT_EQ(refilling, 2 * 12);
+  EXPECT_GT(
+      figures_seen,
+      0);  // the figures compared were not all zero  // all but SSD, ZipAR and MuLo-SD (whose rows advance together)
   EXPECT_LT(sampled_idle, sampled_batched_idle);
 }
 

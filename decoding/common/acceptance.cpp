@@ -1,6 +1,9 @@
 #include "decoding/common/acceptance.h"
 
 #include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "core/check.h"
 
@@ -46,6 +49,39 @@ RelaxedMasses relaxed_masses(const torch::Tensor& p, const torch::Tensor& x, con
   return {px + spent, count};
 }
 
+GroupMasses group_masses(const torch::Tensor& p, const torch::Tensor& q, const torch::Tensor& x,
+                         const AcceptanceParams& a, const torch::Tensor& embeddings) {
+  const int64_t M = p.size(0), V = p.size(1);
+  const auto pd = f64(p), qd = f64(q);
+  const auto xi = x.to(torch::kInt64).view({M, 1});
+  const auto px = pd.gather(1, xi).squeeze(1), qx = f64(q).gather(1, xi).squeeze(1);
+  const int64_t below = std::min(a.group / 2, V - 1), above = std::min((a.group - 1) / 2, V - 1);
+  if (below == 0) return {px, qx};  // (above <= below)
+  // The order as one int64 key per token: a non-negative float's bit pattern rises with it (abs() turns a -0.0
+  // into 0.0), and the token id below it breaks ties, so that every device picks the same neighbours.
+  const auto bits = p.to(torch::kFloat32).abs().contiguous().view(torch::kInt32).to(torch::kInt64);
+  const auto key = bits * V + torch::arange(V, xi.options()).view({1, V});
+  const auto key_x = key.gather(1, xi);
+  constexpr int64_t kFar = std::numeric_limits<int64_t>::max();
+  std::vector<torch::Tensor> picked, valid;
+  for (const auto& [gap, count] : {std::pair{key - key_x, above}, std::pair{key_x - key, below}}) {
+    if (count == 0) continue;
+    const auto [value, index] = torch::where(gap > 0, gap, kFar).topk(count, 1, /*largest=*/false);
+    picked.push_back(index);
+    valid.push_back(value < kFar);  // fewer tokens on that side than asked
+  }
+  const auto candidates = torch::cat(picked, 1);  // [M, C]
+  const auto p_c = pd.gather(1, candidates);
+  auto keep = torch::cat(valid, 1).logical_and((p_c - px.view({M, 1})).abs() < a.gap);
+  if (embeddings.defined() && a.distance > 0) {
+    const auto e_x = embeddings.index_select(0, xi.view(-1)).unsqueeze(1);  // [M, 1, D]
+    const auto e_c = embeddings.index_select(0, candidates.reshape(-1)).view({M, candidates.size(1), -1});
+    keep = keep.logical_and((e_c - e_x).pow(2).sum(-1) < a.distance);
+  }
+  const auto kept = keep.to(torch::kFloat64);
+  return {px + (p_c * kept).sum(1), qx + (qd.gather(1, candidates) * kept).sum(1)};
+}
+
 torch::Tensor residuals(const torch::Tensor& p, const torch::Tensor& q) {
   const auto pd = f64(p);
   const auto r = (pd - f64(q)).clamp_min(0);
@@ -65,15 +101,20 @@ torch::Tensor optimal_residuals(const torch::Tensor& p, const torch::Tensor& q, 
 
 torch::Tensor accept_probabilities(const torch::Tensor& p, const torch::Tensor& q, const torch::Tensor& x,
                                    const torch::Tensor& depth, int64_t length, const AcceptanceParams& a,
-                                   const torch::Tensor& nn) {
+                                   const torch::Tensor& nn, const torch::Tensor& embeddings) {
   const auto xi = x.to(torch::kInt64).view({-1, 1});
-  const auto qx = f64(q).gather(1, xi).squeeze(1);
+  auto qx = f64(q).gather(1, xi).squeeze(1);
   torch::Tensor px;
   switch (a.rule) {
     case AcceptRule::kExact: px = f64(p).gather(1, xi).squeeze(1); break;
     case AcceptRule::kLantern:
     case AcceptRule::kLanternPlusPlus: px = relaxed_for_rule(p, x.to(torch::kInt64), a, nn).p_tilde; break;
     case AcceptRule::kCoolSd: px = f64(p).gather(1, xi).squeeze(1) * cool_weights_at(a, length, depth); break;
+    case AcceptRule::kGsd: {  // the group's masses in place of x's
+      const auto g = group_masses(p, q, x, a, embeddings);
+      px = g.p_group, qx = g.q_group;
+      break;
+    }
   }
   // q(x) = 0: a draft q never proposes x; only reachable through rounding.
   return torch::where(qx > 0, (px / qx).clamp_max(1.0), (px > 0).to(torch::kFloat64));
@@ -83,7 +124,8 @@ torch::Tensor rejection_distributions(const torch::Tensor& p, const torch::Tenso
                                       const torch::Tensor& depth, int64_t length, const AcceptanceParams& a,
                                       const torch::Tensor& nn) {
   switch (a.rule) {
-    case AcceptRule::kExact: return residuals(p, q);
+    case AcceptRule::kExact:
+    case AcceptRule::kGsd: return residuals(p, q);
     case AcceptRule::kCoolSd: return optimal_residuals(p, q, cool_weights_at(a, length, depth));
     case AcceptRule::kLantern: {
       // G* for a rule that accepts at least as often as exact SD is the plain residual (Cool-SD Prop. 1).

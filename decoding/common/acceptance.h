@@ -9,6 +9,8 @@
 //              on reject resample norm(max(0, p - q')), q' = q without the aggregated neighbours
 //   Cool-SD    accept with f_i = min(1, w_i p(x) / q(x)) at draft depth i (1-based), w_i from a schedule;
 //              resample from G* = norm(max(0, p - q f)) = norm(max(0, p - min(q, w p)))  (their Theorem 2)
+//   GSD        accept with min(1, p(G) / q(G)), G = x and the tokens nearest to it in p's order that pass GSD's
+//              filters (group_masses); on reject resample the residual norm(max(0, p - q))           (lossy)
 // p and q are the processed (CFG, temperature, top-k/p) distributions at a position. Greedy decoding does not
 // build one-hot distributions: greedy_accept_probabilities() is what the rules reduce to there.
 #pragma once
@@ -27,10 +29,11 @@ namespace vispec {
 // the drafter's processed distributions (any float dtype; the rules compute in float64), x [M] the drafted
 // tokens, depth [M] their 1-based draft depths (Cool-SD's weight w_depth of a draft of `length`; ignored by
 // the other rules), nn [M, >= k] the codes nearest to each x, nearest first (LANTERN rules only; undefined
-// otherwise). Nothing here reads a value back to the host.
+// otherwise), embeddings [V, D] the target's image-token input embeddings (GSD's distance filter; undefined:
+// no filter). Nothing here reads a value back to the host.
 torch::Tensor accept_probabilities(const torch::Tensor& p, const torch::Tensor& q, const torch::Tensor& x,
                                    const torch::Tensor& depth, int64_t length, const AcceptanceParams& params,
-                                   const torch::Tensor& nn);
+                                   const torch::Tensor& nn, const torch::Tensor& embeddings = {});
 // The distributions to sample from after each row's x was rejected, [M, V] float64: exact, the residual;
 // Cool-SD, G*; LANTERN, p without x and its aggregated neighbours, then the residual against q; LANTERN++,
 // the residual against q without the aggregated neighbours (they keep their target mass). With
@@ -52,6 +55,18 @@ struct RelaxedMasses {
 };
 RelaxedMasses relaxed_masses(const torch::Tensor& p, const torch::Tensor& x, const torch::Tensor& nn, int64_t k,
                              const torch::Tensor& budget);
+
+// GSD's group for M rows: the draft x and its nearest tokens in the target's order (p ascending, ties by token
+// id), group / 2 of them below x and (group - 1) / 2 above (its released code's 7 and 6 for 14; 12 and 12 for
+// the paper's 25), each kept where |p(y) - p(x)| < gap and, with embeddings [V, D] and distance > 0, where
+// |e_y - e_x|^2 < distance. The group's masses under p and q, [M] float64 each. A group of one is x alone: the
+// exact rule's masses. The nearest tokens come from two top-k selections over one sortable key per token,
+// O(V) per row, not a sort of the vocabulary.
+struct GroupMasses {
+  torch::Tensor p_group, q_group;
+};
+GroupMasses group_masses(const torch::Tensor& p, const torch::Tensor& q, const torch::Tensor& x,
+                         const AcceptanceParams& params, const torch::Tensor& embeddings);
 
 // ---- One row at a time, for MuLo-SD's host loop and the rules' own tests: the batched functions with M = 1. p and q
 // are [V]; neighbours points at the k codes nearest to x.

@@ -49,7 +49,7 @@ const RuleKey* rule_key(const std::string& key) {
 // field, it is read as the default.)
 void refuse_unread_rule_fields(const DecoderFields& f, const AcceptanceParams& a) {
   const AcceptanceParams d;
-  const char* const rule_names[] = {"exact", "lantern", "lanternpp", "coolsd"};  // AcceptRule's order
+  const char* const rule_names[] = {"exact", "lantern", "lanternpp", "coolsd", "gsd"};  // AcceptRule's order
   const bool lanternpp = a.rule == AcceptRule::kLanternPlusPlus;
   const std::map<std::string, bool> differs = {
       {"k", a.k != (lanternpp ? 10 : d.k)},
@@ -81,7 +81,8 @@ bool rule_reads(AcceptRule rule, const std::string& key) {
   const auto* k = rule_key(key);
   if (!k) return false;
   switch (rule) {
-    case AcceptRule::kExact: return false;
+    case AcceptRule::kExact:
+    case AcceptRule::kGsd: return false;  // the gsd decoder reads its own fields
     case AcceptRule::kLantern: return k->lantern;
     case AcceptRule::kLanternPlusPlus: return k->lanternpp;
     case AcceptRule::kCoolSd: return k->coolsd;

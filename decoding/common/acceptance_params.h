@@ -10,7 +10,8 @@ namespace vispec {
 
 class DecoderFields;
 
-enum class AcceptRule { kExact, kLantern, kLanternPlusPlus, kCoolSd };
+// kGsd is the `gsd` decoder's own rule (decoding/gsd.cpp sets it; `accept:` does not name it).
+enum class AcceptRule { kExact, kLantern, kLanternPlusPlus, kCoolSd, kGsd };
 enum class CoolSchedule { kUniform, kExponential, kLinear };
 
 struct AcceptanceParams {
@@ -24,6 +25,9 @@ struct AcceptanceParams {
   double mu = std::numeric_limits<double>::quiet_NaN();  // Cool-SD normaliser; NaN = mean of w equals c (our choice)
   double slope = 0.1;  // Cool-SD linear: w_i = c (1 + slope ((L + 1) / 2 - i)), mean c (our reading of eq 17)
   bool optimal_resampling = false;  // LANTERN rules: resample from G* (Cool-SD's Fig. 4 ablation)
+  int64_t group = 25;               // GSD: the candidate group's size, the draft included (its paper's COCO setting)
+  double gap = 0.15;                // GSD: a candidate's |p(y) - p(x)| must be below it
+  double distance = 0.5;  // GSD: a candidate's squared embedding distance to x must be below it (0: no filter)
   bool needs_neighbours() const { return rule == AcceptRule::kLantern || rule == AcceptRule::kLanternPlusPlus; }
 };
 

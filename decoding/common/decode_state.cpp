@@ -155,6 +155,7 @@ bool DecodeState::next_iteration(const std::function<void(const RowFill&)>& star
       std::vector<int64_t> ids;
       for (int64_t s : fill.samples) ids.push_back(int64_t(request_->sample_ids[size_t(s)]));
       tokens.index_fill_(0, index, 0);
+      if (figures_.defined()) figures_.index_fill_(0, index, 0.0);
       n.index_fill_(0, index, 0);
       iteration.index_fill_(0, index, -1);
       sample_ids_.index_copy_(0, index, torch::tensor(ids, torch::kInt64).to(n.device()));
@@ -187,6 +188,20 @@ void DecodeState::give_back(const std::vector<int64_t>& rows) {
     stats[size_t(samples[i])].tokens = cells_;
     sample_of_[size_t(rows[i])] = -1;
   }
+  if (!figures_.defined()) return;
+  const auto figures = read_to_host(all ? figures_ : figures_.index_select(0, index.to(n.device())));
+  const auto value = figures.accessor<double, 2>();
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (size_t f = 0; f < figure_names_.size(); ++f)
+      stats[size_t(samples[i])].extra[figure_names_[f]] += value[int64_t(i)][int64_t(f)];
+}
+
+void DecodeState::keep_figures(const torch::Tensor& figures, std::vector<std::string> names) {
+  VISPEC_ASSERT(figures.dim() == 2 && figures.size(0) == batch() && figures.size(1) == int64_t(names.size()) &&
+                    figures.scalar_type() == torch::kFloat64,
+                "a decoder's figures are [rows, names] float64");
+  figures_ = figures.zero_();
+  figure_names_ = std::move(names);
 }
 
 bool DecodeState::begin_iteration(int64_t limit) {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
@@ -158,6 +159,12 @@ class DecodeState {
   void read_lengths_on_device(const std::vector<KvCache*>& caches);
   void settle_lengths_at_read(const std::vector<KvCache*>& caches);
 
+  // A decoder's own figures per sample, summed on the device (GSD's distortion bound): `figures` [B, names]
+  // float64 on the device (IterationGraphs::state's, for a replayed iteration), which the device half adds to in
+  // place. It is zeroed here and for each row that takes a sample; when a row's image is done its row is read with
+  // its tokens (one more read, where the host waits already) into the sample's statistics, extra[name].
+  void keep_figures(const torch::Tensor& figures, std::vector<std::string> names);
+
   // Every sample's tokens [samples, cells] on the CPU and its statistics (`tokens` set).
   DecodeResult result();
 
@@ -192,13 +199,15 @@ class DecodeState {
   int64_t path_width_;
   uint64_t seed_;
   const DecodeRequest* request_;
-  torch::Tensor sample_ids_;                            // [B] int64, device
-  std::vector<int64_t> all_rows_;                       // 0 .. B - 1
-  std::vector<int64_t> sample_of_, last_of_;            // per row: its sample (-1: none), the last it held
-  int64_t next_sample_ = 0;                             // the next sample a row takes
-  bool started_ = false;                                // next_iteration(start) has started the first rows
-  torch::Tensor tokens_out_;                            // [samples, cells] int64, CPU: the images given back
-  torch::Tensor read_;                                  // [B, 3 + path_width + kLengthColumns] int64, device
+  torch::Tensor sample_ids_;                  // [B] int64, device
+  std::vector<int64_t> all_rows_;             // 0 .. B - 1
+  std::vector<int64_t> sample_of_, last_of_;  // per row: its sample (-1: none), the last it held
+  int64_t next_sample_ = 0;                   // the next sample a row takes
+  bool started_ = false;                      // next_iteration(start) has started the first rows
+  torch::Tensor tokens_out_;                  // [samples, cells] int64, CPU: the images given back
+  torch::Tensor read_;                        // [B, 3 + path_width + kLengthColumns] int64, device
+  torch::Tensor figures_;                     // keep_figures': [B, names] float64, device
+  std::vector<std::string> figure_names_;
   std::vector<std::pair<KvCache*, int64_t>> settling_;  // settle_lengths_at_read's, with their columns
   std::optional<at::RecordFunction> iteration_record_;  // the current "vispec::iteration"
 };

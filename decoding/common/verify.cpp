@@ -93,9 +93,11 @@ ChainVerdict fused_chain(const ChainRule& rule, const torch::Tensor& p_or_target
   return {accepted, next};
 }
 
-// Whether the chain rule runs as the fused walk: where the fused operators run, for chains of one draft or more.
-bool fused_chains(const torch::Tensor& drafts) {
-  return drafts.size(1) > 0 && kernels::use_fused(drafts.device(), torch::kFloat32);
+// Whether the chain rule runs as the fused walk: where the fused operators run, for chains of one draft or more,
+// under a rule the walk implements (every rule but GSD's).
+bool fused_chains(const ChainRule& rule, const torch::Tensor& drafts) {
+  return rule.params.rule != AcceptRule::kGsd && drafts.size(1) > 0 &&
+         kernels::use_fused(drafts.device(), torch::kFloat32);
 }
 }  // namespace
 
@@ -126,15 +128,16 @@ ChainUniforms chain_uniforms(const DecodeState& rows, int64_t G, const ChainRule
 
 ChainVerdict verify_chain(const ChainRule& rule, const torch::Tensor& p, const torch::Tensor& q,
                           const torch::Tensor& drafts, const torch::Tensor& count, const ChainUniforms& u) {
-  if (fused_chains(drafts)) return fused_chain(rule, p, false, q, drafts, count, u);
+  if (fused_chains(rule, drafts)) return fused_chain(rule, p, false, q, drafts, count, u);
   const int64_t B = drafts.size(0), G = drafts.size(1), V = p.size(-1);
   const auto x = i64(drafts);
   const bool nn = rule.params.needs_neighbours();
   const auto flat_x = x.reshape(-1);
-  const auto prob = accept_probabilities(p.narrow(1, 0, G).reshape({B * G, V}), q.reshape({B * G, V}), flat_x,
-                                         chain_depths(B, G, x.device()), rule.length, rule.params,
-                                         nn ? rule.neighbours.index_select(0, flat_x) : torch::Tensor())
-                        .view({B, G});
+  const auto prob =
+      accept_probabilities(p.narrow(1, 0, G).reshape({B * G, V}), q.reshape({B * G, V}), flat_x,
+                           chain_depths(B, G, x.device()), rule.length, rule.params,
+                           nn ? rule.neighbours.index_select(0, flat_x) : torch::Tensor(), rule.embeddings)
+          .view({B, G});
   const auto a = leading_run(u.accept.to(prob.device()).lt(prob).logical_and(within_count(count, G)));
   // Where each row stopped: the rejected draft (a < count), else the bonus position after its drafts.
   const auto rejected = a.lt(i64(count));
@@ -144,12 +147,12 @@ ChainVerdict verify_chain(const ChainRule& rule, const torch::Tensor& p, const t
                                                  nn ? rule.neighbours.index_select(0, x_a) : torch::Tensor());
   const auto dist = torch::where(rejected.view({B, 1}), rejection, p_a.to(torch::kFloat64));
   const auto uu = torch::where(rejected, at_index(u.resample, a), at_index(u.sample, a));
-  return {a, sample_from_probs(dist, uu)};
+  return {a, sample_from_probs(dist, uu), prob};
 }
 
 ChainVerdict verify_chain_greedy(const ChainRule& rule, const torch::Tensor& target, const torch::Tensor& drafts,
                                  const torch::Tensor& count, const ChainUniforms& u) {
-  if (fused_chains(drafts)) return fused_chain(rule, target, true, torch::Tensor(), drafts, count, u);
+  if (fused_chains(rule, drafts)) return fused_chain(rule, target, true, torch::Tensor(), drafts, count, u);
   const int64_t B = drafts.size(0), G = drafts.size(1);
   auto ok = i64(drafts).eq(target.narrow(1, 0, G)).logical_and(within_count(count, G));
   if (rule.params.rule == AcceptRule::kCoolSd) {  // a weight below 1 accepts a match only by chance
@@ -168,7 +171,7 @@ CellVerdict verify_cells(const ChainRule& rule, const torch::Tensor& p, const to
   const auto depth = torch::ones_like(flat);
   const auto nn = rule.params.needs_neighbours() ? rule.neighbours.index_select(0, flat) : torch::Tensor();
   const auto pm = p.reshape({M, V}), qm = q.reshape({M, V});
-  const auto prob = accept_probabilities(pm, qm, flat, depth, rule.length, rule.params, nn);
+  const auto prob = accept_probabilities(pm, qm, flat, depth, rule.length, rule.params, nn, rule.embeddings);
   const auto kept = u_accept.reshape(-1).to(prob.device()).lt(prob);
   const auto fresh = sample_from_probs(rejection_distributions(pm, qm, flat, depth, rule.length, rule.params, nn),
                                        u_resample.reshape(-1));
@@ -400,6 +403,7 @@ TreeVerdict walk_trees(const DecodeState& rows, const ChainRule& rule, const Sam
                        const TreeTables& tree, const torch::Tensor& logits, const std::vector<int64_t>& lengths,
                        int64_t levels, const torch::Tensor& node_q, const torch::Tensor& q_slot,
                        const torch::Tensor& cells) {
+  VISPEC_ASSERT(rule.params.rule != AcceptRule::kGsd, "GSD's grouped rule verifies chains only");
   const auto u = tree_uniforms(rows, levels, tree.children.size(2), rule, params.greedy(), cells);
   const auto limit = rows.cells() - rows.n;  // drafts each row may still accept: the cells after its root
   if (kernels::use_fused(logits.device(), torch::kFloat32))

@@ -16,7 +16,8 @@
 // Wherever the fused operators run (kernels/kernel_check.h's use_fused: always on the CPU, on a GPU whose
 // kernels passed their check), verify_chain, verify_chain_greedy and walk_trees run as one operator,
 // kernels/tree_walk.h (a chain is a tree of one child per node); the tensor forms below are the
-// composite formulas it was tested against (tests/test_tree_walk.cpp) and a GPU's fallback.
+// composite formulas it was tested against (tests/test_tree_walk.cpp), a GPU's fallback, and the form of the
+// rule the walk does not implement (GSD's, on chains only).
 #pragma once
 
 #include <torch/torch.h>
@@ -41,14 +42,19 @@ struct ChainUniforms {
 struct ChainVerdict {
   torch::Tensor accepted;  // [B] int64: drafts accepted, 0 .. count
   torch::Tensor next;      // [B] int64: the token after them (meaningless where the row's image is full)
+  // [B, G] float64: each draft's acceptance probability under the rule, where the tensor form ran (a rule the
+  // fused walk does not implement: GSD, whose distortion bound reads it); undefined otherwise.
+  torch::Tensor probability;
 };
 
 // The rule and what it reads besides p and q: the codebook's neighbour table [codes, >= k] int64 on the
-// decoders' device (LANTERN rules only), and the draft length Cool-SD's schedule spans.
+// decoders' device (LANTERN rules only), the draft length Cool-SD's schedule spans, and the target's image-token
+// input embeddings [V, D] (GSD's distance filter; set by the decoder that uses it).
 struct ChainRule {
   AcceptanceParams params;
   torch::Tensor neighbours;
   int64_t length = 1;
+  torch::Tensor embeddings;
   // Cool-SD's weight tables on the device, made and uploaded once per (row lengths, levels): a decoder's
   // iterations then upload nothing for them (at most 64 kept; ADT-Tree's shapes may ask for more).
   mutable std::map<std::vector<int64_t>, torch::Tensor> cool_tables;
