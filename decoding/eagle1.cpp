@@ -32,31 +32,8 @@
 #include "decoding/common/eagle_drafter_state.h"
 #include "decoding/common/iteration_loop.h"
 #include "decoding/common/verify.h"
-#include "kernels/draws.h"
-#include "kernels/kernel_check.h"
 
 namespace vispec {
-
-std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Tensor& q, const torch::Tensor& u) {
-  if (kernels::use_fused(q.device(), torch::kFloat32)) {  // one operator, where the formula below is 13 per draw
-    const auto [tokens, probs] = kernels::draw_without_replacement(q, u.to(q.device(), torch::kFloat64));
-    return {tokens, probs};
-  }
-  const int64_t n = u.size(-1), V = q.size(-1);
-  auto left = q.to(torch::kFloat64).clone();
-  const auto uu = u.to(left.device(), torch::kFloat64);
-  std::vector<torch::Tensor> tokens, probs;
-  for (int64_t j = 0; j < n; ++j) {
-    const auto total = left.sum(-1, true);  // [B, M, 1]
-    // The first token whose cumulative mass exceeds u * total.
-    const auto idx = (left.cumsum(-1) <= uu.narrow(-1, j, 1) * total).sum(-1, true).clamp_max(V - 1);
-    const auto prob = torch::where(total > 0, left.gather(-1, idx) / total, torch::zeros_like(total));
-    left.scatter_(-1, idx, 0.0);
-    tokens.push_back(idx);
-    probs.push_back(prob);
-  }
-  return {torch::cat(tokens, -1), torch::cat(probs, -1)};
-}
 
 Eagle1Decoder::Eagle1Decoder(std::string name, Gpt target, EagleDrafter drafter, SamplingParams params, StaticTree tree,
                              AcceptanceParams accept, std::shared_ptr<const CodebookNeighbours> neighbours)

@@ -43,11 +43,4 @@ class Eagle1Decoder : public Decoder {
   std::map<std::pair<int64_t, std::string>, std::shared_ptr<const Tables>> tables_;
 };
 
-// n draws without replacement from each row of q [B, M, V] (probabilities, on any device) by inverse CDF with
-// the uniforms u [B, M, n]: draw j comes from q without the earlier draws, renormalised. Returns the tokens
-// and each draw's conditional probability q(y_j) / (1 - sum_{l<j} q(y_l)), [B, M, n] on q's device; a draw from
-// an exhausted row has probability 0. Where the fused operators run (kernels/kernel_check.h), one operator
-// (kernels::draw_without_replacement, whose sums are added in another order); else the composite formulas.
-std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Tensor& q, const torch::Tensor& u);
-
 }  // namespace vispec

@@ -65,7 +65,7 @@ assert open(f"{out}/step-cost-cpu.md").read().startswith("Device cpu"), "markdow
 be = s["break_even"]
 assert be["shape"].startswith("GPT-B (1 of its 12 layers, dim 768") and "6x6 grid (36 tokens), vocabulary 512" in be["shape"], be["shape"]
 assert not be["shape_real"] and not be["graphs"] and be["mal_samples"] == 3 and be["tokens"] == 36, be
-every = {"ar", "sd", "eagle2", "lantern", "adt_tree", "eagle1", "lanternpp", "coolsd", "ssd", "sjd", "scd", "gsd", "zipar", "mulo_sd"}
+every = {"ar", "sd", "eagle2", "lantern", "adt_tree", "eagle1", "lanternpp", "coolsd", "ssd", "sjd", "scd", "gsd", "sjd_pac", "zipar", "mulo_sd"}
 for batch in (1, 2):
     rows = [r for r in be["rows"] if r["batch"] == batch]
     assert [r["decoder"] for r in rows][0] == "ar" and {r["decoder"] for r in rows} == every, rows

@@ -7,6 +7,7 @@
 #include "decoding/mulo_sd.h"
 #include "decoding/sd.h"
 #include "decoding/sjd.h"
+#include "decoding/sjd_pac.h"
 #include "decoding/ssd.h"
 #include "decoding/zipar.h"
 
@@ -27,9 +28,10 @@ GraphedDecoderModels::GraphedDecoderModels(torch::Dtype dtype, torch::Device dev
   if (device.is_cpu()) mulo.emplace();
 }
 
-const std::vector<std::string> kGraphedDecoders = {
-    "sd",       "sd-coolsd",       "sjd",    "scd",           "scd-gumbel", "gsd",    "ssd", "eagle2", "lantern",
-    "adt_tree", "adt_tree-coolsd", "eagle1", "eagle1-coolsd", "zipar",      "mulo_sd"};
+const std::vector<std::string> kGraphedDecoders = {"sd",         "sd-coolsd",     "sjd",      "scd",
+                                                   "scd-gumbel", "gsd",           "sjd_pac",  "ssd",
+                                                   "eagle2",     "lantern",       "adt_tree", "adt_tree-coolsd",
+                                                   "eagle1",     "eagle1-coolsd", "zipar",    "mulo_sd"};
 
 std::unique_ptr<Decoder> graphed_decoder(const std::string& name, const GraphedDecoderModels& m,
                                          const SamplingParams& p) {
@@ -48,6 +50,7 @@ std::unique_ptr<Decoder> graphed_decoder(const std::string& name, const GraphedD
     gsd.distance = 8.0;
     return std::make_unique<SjdDecoder>(target, p, 6, gsd);
   }
+  if (name == "sjd_pac") return std::make_unique<SjdPacDecoder>(target, p, PacShape{3, 3, 15});
   if (name == "ssd") return std::make_unique<SsdDecoder>(target, m.heads, p, SsdParams{3, 2, 2, 2, 1});
   if (name == "eagle2")
     return std::make_unique<Eagle2Decoder>("eagle2", target, m.eagle, p, TreeShape{3, 4, 16}, AcceptanceParams{},

@@ -36,8 +36,9 @@ std::string error_of(const DecoderSpec& spec) {
 }  // namespace
 
 TEST(DecoderRegistry, EveryDecoderFileRegisteredItself) {
-  const std::vector<std::string> expected = {"adt_tree",  "ar",      "coolsd", "eagle1", "eagle2", "gsd", "lantern",
-                                             "lanternpp", "mulo_sd", "scd",    "sd",     "sjd",    "ssd", "zipar"};
+  const std::vector<std::string> expected = {"adt_tree", "ar",      "coolsd",    "eagle1",  "eagle2",
+                                             "gsd",      "lantern", "lanternpp", "mulo_sd", "scd",
+                                             "sd",       "sjd",     "sjd_pac",   "ssd",     "zipar"};
   EXPECT_EQ(known_decoders(), expected);
   const auto listing = describe_decoders();
   for (const auto& name : expected) {

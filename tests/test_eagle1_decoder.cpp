@@ -11,6 +11,7 @@
 #include "core/op_counter.h"
 #include "decoding/ar.h"
 #include "decoding/common/decoder_registry.h"
+#include "decoding/common/sampler.h"
 #include "decoding/eagle1.h"
 #include "kernels/draws.h"
 #include "kernels/kernel_check.h"

@@ -73,7 +73,7 @@ TEST(RefilledRows, ASamplesTokensAreTheSameWhetherItStartedTheBatchOrTookAFinish
       }
     }
   }
-  EXPECT_EQ(refilling, 2 * 12);
+  EXPECT_EQ(refilling, 2 * 13);
   EXPECT_GT(
       figures_seen,
       0);  // the figures compared were not all zero  // all but SSD, ZipAR and MuLo-SD (whose rows advance together)

@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "kernels/cfg_mix.h"
+#include "kernels/draws.h"
 #include "kernels/note_nonfinite.h"
 #include "kernels/sample_next.h"
 #include "kernels/softmax_draw.h"
@@ -107,6 +108,27 @@ torch::Tensor sample_from_probs(const torch::Tensor& probs, const torch::Tensor&
 
 int64_t sample_token(const torch::Tensor& probs, double u) {
   return sample_from_probs(probs.unsqueeze(0), torch::full({1}, u, torch::kFloat64)).item<int64_t>();
+}
+
+std::pair<torch::Tensor, torch::Tensor> draw_without_replacement(const torch::Tensor& q, const torch::Tensor& u) {
+  if (kernels::use_fused(q.device(), torch::kFloat32)) {  // one operator, where the formula below is 13 per draw
+    const auto [tokens, probs] = kernels::draw_without_replacement(q, u.to(q.device(), torch::kFloat64));
+    return {tokens, probs};
+  }
+  const int64_t n = u.size(-1), V = q.size(-1);
+  auto left = q.to(torch::kFloat64).clone();
+  const auto uu = u.to(left.device(), torch::kFloat64);
+  std::vector<torch::Tensor> tokens, probs;
+  for (int64_t j = 0; j < n; ++j) {
+    const auto total = left.sum(-1, true);  // [B, M, 1]
+    // The first token whose cumulative mass exceeds u * total.
+    const auto idx = (left.cumsum(-1) <= uu.narrow(-1, j, 1) * total).sum(-1, true).clamp_max(V - 1);
+    const auto prob = torch::where(total > 0, left.gather(-1, idx) / total, torch::zeros_like(total));
+    left.scatter_(-1, idx, 0.0);
+    tokens.push_back(idx);
+    probs.push_back(prob);
+  }
+  return {torch::cat(tokens, -1), torch::cat(probs, -1)};
 }
 
 }  // namespace vispec
