@@ -161,11 +161,6 @@ DecodeResult SjdPacDecoder::decode(const DecodeRequest& request) {
     const auto flat = at.unsqueeze(2).expand({B, M - 1, K}).reshape({B, (M - 1) * K});
     return rows.uniforms(flat, purpose, draws.expand({B, M - 1, K}).reshape({B, (M - 1) * K})).view({B, M - 1, K});
   };
-  // Candidates [B, M - 1, K] and their draw probabilities into the grid's depths 1 .. M - 1 (`depths` of them).
-  const auto put = [&](const torch::Tensor& tokens, const torch::Tensor& probs, int64_t depths) {
-    grid.narrow(2, 1, depths).copy_(tokens.narrow(1, 0, depths).permute({0, 2, 1}));
-    drawn.narrow(2, 1, depths).copy_(probs.narrow(1, 0, depths).permute({0, 2, 1}));
-  };
   IterationLoop loop(graphs_, rows, request, {&cache}, {target_.pooled_lengths(cache)}, IterationLoop::Commit::kTree);
 
   // ---- rows taking samples (every row at the start, then each row whose image is done): prefill, token 0 as AR
@@ -234,7 +229,9 @@ DecodeResult SjdPacDecoder::decode(const DecodeRequest& request) {
       const auto u = candidate_uniforms(next_at, Purpose::kDraft, rows.iteration.view({B, 1, 1}) * 8 + candidate);
       if (greedy) {  // the K most likely of each stale output, uniform tokens where there is none
         const auto fresh = (u * double(V)).to(torch::kInt64).clamp_max(V - 1);
-        put(torch::where(reached.unsqueeze(2), std::get<1>(p.topk(K, -1)), fresh), torch::ones_like(u, f64), M - 1);
+        grid.narrow(2, 1, M - 1)
+            .copy_(torch::where(reached.unsqueeze(2), std::get<1>(p.topk(K, -1)), fresh).permute({0, 2, 1}));
+        drawn.fill_(1.0);
         return;
       }
       const auto q_new = torch::where(reached.unsqueeze(2), p, torch::full_like(p, 1.0 / double(V)));
