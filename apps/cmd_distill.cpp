@@ -6,7 +6,6 @@
 #include "io/distill_index.h"
 #include "io/distill_schema.h"
 #include "core/check.h"
-#include "io/atomic_file.h"
 #include "scheduler/journal.h"
 #include "scheduler/output_lock.h"
 
@@ -26,7 +25,7 @@ void add_distill_commands(CLI::App& app, Action& action) {
   index->add_option("out", out, "the run's output directory")->required();
   index->callback([&action] {
     action = [] {
-      VISPEC_CHECK(file_exists(out + "/journal.jsonl"), out, ": no vispec run here (no journal.jsonl)");
+      require_run_directory(out);  // by content, before the lock or the index is written
       const OutputLock lock(out);  // one writer: a running job writes its own index when it ends
       const auto units = distill_units(Journal(out).done());
       build_distill_index(out, units);

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "apps/commands.h"
+#include "scheduler/journal.h"
 #include "workers/sample_export.h"
 
 namespace vispec {
@@ -15,6 +16,7 @@ void add_export_command(CLI::App& app, Action& action) {
   cmd->add_option("--npz", npz, "the .npz to write")->required();
   cmd->callback([&action] {
     action = [] {
+      require_run_directory(run_dir);  // what it reads back is a run's own files
       const auto n = export_samples_npz(run_dir, npz);
       std::cout << "export " << run_dir << ": " << n << " images -> " << npz << std::endl;
       return kExitOk;

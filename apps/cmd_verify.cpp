@@ -55,7 +55,7 @@ int verify(const std::string& out, bool repair, int threads) {
   VISPEC_CHECK(!start_over_pending(out), out,
                ": a `vispec run --new` was interrupted here, its previous run half "
                "removed: rerun the job to finish it");
-  VISPEC_CHECK(file_exists(journal_path(out)), journal_path(out), ": no journal (is this a vispec run directory?)");
+  require_run_directory(out);  // by content, before the lock or any repair
   std::unique_ptr<OutputLock> lock;
   if (repair) lock = std::make_unique<OutputLock>(out);  // no job may write while the journal is rewritten
   Journal journal(out);

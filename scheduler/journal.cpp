@@ -63,6 +63,13 @@ bool holds_journal(const std::string& out_dir) {
   return header.is_object() && header.contains("fingerprint") && header.contains("identity");
 }
 
+void require_run_directory(const std::string& out_dir) {
+  if (!holds_journal(out_dir))
+    VISPEC_FAIL(out_dir,
+                ": no vispec journal (journal.jsonl) here: not the output directory of a run; nothing was "
+                "written");
+}
+
 Journal::Journal(const std::string& out_dir, const nlohmann::json& header) : path_(journal_path(out_dir)) {
   if (!file_exists(path_)) {
     write_file_atomic(path_, header.dump() + "\n");
@@ -74,7 +81,7 @@ Journal::Journal(const std::string& out_dir, const nlohmann::json& header) : pat
 }
 
 Journal::Journal(const std::string& out_dir) : path_(journal_path(out_dir)) {
-  VISPEC_CHECK(file_exists(path_), path_, ": no journal (is this a vispec run directory?)");
+  require_run_directory(out_dir);
   resumed_ = true;
   load(nullptr, /*cut_torn_tail=*/false);
 }

@@ -62,6 +62,9 @@ std::string journal_path(const std::string& out_dir);
 // Whether out_dir is a run's, by content: its journal.jsonl is a regular file (not a link) whose first line is a
 // vispec journal header. What `vispec run OUT` and `vispec resume OUT` ask before writing anything there.
 bool holds_journal(const std::string& out_dir);
+// The same as a check before a command reads or repairs a run (verify, distill-index, export, Journal(out_dir)):
+// one line naming out_dir where it holds no vispec journal.
+void require_run_directory(const std::string& out_dir);
 // The distillation index's view of journaled units: (unit, images, the unit file's size and CRC-32 when
 // the record lists it) in unit order.
 std::vector<DistillUnitRef> distill_units(const std::map<int64_t, nlohmann::json>& done);

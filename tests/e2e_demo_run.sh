@@ -102,4 +102,25 @@ for cmd in resume run run-out new; do
   cmp -s jobs/demo.yaml "$work/mine/job.yaml" && [ "$(ls -A "$work/mine" | sort | tr '\n' ' ')" = "job.yaml notes.txt " ] ||
     { ls -la "$work/mine"; echo "e2e: $cmd wrote into a folder that is not a run's"; exit 1; }
 done
+# verify (and --repair), distill-index and export read or repair a run's own files: on that folder, and on one
+# whose journal.jsonl is the user's (no vispec header), each refuses in one line and writes nothing.
+mkdir "$work/theirs"
+echo "my own journal" > "$work/theirs/journal.jsonl"
+for dir in mine theirs; do
+  before=$(ls -A "$work/$dir" | sort | tr '\n' ' ')
+  for cmd in verify repair distill-index export; do
+    set +e
+    case $cmd in
+      repair) "$vispec" verify "$work/$dir" --repair 2> "$work/cmd.log" ;;
+      export) "$vispec" export "$work/$dir" --npz "$work/$dir.npz" 2> "$work/cmd.log" ;;
+      *) "$vispec" $cmd "$work/$dir" 2> "$work/cmd.log" ;;
+    esac
+    code=$?
+    set -e
+    [ "$code" -eq 2 ] && grep -q "$dir: no vispec journal (journal.jsonl) here" "$work/cmd.log" ||
+      { cat "$work/cmd.log"; echo "e2e: $cmd of a folder that is not a run's: exit $code"; exit 1; }
+    [ "$(ls -A "$work/$dir" | sort | tr '\n' ' ')" = "$before" ] && [ ! -e "$work/$dir.npz" ] ||
+      { ls -la "$work/$dir"; echo "e2e: $cmd wrote into or beside a folder that is not a run's"; exit 1; }
+  done
+done
 echo "e2e: rerun of a finished job is a no-op"
