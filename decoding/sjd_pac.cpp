@@ -223,8 +223,9 @@ DecodeResult SjdPacDecoder::decode(const DecodeRequest& request) {
       const auto j = verdict.accepted.view({B, 1}) + torch::arange(1, M, i64).view({1, M - 1});  // [B, M - 1]
       const auto reached = j.le(M - 1);
       const auto line = tab.line.index_select(0, verdict.path.gather(1, verdict.accepted.view({B, 1})).view({B}));
-      const auto at = line.gather(1, j.clamp_max(M - 1)).unsqueeze(2).expand({B, M - 1, V});
-      const auto p = (greedy ? torch::softmax(out.logits, -1) : target_probs(out.logits, params_)).gather(1, at);
+      // Only the reference line's outputs are processed (the walk processed the nodes it visited itself).
+      const auto logits = out.logits.gather(1, line.gather(1, j.clamp_max(M - 1)).unsqueeze(2).expand({B, M - 1, V}));
+      const auto p = greedy ? torch::softmax(logits, -1) : target_probs(logits, params_);
       const auto next_at = rows.positions(0, M - 1);  // the new depths' cells, after the commit
       const auto u = candidate_uniforms(next_at, Purpose::kDraft, rows.iteration.view({B, 1, 1}) * 8 + candidate);
       if (greedy) {  // the K most likely of each stale output, uniform tokens where there is none
