@@ -83,14 +83,14 @@ DecodeResult ArDecoder::decode(const DecodeRequest& request) {
   s.u.copy_(uniform_table(request.seed, request.sample_ids, uint32_t(N), Purpose::kSample));
   s.cache.reset();
   auto out = target_.prefill(s.cache, request.conditions);
-  s.cache.keep_all();
+  s.cache.advance();
   s.step.zero_();
   s.logits.copy_(out.logits.select(1, out.logits.size(1) - 1));
   s.sample(params_);
   const auto positions = s.step.view({1, 1}).expand({B, 1});
   const auto forward = [&] {
     const auto o = target_.decode_block(s.cache, s.token, positions, torch::Tensor());
-    s.cache.keep_all();
+    s.cache.advance();
     s.logits.copy_(o.logits.select(1, 0));
     s.step.add_(1);
     s.sample(params_);

@@ -216,7 +216,6 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
         const int64_t K = lv.next_nodes.size(0);
         auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
         auto level_cells = cells.at(d, 1).expand({B, K});
-        if (lv.first_entry > 0) dcache.extend_pending();
         auto out = pairs.draft(dcache, source.index_select(1, lv.parent_slot), node_tok.index_select(1, lv.next_nodes),
                                level_cells, lv.mask);
         drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;

@@ -190,7 +190,6 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
         auto slot = (newest(parent_slot) + 1).view({1, B, K, 1}).expand({streams, B, K, D});
         auto features = source.reshape({streams, B, source.size(1), D}).gather(2, slot).view({R, K, D});
         auto node_cells = cells.at(level, 1).expand({B, K});
-        if (level > 0) dcache.extend_pending();
         auto out = pairs.draft(dcache, features, newest(tok), node_cells, newest(mask));
         drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
         return draft_top(out, K);

@@ -163,11 +163,11 @@ MuloSdDecoder::Run::Run(MuloSdDecoder& decoder, const DecodeRequest& request)
 
 void MuloSdDecoder::Run::prefill() {
   p_first = target_probs(d.target_.prefill(tcache, request.conditions).logits.select(1, -1), d.params_);
-  tcache.keep_all();
+  tcache.advance();
   const auto prefilled = d.drafter_.prefill(dcache, request.drafter_conditions_or_target()).logits.select(1, -1);
   q_logits = d.graphs_.state(rows, "mulo_q_logits", prefilled.sizes(), prefilled.options());
   q_logits.copy_(prefilled);
-  dcache.keep_all();
+  dcache.advance();
   for (auto& s : rows.stats) s.target_forwards = s.draft_forwards = 1;
   clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
 }
@@ -208,7 +208,7 @@ int64_t MuloSdDecoder::Run::draft(int64_t n, int64_t end, IterationTimes& times,
       auto pos = torch::arange(low_fed, low_begin, i64).expand({B, T});
       q_logits.copy_(
           d.drafter_.decode_block(dcache, low.narrow(1, low_fed, T), pos, causal_mask(T, device)).logits.select(1, -1));
-      dcache.keep_all();
+      dcache.advance();
     }
     // ---- 1 draft the span's low-res rows token by token
     const auto du = rows.uniforms(  // every low-res position's uniforms, [B, low_count]
@@ -221,7 +221,7 @@ int64_t MuloSdDecoder::Run::draft(int64_t n, int64_t end, IterationTimes& times,
       if (j + 1 == low_count) break;
       auto pos = torch::full({B, 1}, at, i64);
       q_logits.copy_(d.drafter_.decode_block(dcache, y.view({B, 1}), pos, one).logits.select(1, 0));
-      dcache.keep_all();
+      dcache.advance();
     }
     // The drafts leave the drafter's cache: its next prefix comes from D_2.
     dcache.advance(torch::full({B}, drafter_committed - dcache.length(0), i64));

@@ -62,7 +62,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
       const auto newest = rows.tokens_at(-1);
       const auto u_draft = params_.greedy() ? torch::Tensor() : rows.uniforms(cells.at(0, G), Purpose::kDraft);
       auto q_logits = drafter_.decode_block(dcache, newest, cells.at(-1, 1), one_).logits.select(1, 0);
-      dcache.keep_all();
+      dcache.advance();
       std::vector<torch::Tensor> drafted, q_steps;
       for (int64_t j = 0; j < G; ++j) {
         torch::Tensor x;
@@ -75,7 +75,7 @@ DecodeResult SdDecoder::decode(const DecodeRequest& request) {
         }
         drafted.push_back(x);
         q_logits = drafter_.decode_block(dcache, x.view({B, 1}), cells.at(j, 1), one_).logits.select(1, 0);
-        dcache.keep_all();
+        dcache.advance();
       }
       const auto drafts = torch::stack(drafted, 1);  // [B, G]
       loop.end_draft();

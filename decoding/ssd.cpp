@@ -140,7 +140,7 @@ std::pair<torch::Tensor, torch::Tensor> SsdDecoder::Run::draft(int64_t head, con
 torch::Tensor SsdDecoder::Run::commit(int64_t first, int64_t count) {
   const auto pos = torch::arange(first, first + count, i64).unsqueeze(0).expand({B, count}).contiguous();
   const auto out = d.target_.decode_block(cache, rows.tokens.narrow(1, first, count), pos, causal_mask(count, device));
-  cache.keep_all();
+  cache.advance();
   states.narrow(1, first + 1, count).copy_(out.hidden);
   return out.logits.select(1, count - 1);  // [B, V]
 }
@@ -149,7 +149,7 @@ torch::Tensor SsdDecoder::Run::commit(int64_t first, int64_t count) {
 void SsdDecoder::Run::prefill() {
   auto& clock = loop.clock();
   const auto pre = d.target_.prefill(cache, request.conditions);
-  cache.keep_all();
+  cache.advance();
   states = d.graphs_.state(rows, "ssd_states", {R, N + 1, D}, pre.hidden.options());
   states.select(1, 0).copy_(pre.hidden.select(1, pre.hidden.size(1) - 1));
   rows.start(pre.logits, d.params_);

@@ -152,7 +152,7 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
   const auto u = graphs_.state(rows, "zipar_uniforms", {B, N}, table.options().device(device));
   u.copy_(table);
   rows.start(target_.prefill(cache, request.conditions).logits, params_);  // token 0, as AR draws it
-  cache.keep_all();
+  cache.advance();
   const auto* pooled = target_.pooled_lengths(cache);
   RowSchedule schedule(H, W, s, cache.length(0));
   int64_t forwards = 1;
@@ -173,7 +173,7 @@ DecodeResult ZipArDecoder::decode(const DecodeRequest& request) {
       const auto seen = inputs.narrow(0, 2 * T + 2 * K, C).view({1, C}).lt(fed.view({T, 1}));  // [T, C]
       const auto out = target_.decode_block(cache, rows.tokens.index_select(1, inputs.narrow(0, 0, T)),
                                             fed.unsqueeze(0).expand({B, T}), causal_mask(T, device), seen);
-      cache.keep_all();
+      cache.advance();
       const auto logits = out.logits.index_select(1, from);  // [B, K, V]
       const auto next =
           next_tokens(logits.reshape({B * K, logits.size(2)}), params_, u.index_select(1, to).reshape(-1));

@@ -132,7 +132,7 @@ TEST(CfgModel, GuidedLogitsMixTheTwoStreamsAndCommitsKeepBoth) {
   auto cache = guided.make_cache(2, 4);
   EXPECT_EQ(cache.batch(), 4);  // [cond; uncond]
   const auto out = guided.prefill(cache, c);
-  cache.keep_all();
+  cache.advance();
   // The same prefill through the unguided model, once per stream.
   auto cond_cache = plain.make_cache(2), null_cache = plain.make_cache(2);
   const auto cond = plain.prefill(cond_cache, c).logits;
@@ -149,7 +149,7 @@ TEST(CfgModel, GuidedLogitsMixTheTwoStreamsAndCommitsKeepBoth) {
   EXPECT_EQ(cache.lengths(), (std::vector<int64_t>{3, 1, 3, 1}));
   auto pooled = guided.make_cache(2, 4, /*static_steps=*/true);
   guided.prefill(pooled, c);
-  pooled.keep_all();
+  pooled.advance();
   guided.decode_block(pooled, i64({5, 6, 7, 8, 9, 10}).view({2, 3}), i64({0, 1, 2, 0, 1, 2}).view({2, 3}),
                       causal_mask(3));
   pooled.keep_paths(paths);

@@ -131,12 +131,12 @@ TEST(Devices, KvCacheDecodingEqualsAFullForwardOnCuda) {
   const auto full = gpt->forward_sequence(gpt->embed_classes(classes), tokens).logits;
   auto cache = gpt->make_cache(2);
   auto out = gpt->prefill(cache, gpt->embed_classes(classes));
-  cache.keep_all();
+  cache.advance();
   double worst = (out.logits.select(1, 0) - full.select(1, 0)).abs().max().item<double>();
   for (int64_t i = 0; i < 15; ++i) {
     const auto pos = torch::full({2, 1}, i, torch::TensorOptions().dtype(torch::kInt64).device(cuda()));
     out = gpt->decode_block(cache, tokens.narrow(1, i, 1), pos, torch::ones({1, 1}, torch::kBool));
-    cache.keep_all();
+    cache.advance();
     worst = std::max(worst, (out.logits.select(1, 0) - full.select(1, i + 1)).abs().max().item<double>());
   }
   EXPECT_LE(worst, 1e-3);
@@ -157,11 +157,11 @@ TEST(Devices, FusedCudaKernelsEqualTheirCpuReference) {
     if (!fused) plain = std::make_unique<kernels::CompositeOnly>();
     auto cache = gpt->make_cache(2);
     std::vector<torch::Tensor> logits{gpt->prefill(cache, gpt->embed_classes(classes)).logits};
-    cache.keep_all();
+    cache.advance();
     for (int64_t i = 0; i < 6; ++i) {
       const auto pos = torch::full({2, 1}, i, torch::TensorOptions().dtype(torch::kInt64).device(cuda()));
       logits.push_back(gpt->decode_block(cache, (pos * 7) % 64, pos, torch::ones({1, 1}, torch::kBool)).logits);
-      cache.keep_all();
+      cache.advance();
     }
     return torch::cat(logits, 1);
   };

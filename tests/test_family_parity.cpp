@@ -178,19 +178,19 @@ TEST_F(FamilyParity, CachedStepsAndBlocksEqualTransformers) {
 
     auto cache = gpt->make_cache(2);
     auto first = gpt->prefill(cache, prefix.embeddings, prefix.visible).logits.select(1, -1);
-    cache.keep_all();
+    cache.advance();
     std::vector<torch::Tensor> steps = {first};
     for (int64_t t = 0; t < N; ++t) {
       steps.push_back(
           gpt->decode_block(cache, codes.narrow(1, t, 1), positions.narrow(1, t, 1), torch::ones({1, 1}, torch::kBool))
               .logits.select(1, 0));
-      cache.keep_all();
+      cache.advance();
     }
     const double step_error = (torch::stack(steps, 1) - expected_batch).abs().max().item<double>();
 
     cache.reset();
     gpt->prefill(cache, prefix.embeddings, prefix.visible);
-    cache.keep_all();
+    cache.advance();
     const auto block = gpt->decode_block(cache, codes, positions, causal_mask(N)).logits;
     const double block_error = (block - expected_batch.narrow(1, 1, N)).abs().max().item<double>();
     std::cout << fam << ": largest |difference| one per step " << step_error << ", as a block " << block_error << "\n";
@@ -212,9 +212,9 @@ TEST_F(FamilyParity, TreesAcrossRowEndsKeepTheirEndOfLineEntries) {
   const auto prefix = gpt->prefix(prompts("emu3"));
   auto cache = gpt->make_cache(2);
   gpt->prefill(cache, prefix.embeddings, prefix.visible);
-  cache.keep_all();
+  cache.advance();
   gpt->decode_block(cache, codes.narrow(1, 0, 2), torch::tensor({{0, 1}, {0, 1}}), causal_mask(2));
-  cache.keep_all();
+  cache.advance();
   // Nodes: 0 = token 2; 1 = token 3 and 2 = a wrong sibling, both children of 0; 3 = token 4, child of 1.
   auto tokens =
       torch::stack({codes.select(1, 2), codes.select(1, 3), (codes.select(1, 3) + 1) % 512, codes.select(1, 4)}, 1);

@@ -422,12 +422,12 @@ TEST(FusedOps, CachedDecodeEqualsTheCompositeForEveryLayout) {
       if (!fused) plain = std::make_unique<kernels::CompositeOnly>();
       auto cache = gpt->make_cache(2, 4);
       std::vector<torch::Tensor> logits{gpt->prefill(cache, cond, {}).logits};
-      cache.keep_all();
+      cache.advance();
       for (int64_t p = 0; p < 3; ++p) {
         logits.push_back(gpt->decode_block(cache, torch::full({2, 1}, 5 + p, torch::kInt64),
                                            torch::full({2, 1}, p, torch::kInt64), {})
                              .logits);
-        cache.keep_all();
+        cache.advance();
       }
       const auto positions = torch::arange(3, 6, torch::kInt64).expand({2, 3});
       logits.push_back(gpt->decode_block(cache, torch::tensor({{1, 2, 3}, {4, 5, 6}}), positions, {}).logits);
@@ -472,10 +472,10 @@ TEST(FusedOps, AnArStepIsAtMostEightOperatorsPerLayer) {
     gpt->eval();
     auto cache = gpt->make_cache(2, 0);
     gpt->prefill(cache, gpt->embed_classes(torch::tensor({0, 1}, torch::kInt64)), {});
-    cache.keep_all();
+    cache.advance();
     const auto token = torch::zeros({2, 1}, torch::kInt64);
     gpt->decode_block(cache, token, torch::zeros({2, 1}, torch::kInt64), {});  // warm: merges, first-use work
-    cache.keep_all();
+    cache.advance();
     OpNames names;
     OpCounter counter;
     gpt->decode_block(cache, token, torch::ones({2, 1}, torch::kInt64), {});

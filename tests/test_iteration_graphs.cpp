@@ -52,7 +52,7 @@ TEST(IterationGraphs, TheReadOrTheKnownLengthsSettleThePlanNotTheBody) {
   auto rows = graphs.rows(test::requests(0, 2), 144, 5, torch::kCPU);
   const std::vector<const torch::Tensor*> lengths{&cache.lengths_on_device()};
   const auto body = [&] {
-    cache.plan_static_block(3);
+    cache.plan_static_block(3, 3);
     cache.advance(torch::tensor({3, 1}, torch::kInt64));  // device counts: the plan counts the block, 3 each
     EXPECT_EQ(cache.lengths(), (std::vector<int64_t>{3, 3}));
   };
@@ -62,16 +62,16 @@ TEST(IterationGraphs, TheReadOrTheKnownLengthsSettleThePlanNotTheBody) {
   // Known lengths: the body commits its block whole.
   graphs.run(rows, {2, 2}, lengths, {&cache},
              [&] {
-               cache.plan_static_block(2);
-               cache.keep_all();
+               cache.plan_static_block(2, 2);
+               cache.advance();
              },
              {{5, 3}});
   EXPECT_EQ(cache.lengths(), (std::vector<int64_t>{5, 3}));
   const PlanCheck check;
   EXPECT_THROW(graphs.run(rows, {2, 2}, lengths, {&cache},
                           [&] {
-                            cache.plan_static_block(2);
-                            cache.keep_all();
+                            cache.plan_static_block(2, 2);
+                            cache.advance();
                           },
                           {{7, 6}}),
                std::exception);

@@ -33,11 +33,11 @@ TEST(KvCache, IncrementalDecodingEqualsFullForward) {
   auto ref = f.full(f.tokens, f.classes);  // [2, 16, V]
   auto cache = f.gpt->make_cache(2);
   auto out = f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
-  cache.keep_all();
+  cache.advance();
   double worst = max_diff(out.logits.select(1, 0), ref.select(1, 0));
   for (int64_t i = 0; i < 15; ++i) {
     out = f.gpt->decode_block(cache, f.tokens.narrow(1, i, 1), positions(2, {i}), torch::ones({1, 1}, torch::kBool));
-    cache.keep_all();
+    cache.advance();
     worst = std::max(worst, max_diff(out.logits.select(1, 0), ref.select(1, i + 1)));
   }
   std::printf("incremental vs full: max |diff| = %.3g\n", worst);
@@ -49,7 +49,7 @@ TEST(KvCache, CausalBlockEqualsFullForward) {
   auto ref = f.full(f.tokens, f.classes);
   auto cache = f.gpt->make_cache(2);
   f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
-  cache.keep_all();
+  cache.advance();
   auto out = f.gpt->decode_block(cache, f.tokens.narrow(1, 0, 6), positions(2, {0, 1, 2, 3, 4, 5}), causal_mask(6));
   const double d = max_diff(out.logits, ref.narrow(1, 1, 6));
   std::printf("causal block vs full: max |diff| = %.3g\n", d);
@@ -61,13 +61,13 @@ TEST(KvCache, TruncateEqualsRecomputation) {
   auto ref = f.full(f.tokens, f.classes);
   auto cache = f.gpt->make_cache(2);
   f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
-  cache.keep_all();
+  cache.advance();
   // Commit 3 right tokens, then 5 wrong ones; truncate back to condition + 3 and continue with the right ones.
   f.gpt->decode_block(cache, f.tokens.narrow(1, 0, 3), positions(2, {0, 1, 2}), causal_mask(3));
-  cache.keep_all();
+  cache.advance();
   auto wrong = (f.tokens.narrow(1, 3, 5) + 1) % 64;
   f.gpt->decode_block(cache, wrong, positions(2, {3, 4, 5, 6, 7}), causal_mask(5));
-  cache.keep_all();
+  cache.advance();
   cache.advance(std::vector<int64_t>{-5, -5});
   auto out = f.gpt->decode_block(cache, f.tokens.narrow(1, 3, 4), positions(2, {3, 4, 5, 6}), causal_mask(4));
   const double d = max_diff(out.logits, ref.narrow(1, 4, 4));
@@ -92,9 +92,9 @@ TEST(KvCache, TreeMaskEqualsSeparateBranchesAndKeepCompactsThePath) {
                   .view({4, 4});
   auto cache = f.gpt->make_cache(2);
   f.gpt->prefill(cache, f.gpt->embed_classes(f.classes));
-  cache.keep_all();
+  cache.advance();
   f.gpt->decode_block(cache, prefix, positions(2, {0, 1, 2, 3, 4}), causal_mask(P));
-  cache.keep_all();
+  cache.advance();
   auto out = f.gpt->decode_block(cache, tree, positions(2, {P, P + 1, P + 1, P + 2}), mask);
 
   auto idx = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64); };
@@ -125,8 +125,8 @@ TEST(KvCache, TreeMaskEqualsSeparateBranchesAndKeepCompactsThePath) {
   EXPECT_LE(d2, kTol);
 }
 
-// A tree grown level by level (extend_pending: each forward runs only the new nodes, attending to the block's
-// earlier entries) gives the logits and, after keep(), the cache of the same tree forwarded as one block; with
+// A tree grown level by level (a mask wider than the block: each forward runs only the new nodes, attending to the
+// block's earlier entries) gives the logits and, after keep(), the cache of the same tree forwarded as one block; with
 // equal and with ragged row lengths.
 TEST(KvCache, ExtendedBlockEqualsOneBlock) {
   Fixture f;
@@ -142,9 +142,9 @@ TEST(KvCache, ExtendedBlockEqualsOneBlock) {
     for (int i = 0; i < 2; ++i) {
       caches.push_back(f.gpt->make_cache(2, 4));
       f.gpt->prefill(caches.back(), f.gpt->embed_classes(f.classes));
-      caches.back().keep_all();
+      caches.back().advance();
       f.gpt->decode_block(caches.back(), f.tokens.narrow(1, 0, 5), positions(2, {0, 1, 2, 3, 4}), causal_mask(5));
-      caches.back().keep_all();
+      caches.back().advance();
       if (ragged) caches.back().advance(std::vector<int64_t>{0, 1 + 3 - caches.back().length(1)});
     }
     // Row 1 continues at position 3 when ragged.
@@ -153,7 +153,6 @@ TEST(KvCache, ExtendedBlockEqualsOneBlock) {
     auto one = f.gpt->decode_block(caches[0], tree, pos, mask);
     auto a =
         f.gpt->decode_block(caches[1], tree.narrow(1, 0, 1), pos.narrow(1, 0, 1), mask.narrow(0, 0, 1).narrow(1, 0, 1));
-    caches[1].extend_pending();
     auto b = f.gpt->decode_block(caches[1], tree.narrow(1, 1, 3), pos.narrow(1, 1, 3), mask.narrow(0, 1, 3));
     EXPECT_EQ(caches[1].pending(), 4);
     double d = max_diff(one.logits, torch::cat({a.logits, b.logits}, 1));

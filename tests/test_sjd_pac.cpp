@@ -46,9 +46,9 @@ TEST(SjdPac, NodeLogitsAreTheirRootPathsForwardAndAnOffMainCommitLeavesTheCommit
   };
   auto cache = gpt->make_cache(2);
   gpt->prefill(cache, gpt->embed_classes(classes));
-  cache.keep_all();
+  cache.advance();
   gpt->decode_block(cache, prefix, torch::arange(P).view({1, P}).expand({2, P}).contiguous(), causal_mask(P));
-  cache.keep_all();
+  cache.advance();
   DraftTree draft;
   draft.parent = tree.parent, draft.depth = tree.depth, draft.token.assign(size_t(S), 0);
   const auto depth = torch::tensor(tree.depth, torch::kInt64).view({1, S});

@@ -48,14 +48,14 @@ torch::Tensor dynamic_ar(const Gpt& gpt, const SamplingParams& params, const Dec
   auto tokens = torch::empty({B, N}, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto cache = target.make_cache(B);
   auto out = target.prefill(cache, request.conditions);
-  cache.keep_all();
+  cache.advance();
   for (int64_t i = 0; i < N; ++i) {
     auto next = sample_from_probs(target_probs(out.logits.select(1, out.logits.size(1) - 1), params), u.select(1, i));
     tokens.select(1, i).copy_(next);
     if (i + 1 == N) break;
     auto pos = torch::full({B, 1}, i, torch::TensorOptions().dtype(torch::kInt64).device(device));
     out = target.decode_block(cache, next.view({B, 1}), pos, torch::ones({1, 1}, torch::kBool));
-    cache.keep_all();
+    cache.advance();
   }
   return tokens.cpu();
 }
@@ -364,7 +364,7 @@ namespace {
 KvCache ragged_cache(Gpt gpt, const torch::Tensor& cond, bool static_block, int64_t extra) {
   auto cache = gpt->make_cache(2, extra, static_block);
   gpt->prefill(cache, cond);
-  cache.keep_all();
+  cache.advance();
   const auto i64 = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).view({2, 3}); };
   gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}), i64({0, 1, 2, 0, 1, 2}), torch::Tensor());
   cache.advance(std::vector<int64_t>{3, 1});
@@ -404,7 +404,6 @@ TEST(StaticStep, AnExtendedStaticBlockOverRaggedRowsEqualsTheDynamicCache) {
   for (bool static_block : {false, true}) {
     auto cache = ragged_cache(gpt, cond, static_block, 8);
     gpt->decode_block(cache, i64({9, 10, 11, 12}, 2), i64({3, 3, 1, 1}, 2), level0);
-    cache.extend_pending();
     outs.push_back(gpt->decode_block(cache, i64({13, 14, 15, 16, 17, 18}, 3), i64({4, 4, 4, 2, 2, 2}, 3), level1));
     EXPECT_EQ(cache.pending(), 5);
   }
@@ -424,9 +423,9 @@ TEST(StaticStep, ARestrictedStaticBlockEqualsTheDynamicCache) {
   for (Block block : {kDynamic, kStatic, kStaticUnrestricted}) {
     auto cache = gpt->make_cache(2, 4, /*static_lengths=*/block != kDynamic);
     gpt->prefill(cache, cond);
-    cache.keep_all();
+    cache.advance();
     gpt->decode_block(cache, i64({3, 4, 5, 6, 7, 8}, 3), i64({0, 1, 2, 0, 1, 2}, 3), torch::Tensor());
-    cache.keep_all();
+    cache.advance();
     const int64_t L = cache.length(0);
     // Over the whole capacity: query 0 sees every committed entry but the block's second, query 1 the condition's.
     auto seen = torch::zeros({2, cache.capacity()}, torch::kBool);

@@ -24,7 +24,7 @@ CfgOutput CfgModel::prefill(KvCache& cache, const Conditions& conditions) {
 CfgOutput CfgModel::prefill_rows(KvCache& cache, const std::vector<int64_t>& rows, const Conditions& conditions) {
   auto prefilled = gpt_->make_prefill_cache(cache.batch(), cache);
   const auto out = prefill(prefilled, conditions);
-  prefilled.keep_all();
+  prefilled.advance();
   cache.take_rows(prefilled, rows, guided() ? cache.batch() / 2 : cache.batch());
   return out;
 }

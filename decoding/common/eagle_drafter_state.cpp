@@ -22,8 +22,9 @@ torch::Tensor EagleDrafterState::draft(KvCache& dcache, const torch::Tensor& fea
       features.size(0) == R_ && tokens.size(0) == B_ && cells.size(0) == B_ && (mask.dim() == 2 || mask.size(0) == B_),
       "EagleDrafterState::draft: features of ", features.size(0), " rows, tokens, cells and mask of ", tokens.size(0),
       ", ", cells.size(0), " and ", mask.sizes(), " for ", B_, " samples in ", R_, " rows");
+  const int64_t T = tokens.size(1);
   return steps_.forward(
-      dcache, tokens.size(1), {features, tokens, cells, mask},
+      dcache, T, block_width(T, mask), {features, tokens, cells, mask},
       [&](const std::vector<torch::Tensor>& in) {
         return std::vector<torch::Tensor>{drafter_(in[0], drafter_->embed(in[1], *gpt_), in[2], in[3], &dcache)};
       },

@@ -37,10 +37,10 @@ class EagleDrafterState {
 
   // The drafter's cache for this decode, `extra` slots past the image: a copy of a pooled static cache.
   KvCache drafter_cache(int64_t extra);
-  // The drafter over a block of T nodes per row in `dcache` (after extend_pending: added to the pending
-  // block), as a static step: features [R, T, D] (each node's parent's output in each stream), tokens and raster
-  // cells [B, T], mask [T, W] or [B, T, W] over the block's W entries, one row per sample (the CFG's streams read
-  // the same: the step's input copy repeats them) -> the drafter's outputs [R, T, D].
+  // The drafter over a block of T nodes per row in `dcache`, as a static step: features [R, T, D] (each node's
+  // parent's output in each stream), tokens and raster cells [B, T], mask [T, W] or [B, T, W] over the block's
+  // W entries (W = pending + T: a tree level added to the pending block), one row per sample (the CFG's streams
+  // read the same: the step's input copy repeats them) -> the drafter's outputs [R, T, D].
   torch::Tensor draft(KvCache& dcache, const torch::Tensor& features, const torch::Tensor& tokens,
                       const torch::Tensor& cells, const torch::Tensor& mask);
 

@@ -49,13 +49,14 @@ const torch::Tensor* ForwardGraphs::pooled_lengths(const KvCache& cache) const {
   return p ? &p->cache.lengths_on_device() : nullptr;
 }
 
-std::vector<torch::Tensor> ForwardGraphs::forward(KvCache& cache, int64_t T, const std::vector<torch::Tensor>& inputs,
-                                                  const Run& run, const std::vector<bool>& per_sample) {
+std::vector<torch::Tensor> ForwardGraphs::forward(KvCache& cache, int64_t T, int64_t width,
+                                                  const std::vector<torch::Tensor>& inputs, const Run& run,
+                                                  const std::vector<bool>& per_sample) {
   auto* pooled = pooled_of(cache);
   VISPEC_ASSERT(pooled, "a static forward on a cache that is not pooled");
   auto& p = *pooled;
   // Planned once here; every run of the step (eager, warm-up, capture) then opens this block.
-  const int64_t keys = cache.plan_static_block(T);
+  const int64_t keys = cache.plan_static_block(T, width);
   // The block key: T, then each input's rank and sizes (-1 for an undefined input).
   std::vector<int64_t> shape{T};
   for (const auto& x : inputs) {
@@ -113,7 +114,8 @@ std::vector<torch::Tensor> ForwardGraphs::forward(KvCache& cache, int64_t T, con
 
 GptOutput ForwardGraphs::forward(KvCache& cache, const torch::Tensor& tokens, const torch::Tensor& positions,
                                  const torch::Tensor& block_mask, const torch::Tensor& committed, const Forward& run) {
-  const auto out = forward(cache, tokens.size(1), {tokens, positions, block_mask, committed},
+  const int64_t T = tokens.size(1);
+  const auto out = forward(cache, T, block_width(T, block_mask), {tokens, positions, block_mask, committed},
                            [&](const std::vector<torch::Tensor>& in) {
                              const auto o = run(in[0], in[1], in[2], in[3]);
                              return std::vector<torch::Tensor>{o.logits, o.hidden};

@@ -11,8 +11,8 @@
 // that keeps an output past that forward copies it (every decoder consumes them before: a copy per output per
 // forward was a kernel each, two per forward).
 // A pooled cache in use (a copy of it alive) is never handed out twice. A forward may extend the pending block
-// (extend_pending before it: an EAGLE drafter's tree level); its inputs' shapes, the mask's width among them,
-// tell its graphs apart from the block's first forward.
+// (an EAGLE drafter's tree level, its mask wider than its entries); its inputs' shapes, the mask's width among
+// them, tell its graphs apart from the block's first forward.
 // Models whose rows end in an end-of-line token cannot have a static cache: their decoders get a dynamic one
 // (CfgModel::make_cache gives it whatever they ask).
 #pragma once
@@ -39,14 +39,15 @@ class ForwardGraphs {
   // The device lengths of the pooled cache that `cache` copies, a tensor that outlives the copy (null if none).
   const torch::Tensor* pooled_lengths(const KvCache& cache) const;
 
-  // run(inputs) -> outputs, as a static step of the pooled cache that `cache` copies, opening (or extending) a
-  // block of T entries per row: the inputs (undefined ones allowed) copied into static buffers, the step run
-  // or replayed, its outputs copied into static buffers and those returned (valid until the block's next forward).
-  // per_sample[i] (where given): input i holds one row per sample, which each of the cache's streams reads (the
-  // CFG's [cond; uncond] rows, cache.batch() = streams x samples): its buffer has the cache's rows and its copy
-  // repeats it to every stream in one kernel, where a cat per stream and a copy were two.
+  // run(inputs) -> outputs, as a static step of the pooled cache that `cache` copies, opening a block of T
+  // entries per row, or extending the pending one (width: the block's once written, KvBlock::mask's W): the inputs
+  // (undefined ones allowed) copied into static buffers, the step run or replayed, its outputs copied into static
+  // buffers and those returned (valid until the block's next forward). per_sample[i] (where given): input i holds one
+  // row per sample, which each of the cache's streams reads (the CFG's [cond; uncond] rows, cache.batch() = streams x
+  // samples): its buffer has the cache's rows and its copy repeats it to every stream in one kernel, where a cat per
+  // stream and a copy were two.
   using Run = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>;
-  std::vector<torch::Tensor> forward(KvCache& cache, int64_t T, const std::vector<torch::Tensor>& inputs,
+  std::vector<torch::Tensor> forward(KvCache& cache, int64_t T, int64_t width, const std::vector<torch::Tensor>& inputs,
                                      const Run& run, const std::vector<bool>& per_sample = {});
   // A GPT's forward: run(tokens, positions, block mask, committed mask) -> its logits and hidden states (the
   // committed mask, undefined or on the device, as KvBlock::committed takes it).

@@ -145,7 +145,7 @@ class GptImpl : public torch::nn::Module {
   KvCache make_prefill_cache(int64_t batch, const KvCache& decode_cache) const;
   // Appends the condition positions as a pending causal block; `visible` [B, C] (if defined) hides the
   // others from every later query (KvBlock::visible). Returns one output per condition position;
-  // the last predicts image token 0. Call cache.keep_all() to commit.
+  // the last predicts image token 0. Call cache.advance() to commit.
   GptOutput prefill(KvCache& cache, const torch::Tensor& cond, const torch::Tensor& visible = {});
   // Appends image tokens [B, T] at image indices `positions` [B, T] (for RoPE) as a pending block under
   // block_mask ([T, T] or [B, T, T], true = may attend). Output t predicts the token after positions[t]. A

@@ -66,18 +66,17 @@ AttentionMask KvCache::begin_block(const KvBlock& block) {
   const auto committed = block.committed.defined() && block.entry_node.defined()
                              ? spread_committed(block.committed, block.entry_node)
                              : block.committed;
-  auto mask = device_lengths() ? begin_static_block(block.entries, block.mask, committed)
-                               : begin_dynamic_block(block.entries, block.mask, committed);
+  const int64_t W = block_width(block.entries, block.mask);
+  auto mask = device_lengths() ? begin_static_block(block.entries, W, block.mask, committed)
+                               : begin_dynamic_block(block.entries, W, block.mask, committed);
   node_starts_ = block.node_starts;
   return mask;
 }
 
-AttentionMask KvCache::begin_dynamic_block(int64_t T, const torch::Tensor& block_mask,
+AttentionMask KvCache::begin_dynamic_block(int64_t T, int64_t W, const torch::Tensor& block_mask,
                                            const torch::Tensor& restricted) {
-  VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
+  const int64_t P = extending(T, W);
   node_starts_.clear();
-  const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
-  extend_ = false;
   const int64_t B = batch(), S = max_length() + W;
   VISPEC_ASSERT(S <= capacity_, "KV cache overflow: need ", S, " of ", capacity_, " slots");
   const auto device = k_[0].device();
@@ -129,15 +128,22 @@ AttentionMask KvCache::begin_dynamic_block(int64_t T, const torch::Tensor& block
   return {mask.unsqueeze(1)};
 }
 
-int64_t KvCache::plan_static_block(int64_t T) {
+int64_t KvCache::extending(int64_t T, int64_t W) const {
+  const int64_t P = W - T;
+  VISPEC_ASSERT(T >= 1 && (P == 0 || P == pending_), "a block of ", T, " entries and width ", W, " where ", pending_,
+                " entries are pending (its width is T, or pending + T to extend the pending block)");
+  VISPEC_ASSERT(P == 0 || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
+  return P;
+}
+
+int64_t KvCache::plan_static_block(int64_t T, int64_t W) {
   VISPEC_ASSERT(device_lengths(), "a static block in a cache whose lengths are on the host");
-  if (planned_ == T) return bucket_;  // the planned block again: its step run once more
-  VISPEC_ASSERT(!extend_ || node_starts_.empty(), "a block with end-of-line entries cannot be extended");
-  const int64_t P = extend_ ? pending_ : 0, W = P + T;  // W: the block's width once this forward is written
-  extend_ = false;
+  if (planned_ == T && planned_width_ == W) return bucket_;  // the planned block again: its step run once more
+  const int64_t P = extending(T, W);
   const int64_t need = max_length() + W;
   VISPEC_ASSERT(T >= 1 && need <= capacity_, "KV cache overflow: need ", need, " of ", capacity_, " slots");
   planned_ = T;
+  planned_width_ = W;
   bucket_ = bucket_for(W);
   block_slots_ = torch::Tensor();
   pending_ = W;
@@ -151,10 +157,11 @@ int64_t KvCache::plan_static_block(int64_t T) {
 // (P > 0: it extends the pending block); key slot s is seen where s < L_b (committed) or where the block mask
 // lets the query see block entry s - L_b. A restriction of the committed entries (KvBlock::committed, on the
 // device) hides the committed keys it does not show, read through the same bucket.
-AttentionMask KvCache::begin_static_block(int64_t T, const torch::Tensor& block_mask, torch::Tensor committed) {
+AttentionMask KvCache::begin_static_block(int64_t T, int64_t width, const torch::Tensor& block_mask,
+                                          torch::Tensor committed) {
   // The planned block, if a runner planned it before its step (which it may run, warm up and capture: each run
   // begins the same block), else planned now.
-  const int64_t S = plan_static_block(T), B = batch(), P = written_from_, W = pending_;
+  const int64_t S = plan_static_block(T, width), B = batch(), P = written_from_, W = pending_;
   if (plan_check) {
     const auto device = device_lengths_now(lengths_device_);
     for (int64_t b = 0; b < B; ++b)
@@ -255,8 +262,8 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::write(int64_t layer, const torc
 void KvCache::close_block() {
   pending_ = 0;
   written_from_ = 0;
-  extend_ = false;
   planned_ = 0;
+  planned_width_ = 0;
   node_starts_.clear();
 }
 
@@ -274,7 +281,7 @@ std::vector<int64_t> KvCache::every_row(const std::vector<int64_t>& per_sample) 
   return rows;
 }
 
-void KvCache::keep_all() {
+void KvCache::advance() {
   if (device_lengths()) lengths_device_.add_(pending_);
   for (size_t b = 0; b < length_.size(); ++b) length_[b] += node_starts_.empty() ? pending_ : node_starts_[b].back();
   close_block();

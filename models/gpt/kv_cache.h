@@ -2,10 +2,10 @@
 //
 // Each batch row holds `length(row)` committed entries. A forward appends a *pending* block of T entries after
 // them, attending under an arbitrary [T, T] block mask (causal, tree, parallel verification). The decoder then
-// decides what stays: keep_all() (AR), keep_paths(indices) (accepted tree paths, compacted in order),
-// advance(counts) (accepted chain prefixes, where they are; a negative count drops committed entries), or
+// decides what stays: advance() (the whole block: AR), keep_paths(indices) (accepted tree paths, compacted in
+// order), advance(counts) (accepted chain prefixes, where they are; a negative count drops committed entries), or
 // nothing (the next block overwrites the pending one).
-// extend_pending() makes the next forward add its entries to the pending block instead (a draft tree grown
+// A forward whose block mask is wider than its entries adds them to the pending block instead (a draft tree grown
 // level by level runs only its new nodes; their mask also covers the block's earlier entries).
 // By default a block sees every committed entry; its KvBlock may narrow that (ZipAR commits entries out of raster
 // order, so a query may only see those at earlier raster positions), and a prefill's may hide some of each row's
@@ -45,8 +45,9 @@ struct KvLengths {
 // One forward's block, what KvCache::begin_block opens.
 struct KvBlock {
   int64_t entries = 0;  // T: the entries this forward writes per row
-  // [T, W] or [B, T, W] bool, W the block's width once written (T, or pending + T), true = query i may attend to
-  // block entry j; undefined: causal within the block.
+  // [T, W] or [B, T, W] bool, W the block's width once written, true = query i may attend to block entry j;
+  // undefined: causal within the block. W = T opens a new block; W = pending + T adds this forward's entries to
+  // the pending block (a draft tree's next level), the mask's first pending columns over its earlier entries.
   torch::Tensor mask;
   // Which committed entries the queries see: [T, C] or [B, T, C] bool over the first C slots, C at least the
   // (equal) committed length of every row; the columns past it are not read. A static block reads it on the
@@ -66,6 +67,9 @@ struct KvBlock {
   torch::Tensor entry_node;
 };
 
+// The width a block of T entries under `mask` (KvBlock::mask) has once written.
+inline int64_t block_width(int64_t T, const torch::Tensor& mask) { return mask.defined() ? mask.size(-1) : T; }
+
 class KvCache {
  public:
   // lengths: where the committed lengths live (see KvLengths).
@@ -78,7 +82,7 @@ class KvCache {
   int64_t pending() const { return pending_; }
 
   // --- used by the model, once per forward then once per layer ---
-  // Opens `block`: a pending block of block.entries entries per row, or adds them to it after extend_pending().
+  // Opens `block`: a pending block of block.entries entries per row, or adds them to it (a mask wider than them).
   // Returns what the queries may attend to over all S = max length + W keys (W: the block's width after this
   // call): no mask tensor where none is needed (rows of equal length, nothing hidden, and either one query per
   // row or a causal block with nothing committed), else the dense [B, 1, T, S] mask.
@@ -96,19 +100,14 @@ class KvCache {
   int64_t attended_keys() const { return device_lengths() ? bucket_ : max_length() + pending_; }
 
   // --- used by the decoder ---
-  // The next block adds its entries to the pending block (a draft tree's next level).
-  void extend_pending() {
-    extend_ = true;
-    planned_ = 0;
-  }
   const torch::Tensor& prefix_visible() const { return prefix_visible_; }  // undefined: nothing hidden
   // [B] int64: how many of each row's first entries are hidden (counted once, not per forward).
   const torch::Tensor& prefix_hidden() const { return prefix_hidden_; }
   // --- the commits: every one acts on the device lengths, the only truth of a static cache ---
   // Per-sample arguments: a cache of R rows holds R / S streams of S samples each (the CFG's [cond; uncond]
   // rows), and a commit given S rows applies row s's to every stream's row s; given R rows, one per row.
-  // Commits the whole pending block of every row (AR, a drafter's steps, a committed image row).
-  void keep_all();
+  // advance(): commits the whole pending block of every row (AR, a drafter's steps, a committed image row).
+  void advance();
   // Moves every row's committed length by counts[s]: a positive count commits the first counts[s] nodes of the
   // pending block where they already are, a negative one drops the row's last committed entries; no data moves.
   // How chain decoders keep [newest, accepted drafts] and roll their drafter back. Device counts ([S] int64 on
@@ -148,11 +147,12 @@ class KvCache {
   static constexpr int64_t kLengthBucket = 64;
   bool device_lengths() const { return lengths_device_.defined(); }
   const torch::Tensor& lengths_on_device() const { return lengths_device_; }  // [R] int64, never reallocated
-  // Plans the static block of T entries per row that the next begin_block() opens (its shape and the bucket its
-  // keys are read through, from the host plan) and returns the bucket. A planned block is opened by every
-  // begin_block() of T entries until a commit, extend_pending() or settle(): a step run, warmed up and captured
-  // opens the same block each time.
-  int64_t plan_static_block(int64_t T);
+  // Plans the static block of T entries per row and width W (KvBlock::mask: T, or pending + T to extend the
+  // pending block) that the next begin_block() opens (its shape and the bucket its keys are read through, from
+  // the host plan) and returns the bucket. A planned block is opened by every begin_block() of its T and W until
+  // a commit or settle(): a step run, warmed up and captured opens the same block each time (an extension's W is
+  // the block's new width, so a further level, wider still, is planned anew).
+  int64_t plan_static_block(int64_t T, int64_t W);
   int64_t bucket() const { return bucket_; }
   // The bucket a static block of `width` entries would be read through now (plan_static_block's, host only).
   int64_t bucket_for(int64_t width) const;
@@ -172,8 +172,11 @@ class KvCache {
   std::vector<int64_t> every_row(const std::vector<int64_t>& per_sample) const;
   // The commit closes the pending block: the host plan's own bookkeeping after any commit.
   void close_block();
-  AttentionMask begin_static_block(int64_t T, const torch::Tensor& block_mask, torch::Tensor committed);
-  AttentionMask begin_dynamic_block(int64_t T, const torch::Tensor& block_mask, const torch::Tensor& committed);
+  // P, the pending entries a block of T entries and width W extends (0: it opens a new block), checked.
+  int64_t extending(int64_t T, int64_t W) const;
+  AttentionMask begin_static_block(int64_t T, int64_t W, const torch::Tensor& block_mask, torch::Tensor committed);
+  AttentionMask begin_dynamic_block(int64_t T, int64_t W, const torch::Tensor& block_mask,
+                                    const torch::Tensor& committed);
   // The block's `committed` restriction, given per node, given to its entries (KvBlock::entry_node).
   static torch::Tensor spread_committed(const torch::Tensor& committed, const torch::Tensor& entry_node);
   void hide_prefix_keys(const torch::Tensor& visible);  // KvBlock::visible
@@ -187,7 +190,6 @@ class KvCache {
   int64_t capacity_;
   int64_t pending_ = 0;           // entries in the pending block
   int64_t written_from_ = 0;      // block index of the first entry this forward writes
-  bool extend_ = false;           // the next begin_block adds to the pending block
   torch::Tensor prefix_visible_;  // [B, C] bool: which of each row's first C entries queries may see
   torch::Tensor prefix_hidden_;   // [B] int64: how many of them are hidden
   torch::Tensor slot_index_;  // write slots of the pending block: [B, 1, T, 1] when lengths differ, [B, 1, T] static
@@ -198,6 +200,7 @@ class KvCache {
   torch::Tensor row_index_, head_index_;  // [B, 1, 1] and [1, Hkv, 1]: with slot_index_, a static write's indices
   int64_t bucket_ = 0;                    // keys of the static block's view
   int64_t planned_ = 0;                   // T of the planned static block that begin_block reopens (0: none)
+  int64_t planned_width_ = 0;             // and its width
 };
 
 // For the tests (process-wide, off by default): every settle() reads the device lengths and checks that it was
