@@ -152,20 +152,71 @@ const Eagle1Decoder::Tables& Eagle1Decoder::tables(int64_t B, torch::Device devi
   return *made;
 }
 
+torch::Tensor Eagle1Decoder::draft_probs(const torch::Tensor& features) const {
+  Gpt gpt = target_.gpt();  // a holder (image_logits is not const)
+  auto logits = gpt->image_logits(features).to(torch::kFloat32);
+  if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
+  if (!params_.greedy()) return target_probs(logits, params_);
+  nonfinite_watch::note(logits, nonfinite_watch::Source::kLogits);  // (target_probs notes its own)
+  return torch::softmax(logits, -1);
+}
+
+// Every row's node tokens and conditional draw probabilities, on the device: the next depth's inputs, the
+// verification forward's and the walk's are gathered there, and only the walk's verdict is read.
+struct Eagle1Decoder::DraftedTree {
+  torch::Tensor tokens;          // [B, T]: the root (the newest token), then the drafts
+  torch::Tensor probs;           // [B, T] float64: each draft's conditional draw probability (0: none drawn)
+  std::vector<torch::Tensor> q;  // per depth d, q at expanded[d]'s nodes [B, n_d, V]
+  torch::Tensor root_cells;      // [B, 1]: the root's raster cell
+};
+
+Eagle1Decoder::DraftedTree Eagle1Decoder::draft_tree(const Tables& tab, EagleDrafterState& pairs, KvCache& dcache,
+                                                     DecodeState& rows, const DecodeState::Span& cells,
+                                                     const torch::Tensor& catchup) {
+  const int64_t B = rows.tokens.size(0), T = tree_.size(), L = tree_.max_depth();
+  const auto device = rows.tokens.device();
+  DraftedTree tree{torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kInt64).device(device)),
+                   torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device)),
+                   {draft_probs(catchup.unsqueeze(1))},
+                   (rows.n - 1).view({B, 1})};
+  tree.tokens.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
+  torch::Tensor drafted;                             // drafter outputs of the block entries so far [R, W, D]
+  const auto u = params_.greedy() ? torch::Tensor()  // [B, draws]
+                                  : rows.uniforms(tree.root_cells + tab.draw_depths, Purpose::kDraft, tab.draw_indices);
+  for (int64_t d = 0; d < L; ++d) {
+    const auto& nodes = tab.expanded[size_t(d)];
+    if (nodes.empty()) break;
+    const auto& lv = tab.levels[size_t(d)];
+    const int64_t M = int64_t(nodes.size()), n = lv.draws;
+    torch::Tensor drawn, cond_prob;  // [B, M, n]
+    if (params_.greedy()) {
+      drawn = std::get<1>(tree.q[size_t(d)].topk(n, -1));
+      cond_prob = torch::ones({B, M, n}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+    } else {
+      std::tie(drawn, cond_prob) =
+          draw_without_replacement(tree.q[size_t(d)], u.narrow(1, lv.draw_offset, M * n).reshape({B, M, n}));
+    }
+    tree.tokens.index_copy_(1, lv.children, drawn.reshape({B, M * n}).index_select(1, lv.drawn_at));
+    tree.probs.index_copy_(1, lv.children, cond_prob.reshape({B, M * n}).index_select(1, lv.drawn_at));
+    // The drafter at the next depth's expanded nodes (one block extending the last): input = (its parent's
+    // output, its token).
+    if (!lv.next_nodes.defined()) break;
+    const int64_t K = lv.next_nodes.size(0);
+    auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
+    auto out = pairs.draft(dcache, source.index_select(1, lv.parent_slot), tree.tokens.index_select(1, lv.next_nodes),
+                           cells.at(d, 1).expand({B, K}), lv.mask);
+    drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
+    tree.q.push_back(draft_probs(out));
+  }
+  return tree;
+}
+
 DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
-  Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
-  const int64_t B = request.row_count(), N = gpt->config().image_tokens();
-  const int64_t R = target_.rows(B), T = tree_.size(), L = tree_.max_depth();
-  const auto device = gpt->device();
+  const int64_t B = request.row_count(), N = target_.gpt()->config().image_tokens();
+  const int64_t T = tree_.size(), L = tree_.max_depth();
+  const auto device = target_.gpt()->device();
   const auto& tab = tables(B, device);
-
-  // Guided drafter distribution: the processed one (raw CFG softmax at T = 0, whose top-n are the drafts).
-  auto draft_probs = [&](const torch::Tensor& features) {  // [R, M, D] -> [B, M, V]
-    auto logits = gpt->image_logits(features).to(torch::kFloat32);
-    if (target_.guided()) logits = cfg_combine(logits, params_.cfg_scale);
-    return params_.greedy() ? torch::softmax(logits, -1) : target_probs(logits, params_);
-  };
 
   auto tcache = target_.make_cache(B, T, /*static_steps=*/true);
   const int64_t W = L + 1;  // the pairs' block: an accepted path holds the root and L nodes
@@ -184,63 +235,28 @@ DecodeResult Eagle1Decoder::decode(const DecodeRequest& request) {
     const auto iteration = [&] {
       // ---- catch up, then draft the static tree level by level
       const auto catchup = pairs.catch_up(dcache, rows);  // [R, D]
-      // Every row's node tokens and conditional draw probabilities stay on the device: the next depth's inputs,
-      // the verification forward's and the walk's are gathered there, and only the walk's verdict is read.
-      auto node_tok = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kInt64).device(device));
-      auto node_prob = torch::zeros({B, T}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-      node_tok.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
-      const auto root_cells = (rows.n - 1).view({B, 1});
-      const auto cells = rows.span(0, L + 1);  // the cells of depths 1 .. L + 1, once
-      std::vector<torch::Tensor> level_q;      // per depth d, q at expanded[d]'s nodes [B, n_d, V] on the device
-      torch::Tensor drafted;                   // drafter outputs of the block entries so far [R, W, D]
-      level_q.push_back(draft_probs(catchup.unsqueeze(1)));
-      const auto u = params_.greedy() ? torch::Tensor()  // [B, draws]
-                                      : rows.uniforms(root_cells + tab.draw_depths, Purpose::kDraft, tab.draw_indices);
-      for (int64_t d = 0; d < L; ++d) {
-        const auto& nodes = tab.expanded[size_t(d)];
-        if (nodes.empty()) break;
-        const auto& lv = tab.levels[size_t(d)];
-        const int64_t M = int64_t(nodes.size()), n = lv.draws;
-        torch::Tensor drawn, cond_prob;  // [B, M, n]
-        if (params_.greedy()) {
-          drawn = std::get<1>(level_q[size_t(d)].topk(n, -1));
-          cond_prob = torch::ones({B, M, n}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-        } else {
-          std::tie(drawn, cond_prob) =
-              draw_without_replacement(level_q[size_t(d)], u.narrow(1, lv.draw_offset, M * n).reshape({B, M, n}));
-        }
-        node_tok.index_copy_(1, lv.children, drawn.reshape({B, M * n}).index_select(1, lv.drawn_at));
-        node_prob.index_copy_(1, lv.children, cond_prob.reshape({B, M * n}).index_select(1, lv.drawn_at));
-        // The drafter at the next depth's expanded nodes: input = (its parent's output, its token).
-        if (!lv.next_nodes.defined()) break;
-        const int64_t K = lv.next_nodes.size(0);
-        auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
-        auto level_cells = cells.at(d, 1).expand({B, K});
-        auto out = pairs.draft(dcache, source.index_select(1, lv.parent_slot), node_tok.index_select(1, lv.next_nodes),
-                               level_cells, lv.mask);
-        drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
-        level_q.push_back(draft_probs(out));
-      }
+      const auto cells = rows.span(0, L + 1);             // the cells of depths 1 .. L + 1, once
+      const auto tree = draft_tree(tab, pairs, dcache, rows, cells, catchup);
       loop.end_draft();
 
       // ---- verify: one target forward over every row's tree, its inputs on the device (a node at depth d sits
       // at raster index root + d, clamped to the last cell)
-      const auto node_cells = (root_cells + tab.node_depth).clamp_max(N - 1);
-      auto vout = target_.decode_block(tcache, node_tok, node_cells, tab.tree_mask);
+      auto vout =
+          target_.decode_block(tcache, tree.tokens, (tree.root_cells + tab.node_depth).clamp_max(N - 1), tab.tree_mask);
       loop.end_verify();
 
       // ---- walk every row's tree from the root (decoding/common/verify: all rows at once). The node tokens are
       // already on the device and the depths are the static tree's; a child slot is the child's rank, and a
       // child the drafter could not draw (nothing left in q) is no child.
       const int64_t C = tab.C;
-      const auto drawn_kid = node_prob.gather(1, tab.static_kids.clamp_min(0).expand({B, T * C})) > 0;
+      const auto drawn_kid = tree.probs.gather(1, tab.static_kids.clamp_min(0).expand({B, T * C})) > 0;
       const auto kids = torch::where(tab.static_kids.ge(0).logical_and(drawn_kid), tab.static_kids, -1).view({B, T, C});
-      const TreeTables tables{node_tok, tab.node_depth.expand({B, T}), kids};
+      const TreeTables tables{tree.tokens, tab.node_depth.expand({B, T}), kids};
       const std::vector<int64_t> lengths(static_cast<size_t>(B), L);
       const auto verdict =
           walk_trees(rows, rule_, params_, tables, vout.logits, lengths, L,
-                     params_.greedy() ? torch::Tensor() : torch::cat(level_q, 1), tab.q_slot.expand({B, T}), cells.all);
-      rows.commit_tree_on_device(verdict, node_tok);
+                     params_.greedy() ? torch::Tensor() : torch::cat(tree.q, 1), tab.q_slot.expand({B, T}), cells.all);
+      rows.commit_tree_on_device(verdict, tree.tokens);
       // ---- keep the accepted path in the target cache; queue its pairs for the drafter
       pairs.keep_paths(rows, verdict.path, vout.hidden);
     };

@@ -10,7 +10,9 @@
 #include "decoding/common/acceptance.h"
 #include "decoding/common/cfg_model.h"
 #include "decoding/common/codebook_neighbours.h"
+#include "decoding/common/decode_state.h"
 #include "decoding/common/decoder.h"
+#include "decoding/common/eagle_drafter_state.h"
 #include "decoding/common/iteration_graphs.h"
 #include "decoding/common/forward_graphs.h"
 #include "decoding/common/static_tree.h"
@@ -41,6 +43,14 @@ class Eagle1Decoder : public Decoder {
   struct Tables;
   const Tables& tables(int64_t batch, torch::Device device);
   std::map<std::pair<int64_t, std::string>, std::shared_ptr<const Tables>> tables_;
+
+  // The guided drafter distribution at drafter outputs [R, M, D]: the processed one (the raw CFG softmax at
+  // T = 0, whose top-n are the drafts) [B, M, V].
+  torch::Tensor draft_probs(const torch::Tensor& features) const;
+  // Every row's static tree drafted level by level on the device (eagle1.cpp), cells: those of depths 1 .. L + 1.
+  struct DraftedTree;
+  DraftedTree draft_tree(const Tables& tab, EagleDrafterState& pairs, KvCache& dcache, DecodeState& rows,
+                         const DecodeState::Span& cells, const torch::Tensor& catchup);
 };
 
 }  // namespace vispec

@@ -131,6 +131,31 @@ Eagle2Decoder::Eagle2Decoder(std::string name, Gpt target, EagleDrafter drafter,
       params_(params), shape_(shape), rule_(chain_rule(accept, neighbours.get(), 1, target_.gpt()->device())),
       adt_(adt) {}
 
+TopLogProbs Eagle2Decoder::draft_top(const torch::Tensor& features, int64_t K) const {
+  Gpt gpt = target_.gpt();  // a holder (image_logits is not const)
+  return draft_top_log_probs(gpt->image_logits(features), target_.guided(), params_, K);
+}
+
+TreeExpandTop Eagle2Decoder::expansion(EagleDrafterState& pairs, KvCache& dcache, const torch::Tensor& catchup,
+                                       const DecodeState::Span& cells, torch::Tensor& drafted) {
+  const int64_t B = cells.all.size(0), R = target_.rows(B);
+  return
+      [&, B, R](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask, int64_t level) {
+        const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest top_k)
+        auto newest = [&](const torch::Tensor& x) { return x.narrow(1, M - K, K); };
+        // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]), in each
+        // CFG stream: the slots are per sample, gathered from every stream's rows at once.
+        auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
+        const int64_t streams = R / B, D = source.size(-1);
+        auto slot = (newest(parent_slot) + 1).view({1, B, K, 1}).expand({streams, B, K, D});
+        auto features = source.reshape({streams, B, source.size(1), D}).gather(2, slot).view({R, K, D});
+        auto node_cells = cells.at(level, 1).expand({B, K});
+        auto out = pairs.draft(dcache, features, newest(tok), node_cells, newest(mask));
+        drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
+        return draft_top(out, K);
+      };
+}
+
 DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Gpt gpt = target_.gpt();  // a handle (shared module), for the frozen norm, head and embedding
@@ -138,10 +163,6 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
   const int64_t R = target_.rows(B);  // drafter rows: [cond; uncond] when guided
   const auto device = gpt->device();
 
-  // The K largest of the drafter's guided log-probs at each node, which the tree grows by (draft_tree.h).
-  auto draft_top = [&](const torch::Tensor& features, int64_t K) {  // [R, ..., D] -> [B, ..., K]
-    return draft_top_log_probs(gpt->image_logits(features), target_.guided(), params_, K);
-  };
   auto tcache = target_.make_cache(B, shape_.total_tokens, /*static_steps=*/true);
   RowTreeShapes shapes(shape_, adt_, B, gpt->config().grid_size);
   const TreeShape widest = shapes.widest();
@@ -179,21 +200,7 @@ DecodeResult Eagle2Decoder::decode(const DecodeRequest& request) {
       // The walk's levels sit one further: offsets -1 .. depth + 1.
       const auto cells = rows.span(-1, widest.depth + 3);
       const auto root_cells = cells.at(-1, 1);  // [B, 1]
-      TreeExpandTop expand = [&](const torch::Tensor& tok, const torch::Tensor& parent_slot, const torch::Tensor& mask,
-                                 int64_t level) {
-        const int64_t M = tok.size(1), K = M / (level + 1);  // K: frontier width of the block (the widest top_k)
-        auto newest = [&](const torch::Tensor& x) { return x.narrow(1, M - K, K); };
-        // Node m's input feature is its parent's drafter output (slot + 1 in [catch-up output; drafted]), in each
-        // CFG stream: the slots are per sample, gathered from every stream's rows at once.
-        auto source = drafted.defined() ? torch::cat({catchup.unsqueeze(1), drafted}, 1) : catchup.unsqueeze(1);
-        const int64_t streams = R / B, D = source.size(-1);
-        auto slot = (newest(parent_slot) + 1).view({1, B, K, 1}).expand({streams, B, K, D});
-        auto features = source.reshape({streams, B, source.size(1), D}).gather(2, slot).view({R, K, D});
-        auto node_cells = cells.at(level, 1).expand({B, K});
-        auto out = pairs.draft(dcache, features, newest(tok), node_cells, newest(mask));
-        drafted = drafted.defined() ? torch::cat({drafted, out}, 1) : out;
-        return draft_top(out, K);
-      };
+      const auto expand = expansion(pairs, dcache, catchup, cells, drafted);
       // The trees stay on the device: their verification inputs and walk tables are built there, of one width
       // (total_tokens nodes), so nothing is read or uploaded between drafting and the walk.
       const auto grown =

@@ -10,7 +10,10 @@
 #include "decoding/adt_tree.h"
 #include "decoding/common/cfg_model.h"
 #include "decoding/common/codebook_neighbours.h"
+#include "decoding/common/decode_state.h"
 #include "decoding/common/decoder.h"
+#include "decoding/common/draft_tree.h"
+#include "decoding/common/eagle_drafter_state.h"
 #include "decoding/common/forward_graphs.h"
 #include "decoding/common/decoder_registry.h"
 #include "decoding/common/draft_tree.h"
@@ -40,6 +43,14 @@ class Eagle2Decoder : public Decoder {
   TreeShape shape_;
   ChainRule rule_;  // the acceptance rule and its neighbour table on the device
   std::optional<AdtParams> adt_;
+
+  // The K largest of the drafter's guided log-probs at drafter outputs [R, ..., D] -> [B, ..., K], which the
+  // tree grows by (draft_tree.h).
+  TopLogProbs draft_top(const torch::Tensor& features, int64_t K) const;
+  // One expansion of the trees (eagle2.cpp): the drafter over the newest level's nodes, extending its pending
+  // block; `drafted` collects the drafter's outputs of every node so far [R, M, D].
+  TreeExpandTop expansion(EagleDrafterState& pairs, KvCache& dcache, const torch::Tensor& catchup,
+                          const DecodeState::Span& cells, torch::Tensor& drafted);
 };
 
 // A decoder on EAGLE-2's trees as the registry builds it: eagle2 and lantern (eagle2.cpp) differ in their

@@ -45,6 +45,12 @@ SjdDecoder::SjdDecoder(Gpt target, SamplingParams params, int64_t window, Accept
                        std::shared_ptr<const CodebookNeighbours> neighbours, Coupling coupling)
     : target_(std::move(target), params.cfg_scale), params_(params), window_(window),
       rule_(chain_rule(accept, neighbours.get(), window, target_.gpt()->device())), coupling_(coupling) {
+  // Inputs of every iteration: made once, so that a replayed iteration finds them.
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(target_.gpt()->device());
+  const int64_t W = window_, V = target_.gpt()->config().vocab_size;
+  column_ = torch::arange(W, i64).view({1, W});
+  window_mask_ = causal_mask(W + 1, i64.device());
+  if (coupling_ == Coupling::kGumbel) token_draws_ = torch::arange(V, i64).repeat({W + 1}).view({1, (W + 1) * V});
   if (accept.rule == AcceptRule::kGsd && accept.distance > 0) {  // GSD's filter: the image tokens' input embeddings
     torch::NoGradGuard no_grad;
     auto gpt = target_.gpt();  // (a holder: embed_image is not const)
@@ -56,6 +62,33 @@ SjdDecoder::SjdDecoder(Gpt target, SamplingParams params, int64_t window, Accept
 std::string SjdDecoder::name() const {
   if (rule_.params.rule == AcceptRule::kGsd) return "gsd";
   return coupling_ == Coupling::kJacobi ? "sjd" : "scd";
+}
+
+// SCD: y_j (j < W) coupled to the draft d_{j+1} it replaces at its position, whose q was q_j; every carried
+// draft stored with its marginal p_j (SJD: y as drawn).
+std::pair<torch::Tensor, torch::Tensor> SjdDecoder::couple(DecodeState& rows, const DecodeState::Span& cells,
+                                                           const torch::Tensor& row_iteration,
+                                                           const torch::Tensor& drafts, const torch::Tensor& q,
+                                                           const torch::Tensor& p, const torch::Tensor& y,
+                                                           const torch::Tensor& u_carry) const {
+  const int64_t B = p.size(0), W = window_, V = p.size(2);
+  if (coupling_ == Coupling::kMaximal || coupling_ == Coupling::kMaximalKeepsOldQ) {
+    const auto u_keep = rows.uniforms(cells.at(0, W), Purpose::kCouple, row_iteration);
+    const auto coupled = maximal_coupling(drafts, q, p.narrow(1, 0, W), u_keep, u_carry.narrow(1, 0, W));
+    auto carried = torch::cat({coupled, y.narrow(1, W, 1)}, 1);
+    if (coupling_ == Coupling::kMaximalKeepsOldQ) {       // a kept draft keeps its old q: biased, for comparison
+      const auto kept = coupled.eq(drafts).unsqueeze(2);  // a residual draw never equals the old draft
+      return {carried, torch::cat({torch::where(kept, q, p.narrow(1, 0, W)), p.narrow(1, W, 1)}, 1)};
+    }
+    return {carried, p};
+  }
+  if (coupling_ == Coupling::kGumbel) {
+    // Each position's noise, one uniform per token: [B, (W + 1) V] positions, the token as the draw.
+    const auto at = cells.at(0, W + 1).unsqueeze(2).expand({B, W + 1, V}).reshape({B, (W + 1) * V});
+    const auto noise = rows.uniforms(at, Purpose::kNoise, token_draws_).view({B, W + 1, V});
+    return {gumbel_coupling(p, noise), p};
+  }
+  return {y, p};
 }
 
 DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
@@ -74,12 +107,6 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
   const auto carry = graphs_.state(rows, "carry", {B, W}, i64), carry_len = graphs_.state(rows, "carry_len", {B}, i64);
   const auto carry_q =
       params_.greedy() ? torch::Tensor() : graphs_.state(rows, "carry_q", {B, W, V}, i64.dtype(torch::kFloat32));
-  if (!column_.defined()) {  // inputs of every iteration: made once, so that a replayed iteration finds them
-    column_ = torch::arange(W, i64).view({1, W});
-    window_mask_ = causal_mask(W + 1, device);
-    if (coupling_ == Coupling::kGumbel) token_draws_ = torch::arange(V, i64).repeat({W + 1}).view({1, (W + 1) * V});
-  }
-  const auto& column = column_;
   const auto row_iteration = rows.iteration.view({B, 1});  // each row's draws keyed by its sample's iterations
   const bool gsd = rule_.params.rule == AcceptRule::kGsd && !params_.greedy();  // (at T = 0 GSD is SJD)
   const auto figures = gsd ? graphs_.state(rows, "gsd", {B, 2}, i64.dtype(torch::kFloat64)) : torch::Tensor();
@@ -103,7 +130,7 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
       const auto cells = rows.span(-1, W + 2);
       const auto u_init = rows.uniforms(cells.at(0, W), Purpose::kInit, row_iteration);
       const auto fresh = (u_init * double(V)).to(torch::kInt64).clamp_max(V - 1);
-      const auto carried = column < carry_len.view({B, 1});
+      const auto carried = column_ < carry_len.view({B, 1});
       const auto drafts = torch::where(carried, carry, fresh);
       loop.end_draft();
 
@@ -127,25 +154,10 @@ DecodeResult SjdDecoder::decode(const DecodeRequest& request) {
         const auto q = torch::where(carried.unsqueeze(2), carry_q, one_hot);
         verdict = verify_chain(rule_, p, q, drafts, count, u);
         if (gsd) add_gsd_figures(figures, p, q, drafts, count, verdict);
-        q_carried = p;
-        // SCD: y_j (j < W) coupled to the draft d_{j+1} it replaces at its position, whose q was q_j
-        if (coupling_ == Coupling::kMaximal || coupling_ == Coupling::kMaximalKeepsOldQ) {
-          const auto u_keep = rows.uniforms(cells.at(0, W), Purpose::kCouple, row_iteration);
-          const auto coupled = maximal_coupling(drafts, q, p.narrow(1, 0, W), u_keep, u_carry.narrow(1, 0, W));
-          y = torch::cat({coupled, y.narrow(1, W, 1)}, 1);
-          if (coupling_ == Coupling::kMaximalKeepsOldQ) {       // a kept draft keeps its old q: biased, for comparison
-            const auto kept = coupled.eq(drafts).unsqueeze(2);  // a residual draw never equals the old draft
-            q_carried = torch::cat({torch::where(kept, q, p.narrow(1, 0, W)), p.narrow(1, W, 1)}, 1);
-          }
-        } else if (coupling_ == Coupling::kGumbel) {
-          // Each position's noise, one uniform per token: [B, (W + 1) V] positions, the token as the draw.
-          const auto at = cells.at(0, W + 1).unsqueeze(2).expand({B, W + 1, V}).reshape({B, (W + 1) * V});
-          const auto noise = rows.uniforms(at, Purpose::kNoise, token_draws_).view({B, W + 1, V});
-          y = gumbel_coupling(p, noise);
-        }
+        std::tie(y, q_carried) = couple(rows, cells, row_iteration, drafts, q, p, y, u_carry);
       }
       // ---- carry: y_{a+1} .. y_count (those inside the image) become the next window's drafts
-      const auto from = (verdict.accepted + 1).view({B, 1}) + column;  // [B, W]
+      const auto from = (verdict.accepted + 1).view({B, 1}) + column_;  // [B, W]
       carry.copy_(y.gather(1, from.clamp_max(W)));
       if (p.defined()) carry_q.copy_(q_carried.gather(1, from.clamp_max(W).unsqueeze(2).expand({B, W, V})));
       carry_len.copy_((torch::minimum(count, N - rows.n - 1) - verdict.accepted).clamp_min(0));

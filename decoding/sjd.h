@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "decoding/common/cfg_model.h"
 #include "decoding/common/codebook_neighbours.h"
+#include "decoding/common/decode_state.h"
 #include "decoding/common/decoder.h"
 #include "decoding/common/iteration_graphs.h"
 #include "decoding/common/verify.h"
@@ -40,6 +42,13 @@ class SjdDecoder : public Decoder {
   IterationGraphs graphs_;              // the decode state's buffers and the iterations' graphs
   torch::Tensor column_, window_mask_;  // the window's columns and its block mask
   torch::Tensor token_draws_;           // [1, (window + 1) V]: each token's draw of a position's Gumbel noise
+
+  // The carry's samples [B, W + 1] and the q each is stored with, from this forward's p and its samples y
+  // (their uniforms u_carry) and the window's drafts with their q: SCD's couplings, or y as drawn (sjd.cpp).
+  std::pair<torch::Tensor, torch::Tensor> couple(DecodeState& rows, const DecodeState::Span& cells,
+                                                 const torch::Tensor& row_iteration, const torch::Tensor& drafts,
+                                                 const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& y,
+                                                 const torch::Tensor& u_carry) const;
 };
 
 }  // namespace vispec

@@ -135,134 +135,166 @@ const SjdPacDecoder::Tables& SjdPacDecoder::tables(int64_t B, torch::Device devi
   return *made;
 }
 
-DecodeResult SjdPacDecoder::decode(const DecodeRequest& request) {
-  torch::NoGradGuard no_grad;
-  const int64_t N = target_.gpt()->config().image_tokens(), V = target_.gpt()->config().vocab_size;
-  const int64_t K = shape_.width, D = shape_.depth;
-  const auto device = target_.gpt()->device();
-  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  const auto f64 = i64.dtype(torch::kFloat64), f32 = i64.dtype(torch::kFloat32);
-  const bool greedy = params_.greedy();
-  // The pad takes a committed path of up to M + 1 tokens past the image (S + 1 >= M + 1 columns).
-  auto rows = graphs_.rows(request, N, /*pad=*/shape_.window + 2, device, /*path_width=*/shape_.main_depth() + 1);
-  const int64_t B = rows.batch();
-  const auto& tab = tables(B, device);
-  const int64_t S = tab.S, M = tab.M;
-  auto cache = target_.make_cache(B, S, /*static_steps=*/true);
+// One decode: its state, and its phases as methods, so that decode() reads as the paper's steps.
+struct SjdPacDecoder::Run {
+  Run(SjdPacDecoder& decoder, const DecodeRequest& request);
+  // Rows taking samples (every row at the start, then each row whose image is done): prefill, token 0 as AR
+  // samples it, and a first window of K distinct uniform tokens per depth under uniform proposals.
+  void first_window(const RowFill& fill);
+  // The iteration on the device: window, verify, walk, commit, continuation. Nothing in it reads the host.
+  void iteration();
+  // The continuation: the next window from this forward's outputs (logits [B, S, V]) and the walk's verdict.
+  void next_window(const TreeVerdict& verdict, const torch::Tensor& logits);
+  // Every row's uniforms at the new depths 1 .. M - 1 (positions `at` [B, M - 1]), one per candidate:
+  // [B, M - 1, K].
+  torch::Tensor candidate_uniforms(const torch::Tensor& at, Purpose purpose, const torch::Tensor& draws);
+
+  SjdPacDecoder& d;
+  const int64_t N, V, K, D;
+  const torch::Device device;
+  const torch::TensorOptions i64, f64, f32;
+  const bool greedy;
+  DecodeState rows;
+  const int64_t B;
+  const Tables& tab;
+  const int64_t S, M;
+  KvCache cache;
   // Each row's next window, state that every iteration rewrites in place: the candidates G [B, K, M] (column 0,
   // the root's, unused), each one's conditional draw probability (0: its Q had nothing left to draw), and the
   // proposals Q [B, M, V] (sampling only).
-  const auto grid = graphs_.state(rows, "grid", {B, K, M}, i64);
-  const auto drawn = graphs_.state(rows, "drawn", {B, K, M}, f64);
-  const auto proposal = greedy ? torch::Tensor() : graphs_.state(rows, "proposal", {B, M, V}, f32);
-  const auto candidate = torch::arange(K, i64).view({1, 1, K});
-  // Every row's uniforms at the new depths 1 .. M - 1 (positions `at` [B, M - 1]), one per candidate: [B, M - 1, K].
-  const auto candidate_uniforms = [&](const torch::Tensor& at, Purpose purpose, const torch::Tensor& draws) {
-    const auto flat = at.unsqueeze(2).expand({B, M - 1, K}).reshape({B, (M - 1) * K});
-    return rows.uniforms(flat, purpose, draws.expand({B, M - 1, K}).reshape({B, (M - 1) * K})).view({B, M - 1, K});
-  };
-  IterationLoop loop(graphs_, rows, request, {&cache}, {target_.pooled_lengths(cache)}, IterationLoop::Commit::kTree);
+  torch::Tensor grid, drawn, proposal;
+  const torch::Tensor candidate;  // [1, 1, K]: 0 .. K - 1
+  IterationLoop loop;
+};
 
-  // ---- rows taking samples (every row at the start, then each row whose image is done): prefill, token 0 as AR
-  // samples it, and a first window of K distinct uniform tokens per depth under uniform proposals.
-  const auto start = [&](const RowFill& fill) {
-    rows.start(fill, target_.prefill_rows(cache, fill.rows, fill.conditions).logits, params_);
-    const auto u = candidate_uniforms(rows.positions(0, M - 1), Purpose::kInit, candidate);
-    torch::Tensor tokens, probs;
-    if (release_ == PacRelease::kFirstWindowReplacing) {  // the released code's draws: with replacement
-      tokens = (u * double(V)).to(torch::kInt64).clamp_max(V - 1);
-      probs = torch::ones_like(u, f64);
-    } else {
-      std::tie(tokens, probs) = draw_without_replacement(torch::full({B, M - 1, V}, 1.0 / double(V), f32), u);
-    }
-    auto tokens_of = torch::zeros({B, K, M}, i64), drawn_of = torch::ones({B, K, M}, f64);  // every row's, then
-    tokens_of.narrow(2, 1, M - 1).copy_(tokens.permute({0, 2, 1}));                         // the fill's kept
-    drawn_of.narrow(2, 1, M - 1).copy_(probs.permute({0, 2, 1}));
-    const auto index = torch::tensor(fill.rows, torch::kInt64).to(device);
-    grid.index_copy_(0, index, tokens_of.index_select(0, index));
-    drawn.index_copy_(0, index, drawn_of.index_select(0, index));
-    if (proposal.defined()) proposal.index_fill_(0, index, 1.0 / double(V));
-    for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = 1;
-  };
+DecodeResult SjdPacDecoder::decode(const DecodeRequest& request) {
+  torch::NoGradGuard no_grad;
+  Run run(*this, request);
+  run.loop.run([&](const RowFill& fill) { run.first_window(fill); },
+               [&](const std::vector<int64_t>&) {
+                 run.loop.device_half({run.S, run.K, run.D, run.cache.bucket_for(run.S)}, [&] { run.iteration(); });
+                 return int64_t(0);
+               });
+  return run.loop.result();
+}
 
-  loop.run(start, [&](const std::vector<int64_t>&) {
-    // The iteration on the device: window, verify, walk, commit, continuation. Nothing in it reads the host.
-    const auto iteration = [&] {
-      // ---- the window: every node's candidate, the root each row's newest token
-      auto node_tok = grid.view({B, K * M}).index_select(1, tab.cell);
-      node_tok.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
-      const auto cells = rows.span(0, M);  // the walk's cells: depths 1 .. M
-      loop.end_draft();
+SjdPacDecoder::Run::Run(SjdPacDecoder& decoder, const DecodeRequest& request)
+    : d(decoder), N(decoder.target_.gpt()->config().image_tokens()), V(decoder.target_.gpt()->config().vocab_size),
+      K(decoder.shape_.width), D(decoder.shape_.depth), device(decoder.target_.gpt()->device()),
+      i64(torch::TensorOptions().dtype(torch::kInt64).device(device)), f64(i64.dtype(torch::kFloat64)),
+      f32(i64.dtype(torch::kFloat32)), greedy(decoder.params_.greedy()),
+      // The pad takes a committed path of up to M + 1 tokens past the image (S + 1 >= M + 1 columns).
+      rows(decoder.graphs_.rows(request, N, /*pad=*/decoder.shape_.window + 2, device,
+                                /*path_width=*/decoder.shape_.main_depth() + 1)),
+      B(rows.batch()), tab(decoder.tables(B, device)), S(tab.S), M(tab.M),
+      cache(decoder.target_.make_cache(B, S, /*static_steps=*/true)),
+      grid(decoder.graphs_.state(rows, "grid", {B, K, M}, i64)),
+      drawn(decoder.graphs_.state(rows, "drawn", {B, K, M}, f64)),
+      proposal(greedy ? torch::Tensor() : decoder.graphs_.state(rows, "proposal", {B, M, V}, f32)),
+      candidate(torch::arange(K, i64).view({1, 1, K})),
+      loop(decoder.graphs_, rows, request, {&cache}, {decoder.target_.pooled_lengths(cache)},
+           IterationLoop::Commit::kTree) {}
 
-      // ---- one target forward over every window
-      const auto out =
-          target_.decode_block(cache, node_tok, ((rows.n - 1).view({B, 1}) + tab.depth).clamp_max(N - 1), tab.mask);
-      loop.end_verify();
+torch::Tensor SjdPacDecoder::Run::candidate_uniforms(const torch::Tensor& at, Purpose purpose,
+                                                     const torch::Tensor& draws) {
+  const auto flat = at.unsqueeze(2).expand({B, M - 1, K}).reshape({B, (M - 1) * K});
+  return rows.uniforms(flat, purpose, draws.expand({B, M - 1, K}).reshape({B, (M - 1) * K})).view({B, M - 1, K});
+}
 
-      // ---- the walk (a candidate its Q could not draw is no child), the commit, the path kept in the cache
-      const auto kids = tab.children.expand({B, S * K});
-      const auto can = drawn.view({B, K * M}).index_select(1, tab.cell).gather(1, kids.clamp_min(0)) > 0;
-      const TreeTables tree{node_tok, tab.depth.expand({B, S}),
-                            torch::where(kids.ge(0).logical_and(can), kids, -1).view({B, S, K})};
-      auto verdict =
-          walk_trees(rows, rule_, params_, tree, out.logits, std::vector<int64_t>(size_t(B), M - 1), M - 1,
-                     greedy ? torch::Tensor() : proposal.narrow(1, 1, M - 1), tab.q_slot.expand({B, S}), cells.all);
-      if (release_ == PacRelease::kUniformBonus) {  // the released code's token after a fully accepted main path
-        const auto u = rows.uniforms(cells.at(M - 1, 1), Purpose::kInit, K).view({B});
-        const auto uniform = (u * double(V)).to(torch::kInt64).clamp_max(V - 1);
-        verdict.next = torch::where(verdict.accepted.eq(M - 1), uniform, verdict.next);
-      }
-      rows.commit_tree_on_device(verdict, node_tok);
-      auto path = verdict.path.size(1) >= M
-                      ? verdict.path.narrow(1, 0, M)
-                      : torch::cat({verdict.path, torch::full({B, M - verdict.path.size(1)}, -1, i64)}, 1);
-      cache.keep_paths(path.masked_fill(rows.n.ge(N).view({B, 1}), -1));
+void SjdPacDecoder::Run::first_window(const RowFill& fill) {
+  rows.start(fill, d.target_.prefill_rows(cache, fill.rows, fill.conditions).logits, d.params_);
+  const auto u = candidate_uniforms(rows.positions(0, M - 1), Purpose::kInit, candidate);
+  torch::Tensor tokens, probs;
+  if (d.release_ == PacRelease::kFirstWindowReplacing) {  // the released code's draws: with replacement
+    tokens = (u * double(V)).to(torch::kInt64).clamp_max(V - 1);
+    probs = torch::ones_like(u, f64);
+  } else {
+    std::tie(tokens, probs) = draw_without_replacement(torch::full({B, M - 1, V}, 1.0 / double(V), f32), u);
+  }
+  auto tokens_of = torch::zeros({B, K, M}, i64), drawn_of = torch::ones({B, K, M}, f64);  // every row's, then
+  tokens_of.narrow(2, 1, M - 1).copy_(tokens.permute({0, 2, 1}));                         // the fill's kept
+  drawn_of.narrow(2, 1, M - 1).copy_(probs.permute({0, 2, 1}));
+  const auto index = torch::tensor(fill.rows, torch::kInt64).to(device);
+  grid.index_copy_(0, index, tokens_of.index_select(0, index));
+  drawn.index_copy_(0, index, drawn_of.index_select(0, index));
+  if (proposal.defined()) proposal.index_fill_(0, index, 1.0 / double(V));
+  for (int64_t b : fill.rows) rows.stats_of(b).target_forwards = 1;
+}
 
-      // ---- the next window: new depth k = 1 .. M - 1 is old depth e = a + 1 + k, whose target this forward
-      // computed at depth j = e - 1 of the reference line where j is inside the window
-      const auto j = verdict.accepted.view({B, 1}) + torch::arange(1, M, i64).view({1, M - 1});  // [B, M - 1]
-      const auto reached = j.le(M - 1);
-      const auto line = tab.line.index_select(0, verdict.path.gather(1, verdict.accepted.view({B, 1})).view({B}));
-      // Only the reference line's outputs are processed (the walk processed the nodes it visited itself).
-      const auto logits = out.logits.gather(1, line.gather(1, j.clamp_max(M - 1)).unsqueeze(2).expand({B, M - 1, V}));
-      const auto p = greedy ? torch::softmax(logits, -1) : target_probs(logits, params_);
-      const auto next_at = rows.positions(0, M - 1);  // the new depths' cells, after the commit
-      const auto u = candidate_uniforms(next_at, Purpose::kDraft, rows.iteration.view({B, 1, 1}) * 8 + candidate);
-      if (greedy) {  // the K most likely of each stale output, uniform tokens where there is none
-        const auto fresh = (u * double(V)).to(torch::kInt64).clamp_max(V - 1);
-        grid.narrow(2, 1, M - 1)
-            .copy_(torch::where(reached.unsqueeze(2), std::get<1>(p.topk(K, -1)), fresh).permute({0, 2, 1}));
-        drawn.fill_(1.0);
-        return;
-      }
-      const auto q_new = torch::where(reached.unsqueeze(2), p, torch::full_like(p, 1.0 / double(V)));
-      const auto e = (j + 1).clamp_max(M - 1);
-      const auto carried = (j + 1).le(M - 1);  // an old first candidate at e
-      const auto old = grid.select(1, 0).gather(1, e);
-      const auto q_old = proposal.gather(1, e.unsqueeze(2).expand({B, M - 1, V}));
-      const auto u_first = u.select(2, 0);
-      const auto coupled = maximal_coupling(
-          old, q_old, p, rows.uniforms(next_at, Purpose::kCouple, rows.iteration.view({B, 1})), u_first);
-      const auto first = torch::where(carried, coupled,
-                                      sample_from_probs(q_new.reshape({-1, V}), u_first.reshape(-1)).view({B, M - 1}));
-      // Siblings at the branching depths: draws of Q_new without candidate 0, without replacement.
-      const int64_t branching = std::min(D - 1, M - 1);
-      if (K > 1 && branching > 0) {
-        const auto from = q_new.narrow(1, 0, branching);
-        const auto [siblings, probs] =
-            draw_without_replacement(from.scatter(2, first.narrow(1, 0, branching).unsqueeze(2), 0.0),
-                                     u.narrow(1, 0, branching).narrow(2, 1, K - 1));
-        grid.narrow(1, 1, K - 1).narrow(2, 1, branching).copy_(siblings.permute({0, 2, 1}));
-        drawn.narrow(1, 1, K - 1).narrow(2, 1, branching).copy_(probs.permute({0, 2, 1}));
-      }
-      grid.select(1, 0).narrow(1, 1, M - 1).copy_(first);
-      drawn.select(1, 0).narrow(1, 1, M - 1).fill_(1.0);
-      proposal.narrow(1, 1, M - 1).copy_(q_new);
-    };
-    loop.device_half({S, K, D, cache.bucket_for(S)}, iteration);
-    return int64_t(0);
-  });
-  return loop.result();
+void SjdPacDecoder::Run::iteration() {
+  // ---- the window: every node's candidate, the root each row's newest token
+  auto node_tok = grid.view({B, K * M}).index_select(1, tab.cell);
+  node_tok.select(1, 0).copy_(rows.tokens_at(-1).view({B}));
+  const auto cells = rows.span(0, M);  // the walk's cells: depths 1 .. M
+  loop.end_draft();
+
+  // ---- one target forward over every window
+  const auto out =
+      d.target_.decode_block(cache, node_tok, ((rows.n - 1).view({B, 1}) + tab.depth).clamp_max(N - 1), tab.mask);
+  loop.end_verify();
+
+  // ---- the walk (a candidate its Q could not draw is no child), the commit, the path kept in the cache
+  const auto kids = tab.children.expand({B, S * K});
+  const auto can = drawn.view({B, K * M}).index_select(1, tab.cell).gather(1, kids.clamp_min(0)) > 0;
+  const TreeTables tree{node_tok, tab.depth.expand({B, S}),
+                        torch::where(kids.ge(0).logical_and(can), kids, -1).view({B, S, K})};
+  auto verdict =
+      walk_trees(rows, d.rule_, d.params_, tree, out.logits, std::vector<int64_t>(size_t(B), M - 1), M - 1,
+                 greedy ? torch::Tensor() : proposal.narrow(1, 1, M - 1), tab.q_slot.expand({B, S}), cells.all);
+  if (d.release_ == PacRelease::kUniformBonus) {  // the released code's token after a fully accepted main path
+    const auto u = rows.uniforms(cells.at(M - 1, 1), Purpose::kInit, K).view({B});
+    const auto uniform = (u * double(V)).to(torch::kInt64).clamp_max(V - 1);
+    verdict.next = torch::where(verdict.accepted.eq(M - 1), uniform, verdict.next);
+  }
+  rows.commit_tree_on_device(verdict, node_tok);
+  auto path = verdict.path.size(1) >= M
+                  ? verdict.path.narrow(1, 0, M)
+                  : torch::cat({verdict.path, torch::full({B, M - verdict.path.size(1)}, -1, i64)}, 1);
+  cache.keep_paths(path.masked_fill(rows.n.ge(N).view({B, 1}), -1));
+  next_window(verdict, out.logits);
+}
+
+void SjdPacDecoder::Run::next_window(const TreeVerdict& verdict, const torch::Tensor& logits_all) {
+  // New depth k = 1 .. M - 1 is old depth e = a + 1 + k, whose target this forward computed at depth j = e - 1
+  // of the reference line where j is inside the window.
+  const auto j = verdict.accepted.view({B, 1}) + torch::arange(1, M, i64).view({1, M - 1});  // [B, M - 1]
+  const auto reached = j.le(M - 1);
+  const auto line = tab.line.index_select(0, verdict.path.gather(1, verdict.accepted.view({B, 1})).view({B}));
+  // Only the reference line's outputs are processed (the walk processed the nodes it visited itself).
+  const auto logits = logits_all.gather(1, line.gather(1, j.clamp_max(M - 1)).unsqueeze(2).expand({B, M - 1, V}));
+  const auto p = greedy ? torch::softmax(logits, -1) : target_probs(logits, d.params_);
+  const auto next_at = rows.positions(0, M - 1);  // the new depths' cells, after the commit
+  const auto u = candidate_uniforms(next_at, Purpose::kDraft, rows.iteration.view({B, 1, 1}) * 8 + candidate);
+  if (greedy) {  // the K most likely of each stale output, uniform tokens where there is none
+    const auto fresh = (u * double(V)).to(torch::kInt64).clamp_max(V - 1);
+    grid.narrow(2, 1, M - 1)
+        .copy_(torch::where(reached.unsqueeze(2), std::get<1>(p.topk(K, -1)), fresh).permute({0, 2, 1}));
+    drawn.fill_(1.0);
+    return;
+  }
+  const auto q_new = torch::where(reached.unsqueeze(2), p, torch::full_like(p, 1.0 / double(V)));
+  const auto e = (j + 1).clamp_max(M - 1);
+  const auto carried = (j + 1).le(M - 1);  // an old first candidate at e
+  const auto old = grid.select(1, 0).gather(1, e);
+  const auto q_old = proposal.gather(1, e.unsqueeze(2).expand({B, M - 1, V}));
+  const auto u_first = u.select(2, 0);
+  const auto coupled =
+      maximal_coupling(old, q_old, p, rows.uniforms(next_at, Purpose::kCouple, rows.iteration.view({B, 1})), u_first);
+  const auto first =
+      torch::where(carried, coupled, sample_from_probs(q_new.reshape({-1, V}), u_first.reshape(-1)).view({B, M - 1}));
+  // Siblings at the branching depths: draws of Q_new without candidate 0, without replacement.
+  const int64_t branching = std::min(D - 1, M - 1);
+  if (K > 1 && branching > 0) {
+    const auto from = q_new.narrow(1, 0, branching);
+    const auto [siblings, probs] =
+        draw_without_replacement(from.scatter(2, first.narrow(1, 0, branching).unsqueeze(2), 0.0),
+                                 u.narrow(1, 0, branching).narrow(2, 1, K - 1));
+    grid.narrow(1, 1, K - 1).narrow(2, 1, branching).copy_(siblings.permute({0, 2, 1}));
+    drawn.narrow(1, 1, K - 1).narrow(2, 1, branching).copy_(probs.permute({0, 2, 1}));
+  }
+  grid.select(1, 0).narrow(1, 1, M - 1).copy_(first);
+  drawn.select(1, 0).narrow(1, 1, M - 1).fill_(1.0);
+  proposal.narrow(1, 1, M - 1).copy_(q_new);
 }
 
 namespace {

@@ -61,6 +61,7 @@ class SjdPacDecoder : public Decoder {
   // replayed iteration reads them where it was captured.
   struct Tables;
   const Tables& tables(int64_t batch, torch::Device device);
+  struct Run;  // one decode's state and phases (sjd_pac.cpp)
   std::map<std::pair<int64_t, std::string>, std::shared_ptr<const Tables>> tables_;
 };
 
