@@ -32,6 +32,7 @@
 #include "decoding/common/acceptance.h"
 #include "decoding/common/decode_state.h"
 #include "decoding/common/iteration_stats.h"
+#include "decoding/common/sampler.h"
 #include "decoding/common/decoder_registry.h"
 
 namespace vispec {
@@ -201,7 +202,9 @@ int64_t MuloSdDecoder::Run::draft(int64_t n, int64_t end, IterationTimes& times,
     // ---- 7 down-sample the rows the last span finished; the drafter reads them
     if (n > 0) {
       auto high = d.vq_->code_vectors(rows.tokens.narrow(1, 0, n), n / W, W);
-      const auto down = d.vq_->nearest(d.resamplers_->down(high)).second;  // [B, low_begin]
+      const auto latent = d.resamplers_->down(high);
+      nonfinite_watch::note(latent, nonfinite_watch::Source::kResamplers);  // the search would make NaN code 0
+      const auto down = d.vq_->nearest(latent).second;                      // [B, low_begin]
       const int64_t T = low_begin - low_fed;
       low.narrow(1, low_fed, T).copy_(down.narrow(1, low_fed, T));
       times.end(down_lap, clock);
@@ -230,6 +233,7 @@ int64_t MuloSdDecoder::Run::draft(int64_t n, int64_t end, IterationTimes& times,
     // ---- 2 up-sample them, with the low-res rows above, to the span's high-res drafts
     const int64_t low_rows = (low_begin + low_count) / Wl;
     auto up = d.resamplers_->up(d.vq_->code_vectors(low.narrow(1, 0, low_rows * Wl), low_rows, Wl));
+    nonfinite_watch::note(up, nonfinite_watch::Source::kResamplers);
     rows.tokens.narrow(1, n, span)
         .copy_(d.vq_->nearest(up.narrow(2, 2 * (low_begin / Wl), span / W).contiguous()).second);
     times.end(up_lap, clock);

@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_job_config fuzz_model_config fuzz_prompts fuzz_npy fuzz_safetensors fuzz_torch_checkpoint fuzz_journal fuzz_tar
-  fuzz_distill_reader)
+  fuzz_image fuzz_distill_reader)
 
 if ! command -v clang++ > /dev/null; then  # e.g. the GPU machine; scripts/setup.sh installs it everywhere else
   echo "SKIP: no clang++ here (the fuzz targets need clang and libclang-rt-14-dev: scripts/setup.sh)"

@@ -4,9 +4,11 @@
 #include <cstdio>
 // jpeglib.h needs size_t and FILE declared before it.
 #include <jpeglib.h>
+#include <jerror.h>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
+#include "io/pixel_budget.h"
 
 namespace vispec {
 
@@ -17,6 +19,7 @@ struct ErrorManager {
   jpeg_error_mgr pub;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  bool over_budget = false;  // the header declares more pixels than an image may have (io/pixel_budget.h)
 };
 
 void error_exit(j_common_ptr info) {
@@ -25,12 +28,20 @@ void error_exit(j_common_ptr info) {
   std::longjmp(err->jump, 1);
 }
 
+// A truncated file is only a warning to libjpeg, which fills the missing rows with gray; Pillow refuses it
+// ("image file is truncated"), and so does this. Its other warnings (corrupt bytes it skips, as in a few of
+// ImageNet's files, which Pillow reads) are read past, as Pillow does.
+void emit_message(j_common_ptr info, int level) {
+  if (level < 0 && info->err->msg_code == JWRN_JPEG_EOF) error_exit(info);
+}
+
 // A fill of `out` (sized by the caller from the header) or false with err.message set; C-style on purpose.
-bool decode(const std::string& bytes, ErrorManager& err, std::vector<uint8_t>& out, int& width, int& height,
-            int& channels, bool& cmyk) {
+bool decode(const std::string& bytes, int64_t max_pixels, ErrorManager& err, std::vector<uint8_t>& out, int& width,
+            int& height, int& channels, bool& cmyk) {
   jpeg_decompress_struct info;
   info.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = error_exit;
+  err.pub.emit_message = emit_message;
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&info);
     return false;
@@ -38,6 +49,14 @@ bool decode(const std::string& bytes, ErrorManager& err, std::vector<uint8_t>& o
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&info, TRUE);
+  // What the header declares, before libjpeg allocates for it (a progressive file's coefficients: 2 bytes per
+  // sample of the whole image) or this fills it.
+  if (int64_t(info.image_width) * int64_t(info.image_height) > max_pixels) {
+    width = int(info.image_width), height = int(info.image_height);
+    err.over_budget = true;
+    jpeg_destroy_decompress(&info);
+    return false;
+  }
   cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
   info.out_color_space = cmyk ? JCS_CMYK : info.jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&info);
@@ -62,12 +81,17 @@ inline uint8_t muldiv255(int a, int b) {
 }  // namespace
 
 std::vector<uint8_t> read_jpeg(const std::string& path, int& width, int& height, int& channels) {
-  const std::string bytes = read_file(path);
+  return decode_jpeg(read_file(path), path, width, height, channels);
+}
+
+std::vector<uint8_t> decode_jpeg(const std::string& bytes, const std::string& where, int& width, int& height,
+                                 int& channels, int64_t max_pixels) {
   ErrorManager err{};
   std::vector<uint8_t> out;
   bool cmyk = false;
-  VISPEC_CHECK(decode(bytes, err, out, width, height, channels, cmyk), path,
-               ": not a readable JPEG (libjpeg: ", err.message, ")");
+  const bool decoded = decode(bytes, max_pixels, err, out, width, height, channels, cmyk);
+  if (err.over_budget) check_pixel_budget(where, width, height, max_pixels);
+  VISPEC_CHECK(decoded, where, ": not a readable JPEG (libjpeg: ", err.message, ")");
   if (!cmyk) return out;
   const size_t pixels = size_t(width) * size_t(height);
   std::vector<uint8_t> rgb(pixels * 3);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "io/pixel_budget.h"
 #include "io/atomic_file.h"
 
 namespace vispec {
@@ -46,11 +47,15 @@ FileDigest write_png(const std::string& path, const std::vector<uint8_t>& pixels
 }
 
 std::vector<uint8_t> decode_png(const std::string& bytes, const std::string& where, int& width, int& height,
-                                int& channels) {
+                                int& channels, int64_t max_pixels) {
   png_image image;
   std::memset(&image, 0, sizeof(image));
   image.version = PNG_IMAGE_VERSION;
   VISPEC_CHECK(png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()), where, ": not a readable PNG");
+  if (int64_t(image.width) * int64_t(image.height) > max_pixels) {  // before anything is allocated for it
+    png_image_free(&image);
+    check_pixel_budget(where, image.width, image.height, max_pixels);
+  }
   const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0, alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
   channels = color ? 3 : 1;
   // Alpha is read and dropped, not composited onto black as libpng would: PIL's convert("RGB") does that, and so

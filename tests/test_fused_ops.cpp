@@ -386,11 +386,11 @@ TEST(FusedOps, SamplerDrawsTheCompositeChainsTokens) {
   nonfinite_watch::reset();
   SamplingParams p;
   next_tokens(logits, p, u);
-  EXPECT_FALSE(nonfinite_watch::seen());
+  EXPECT_FALSE(nonfinite_watch::seen(nonfinite_watch::Source::kLogits));
   auto bad = logits.clone();
   bad[5][7] = std::numeric_limits<float>::quiet_NaN();
   next_tokens(bad, p, u);
-  EXPECT_TRUE(nonfinite_watch::seen());
+  EXPECT_TRUE(nonfinite_watch::seen(nonfinite_watch::Source::kLogits));
   nonfinite_watch::reset();
 }
 

@@ -3,6 +3,7 @@
 // bicubic), gray repeated over RGB and alpha dropped, and one line for what it cannot read.
 #include <gtest/gtest.h>
 #include <png.h>
+#include <zlib.h>
 // jpeglib.h needs FILE and size_t first.
 #include <cstdio>
 #include <jpeglib.h>
@@ -12,6 +13,8 @@
 #include <fstream>
 
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <tuple>
 
 #include "core/check.h"
@@ -212,6 +215,64 @@ TEST_F(ImageFolderTest, WhatCannotBeReadIsOneLineNamingIt) {
     EXPECT_NE(std::string(e.what()).find((dir / "dog/1.jpg").string() + ": not a readable JPEG"), std::string::npos)
         << e.what();
   }
+}
+
+// Image files are untrusted: each is checked for what it declares before anything is allocated for it, and what
+// Pillow refuses is refused, one line naming the file, never an internal error.
+TEST_F(ImageFolderTest, BombsTruncatedFilesAndLinkLoopsAreOneLineNamingTheFile) {
+  const auto error_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  int width = 0, height = 0, channels = 0;
+  // A JPEG whose frame header (SOF) claims 65500 x 65500 pixels: 4.3 billion, 12.9 GB to decode.
+  const auto jpg = write_jpeg((dir / "bomb.jpg").string(), 3, JCS_RGB, {1, 2, 3});
+  std::string bytes;
+  {
+    std::ifstream in(jpg, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto sof = bytes.find("\xFF\xC0");
+  ASSERT_NE(sof, std::string::npos);
+  for (size_t at : {sof + 5, sof + 7}) bytes[at] = char(0xFF), bytes[at + 1] = char(0xDC);  // height, width
+  std::ofstream(jpg, std::ios::binary) << bytes;
+  EXPECT_EQ(error_of([&] { read_jpeg(jpg, width, height, channels); }),
+            jpg +
+                ": declares 65500x65500 = 4290250000 pixels, more than the 178956970 an image may have (Pillow's "
+                "decompression-bomb limit)");
+  // A PNG whose header (IHDR, its CRC made right) claims the same.
+  const auto bomb_png = png("bomb.png", 2, 2, 1, [](int, int, int) { return 7; });
+  {
+    std::ifstream in(bomb_png, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t ihdr = bytes.find("IHDR");
+  ASSERT_NE(ihdr, std::string::npos);
+  for (size_t at : {ihdr + 4, ihdr + 8}) bytes.replace(at, 4, std::string("\x00\x00\xFF\xDC", 4));
+  const uint32_t crc = uint32_t(::crc32(0, reinterpret_cast<const Bytef*>(bytes.data() + ihdr), 17));
+  for (int i = 0; i < 4; ++i) bytes[ihdr + 17 + size_t(i)] = char((crc >> (24 - 8 * i)) & 0xFF);
+  std::ofstream(bomb_png, std::ios::binary) << bytes;
+  EXPECT_NE(error_of([&] { load_folder_image(bomb_png, 16, 3); }).find(bomb_png + ": declares 65500x65500"),
+            std::string::npos)
+      << error_of([&] { load_folder_image(bomb_png, 16, 3); });
+  // A JPEG cut short: libjpeg would fill its missing rows with gray; Pillow refuses it.
+  const auto cut = write_jpeg((dir / "cut.jpg").string(), 3, JCS_RGB, {200, 100, 50});
+  {
+    std::ifstream in(cut, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() * 2 / 3);
+  EXPECT_EQ(error_of([&] { read_jpeg(cut, width, height, channels); }),
+            cut + ": not a readable JPEG (libjpeg: Premature end of JPEG file)");
+  // A class folder holding a symlink loop.
+  png("cat/0.png", 2, 2, 1, [](int, int, int) { return 0; });
+  std::filesystem::create_symlink(dir / "cat" / "loop.png", dir / "cat" / "loop.png");
+  EXPECT_EQ(error_of([&] { scan_image_folder(dir.string(), 10); }),
+            (dir / "cat" / "loop.png").string() + ": Too many levels of symbolic links");
 }
 
 }  // namespace

@@ -345,6 +345,43 @@ TEST_F(JobErrors, NonFinitePixelsFailTheUnitInOneLine) {
   EXPECT_TRUE(fs::is_empty(dir / "out" / "images"));
 }
 
+// A NaN in MuLo-SD's resamplers would make every draft one flat token, which its pooled-mass verification accepts:
+// images of one token with exit 0. The watch on the resamplers' latents fails the unit in one line naming their
+// file instead, and no image of it is written.
+TEST_F(JobErrors, NonFiniteResamplerOutputsFailTheUnitInOneLineNamingTheirFile) {
+  const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
+  std::string config = read_file(src + "fmnist.yaml");
+  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
+    config.replace(at + 1, 0, src);
+  auto weights = read_safetensors(src + "fmnist/mulo_resamplers.safetensors");
+  int poisoned = 0;  // the first matrix of each resampler: both directions' outputs are NaN
+  for (const char* which : {"down", "up"})
+    for (auto& [name, t] : weights)
+      if (name.find(which) != std::string::npos && t.dim() >= 2) {
+        t = t.clone();
+        t.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+        ++poisoned;
+        break;
+      }
+  ASSERT_EQ(poisoned, 2);
+  const auto poisoned_file = (dir / "mulo_resamplers.safetensors").string();
+  write_safetensors(poisoned_file, weights);
+  const auto file = src + "fmnist/mulo_resamplers.safetensors";
+  config.replace(config.find(file), file.size(), poisoned_file);
+  write("model.yaml", config);
+  std::string text = job("decoder: {name: mulo_sd}\nimages_per_prompt: 1\n");
+  text.replace(text.find(src + "fmnist.yaml"), (src + "fmnist.yaml").size(), (dir / "model.yaml").string());
+  write("job.yaml", text);
+  const auto r = run("run " + (dir / "job.yaml").string());
+  EXPECT_EQ(r.exit_code, 2) << r.text;
+  EXPECT_NE(r.text.find("MuLo-SD's resamplers' outputs are not finite (NaN or infinity) while decoding: a NaN in "
+                        "their weights (" +
+                        poisoned_file + ")?"),
+            std::string::npos)
+      << r.text;
+  EXPECT_TRUE(fs::is_empty(dir / "out" / "images"));
+}
+
 // Weights that do not fit the config are found while the job is checked, before the output directory or its
 // journal exist: the rerun with the right file is then not refused as another job.
 TEST_F(JobErrors, WeightsThatDoNotFitAreRejectedBeforeAnythingIsWritten) {

@@ -1,6 +1,11 @@
 // The VQ tokenizer: shapes, LlamaGen's state-dict names, and lookup against the normalised codebook.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+
+#include "core/check.h"
+
 #include "models/vq/vq.h"
 #include "tiny_models.h"
 
@@ -23,6 +28,31 @@ TEST(Vq, EncodeDecodeShapesAndCodesInRange) {
   auto train = vq->forward_train(x);
   EXPECT_TRUE(torch::equal(train.codes, codes));
   EXPECT_LE((train.recon - y).abs().max().item<double>(), 1e-5);
+}
+
+// A NaN in the encoder's weights would make every latent NaN, which the nearest-code search turns into code 0:
+// a trainer would train on images of code 0. Tokenising fails in one line naming the VQ's file instead.
+TEST(Vq, NonFiniteLatentsFailTokenisingInOneLineNamingTheWeights) {
+  torch::manual_seed(0);
+  VqModel vq(test::tiny_vq_config());
+  vq->eval();
+  const auto x = torch::rand({3, 1, 16, 16}) * 2 - 1;
+  EXPECT_EQ(tokenize_images(vq, x, "vq.safetensors").sizes(), (std::vector<int64_t>{3, 64}));
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : vq->encoder->named_parameters())
+      if (p.value().dim() == 4) {
+        p.value().view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+        break;
+      }
+  }
+  try {
+    tokenize_images(vq, x, "vq.safetensors");
+    ADD_FAILURE() << "tokenised NaN latents";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "vq.safetensors: the VQ encoder's latents are not finite (NaN or infinity): a NaN in its weights?");
+  }
 }
 
 TEST(Vq, NearestCodeUnderL2Normalisation) {

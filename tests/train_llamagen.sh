@@ -163,4 +163,20 @@ cp codes/imagenet128_codes/0.npy codes/imagenet128_codes/12.npy && cp codes/imag
 refused "a code folder that changed" "from_codes/tokens.safetensors" "$vispec" train gpt --config model.yaml --codes codes --out from_codes --steps 8
 refused "codes of another grid" "wrong/imagenet128_codes/0.npy" "$vispec" train gpt --config model.yaml --codes wrong --out wrong_run --steps 1
 refused "train vq" "model.yaml" "$vispec" train vq --config model.yaml --out vq --steps 1
+# Code files of another dtype than LlamaGen's integers (float features, bool, float labels): refused, not cast.
+"$torch_py" - <<'PY'
+import os
+import numpy as np
+for name, codes, label in [("float_codes", np.zeros((1, 2, 64), np.float32), np.array([0])),
+                           ("bool_codes", np.zeros((1, 2, 64), bool), np.array([0])),
+                           ("float_labels", np.zeros((1, 2, 64), np.int64), np.array([0.0]))]:
+    for d in ("codes", "labels"):
+        os.makedirs(f"{name}/imagenet128_{d}")
+    for i in range(3):
+        np.save(f"{name}/imagenet128_codes/{i}.npy", codes)
+        np.save(f"{name}/imagenet128_labels/{i}.npy", label)
+PY
+refused "float codes" "float_codes/imagenet128_codes/0.npy: codes of dtype" "$vispec" train gpt --config model.yaml --codes float_codes --out float_codes_run --steps 1
+refused "bool codes" "bool_codes/imagenet128_codes/0.npy" "$vispec" train gpt --config model.yaml --codes bool_codes --out bool_codes_run --steps 1
+refused "float labels" "float_labels/imagenet128_labels/0.npy: a class of dtype" "$vispec" train gpt --config model.yaml --codes float_labels --out float_labels_run --steps 1
 echo "train_llamagen: ok"

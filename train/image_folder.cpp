@@ -28,8 +28,16 @@ ImageFolder scan_image_folder(const std::string& root, int64_t max_classes) {
   folder.root = root;
   std::error_code ec;
   VISPEC_CHECK(fs::is_directory(root, ec), root, ": not a folder (--images wants one sub-folder of images per class)");
+  // Each entry's type through the calls that return an error (a symlink loop, a dangling link, a file gone):
+  // one line naming it, where the throwing ones would end as an internal error.
+  const auto type_of = [](const fs::directory_entry& entry) {
+    std::error_code type_ec;
+    const auto status = entry.status(type_ec);
+    VISPEC_CHECK(!type_ec, entry.path().string(), ": ", type_ec.message());
+    return status.type();
+  };
   for (const auto& entry : fs::directory_iterator(root, ec))
-    if (entry.is_directory()) folder.classes.push_back(entry.path().filename().string());
+    if (type_of(entry) == fs::file_type::directory) folder.classes.push_back(entry.path().filename().string());
   VISPEC_CHECK(!ec, root, ": ", ec.message());
   std::sort(folder.classes.begin(), folder.classes.end());
   VISPEC_CHECK(!folder.classes.empty(), root, ": no class folders (ImageNet's layout: one sub-folder per class)");
@@ -39,7 +47,7 @@ ImageFolder scan_image_folder(const std::string& root, int64_t max_classes) {
     const auto dir = fs::path(root) / folder.classes[label];
     std::vector<std::string> files;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (!entry.is_regular_file()) continue;
+      if (type_of(entry) != fs::file_type::regular) continue;
       const auto ext = lower_extension(entry.path());
       VISPEC_CHECK(ext == ".png" || ext == ".jpg" || ext == ".jpeg", entry.path().string(),
                    ": not a PNG or JPEG image (the files of a class folder are its images)");

@@ -39,9 +39,9 @@ TensorMap tokenise_fashion(const ModelConfig& model, bool half, torch::Device de
     test.images = half_resolution(test.images);
   }
   spdlog::info("tokenising {} + {} images with {}", train.images.size(0), test.images.size(0), model.vq_weights);
-  return {{"train_tokens", tokenize_images(vq, train.images)},
+  return {{"train_tokens", tokenize_images(vq, train.images, model.vq_weights)},
           {"train_labels", train.labels},
-          {"test_tokens", tokenize_images(vq, test.images)},
+          {"test_tokens", tokenize_images(vq, test.images, model.vq_weights)},
           {"test_labels", test.labels}};
 }
 
@@ -76,7 +76,7 @@ torch::Tensor tokenise_share(const ImageFolder& folder, const ModelConfig& model
     const std::vector<size_t> chunk(mine.begin() + long(i), mine.begin() + long(std::min(i + kChunk, mine.size())));
     auto x = load_folder_images(folder, chunk, model.image_size(), model.vq.in_channels);
     if (half) x = half_resolution(x);
-    tokens.push_back(tokenize_images(vq, x));
+    tokens.push_back(tokenize_images(vq, x, model.vq_weights));
     if ((i / kChunk) % 20 == 19) spdlog::info("tokenised {}/{} images", i + kChunk, mine.size());
   }
   return torch::cat(tokens);
@@ -149,14 +149,25 @@ TensorMap read_codes(const std::string& root, const ModelConfig& model, int64_t 
     const auto name = std::to_string(i) + ".npy";
     const auto path = (codes_dir / name).string();
     VISPEC_CHECK(fs::exists(path), path, ": missing (code files are numbered 0 .. ", files - 1, ")");
-    auto codes = read_npy_tensor(path).to(torch::kInt64);
-    VISPEC_CHECK(codes.dim() >= 1 && codes.numel() > 0 && codes.size(-1) == T, path, ": codes of shape ", codes.sizes(),
-                 ", not [1, augmentations, ", T, "] (", T, ": the trained GPT's grid squared)");
+    // LlamaGen writes int64 codes and labels: another type (float features, bool, float labels) is another file,
+    // refused rather than cast.
+    const auto integers = [](const torch::Tensor& t, const std::string& at, const char* what) {
+      VISPEC_CHECK(torch::isIntegralType(t.scalar_type(), /*includeBool=*/false), at, ": ", what, " of dtype ",
+                   t.scalar_type(), ", not integers (LlamaGen's extract_codes writes int64)");
+    };
+    auto codes = read_npy_tensor(path);
+    integers(codes, path, "codes");
+    codes = codes.to(torch::kInt64);
+    VISPEC_CHECK(codes.dim() >= 1 && codes.dim() <= 3 && codes.numel() > 0 && codes.size(-1) == T, path,
+                 ": codes of shape ", codes.sizes(), ", not [1, augmentations, ", T, "] (", T,
+                 ": the trained GPT's grid squared)");
     codes = codes.reshape({-1, T});
     VISPEC_CHECK(codes.min().item<int64_t>() >= 0 && codes.max().item<int64_t>() < vocab, path,
                  ": a code outside the model's vocabulary of ", vocab);
     const auto label_path = (labels_dir / name).string();
-    const auto label = read_npy_tensor(label_path).to(torch::kInt64).reshape(-1);
+    auto label = read_npy_tensor(label_path);
+    integers(label, label_path, "a class");
+    label = label.to(torch::kInt64).reshape(-1);
     VISPEC_CHECK(label.numel() == 1, label_path, ": ", label.numel(), " values, not one class");
     const int64_t y = label.item<int64_t>();
     VISPEC_CHECK(y >= 0 && y < num_classes, label_path, ": class ", y, " outside the model's ", num_classes);

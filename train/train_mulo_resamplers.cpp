@@ -71,7 +71,9 @@ Resolutions load_split(const TrainOptions& o, const std::string& split, int64_t 
                              " at " + std::to_string(model.image_size()) + " px, VQ " + model.vq_weights;
   if (!file_exists(cache)) {
     spdlog::info("tokenising {} {} images at both resolutions", r.high.size(0), split);
-    write_safetensors(cache, {{"high", tokenize_images(vq, r.high)}, {"low", tokenize_images(vq, r.low)}},
+    write_safetensors(cache,
+                      {{"high", tokenize_images(vq, r.high, model.vq_weights)},
+                       {"low", tokenize_images(vq, r.low, model.vq_weights)}},
                       {{"source", source}});
   }
   Metadata made;

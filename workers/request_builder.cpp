@@ -13,13 +13,17 @@ torch::Tensor read_features(const GptConfig& gpt, const std::string& path) {
   NpyArray array = read_npy(path);
   const std::string error = caption_features_error(gpt, path, array);
   VISPEC_CHECK(error.empty(), error);
-  return npy_to_tensor(std::move(array), path).reshape({-1, gpt.caption_dim}).to(torch::kFloat32);
+  auto features = npy_to_tensor(std::move(array), path).reshape({-1, gpt.caption_dim}).to(torch::kFloat32);
+  // A NaN here would reach every logit of the sample, and the watch would blame the GPT's weights.
+  VISPEC_CHECK(torch::isfinite(features).all().item<bool>(), path, ": caption features not finite (NaN or infinity)");
+  return features;
 }
 }  // namespace
 
 RequestBuilder::RequestBuilder(const ModelConfig& model, uint64_t seed, torch::Device device)
     : gpt_(model.gpt), seed_(seed) {
   if (model.has_text_encoder) text_encoder_ = std::make_unique<TextEncoder>(model, device);
+  text_encoder_source_ = model.text_encoder_weights.empty() ? model.text_encoder_dir : model.text_encoder_weights;
 }
 
 torch::Tensor RequestBuilder::caption_features(const PlannedSample& s) {
@@ -27,6 +31,9 @@ torch::Tensor RequestBuilder::caption_features(const PlannedSample& s) {
   VISPEC_ASSERT(text_encoder_, "a caption without a text encoder passed planning");
   if (s.prompt != last_prompt_ || !last_features_.defined()) {
     last_features_ = text_encoder_->encode(s.prompt);
+    VISPEC_CHECK(torch::isfinite(last_features_).all().item<bool>(), text_encoder_source_,
+                 ": the text encoder's features are not finite (NaN or infinity): a NaN in its weights, or an "
+                 "overflow in its dtype?");
     last_prompt_ = s.prompt;
   }
   return last_features_;

@@ -26,6 +26,7 @@ class RequestBuilder {
   GptConfig gpt_;
   uint64_t seed_;
   std::unique_ptr<TextEncoder> text_encoder_;
+  std::string text_encoder_source_;  // its weights, for a line about them
   // The last caption's features: the images of one prompt are consecutive samples, encoded once.
   std::string last_prompt_;
   torch::Tensor last_features_;

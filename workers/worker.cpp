@@ -35,6 +35,18 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// The weight files whose logits a decode samples: the target's and its drafters' (decoding/drafters/).
+std::string logit_weights(const ModelConfig& m, const std::vector<std::string>& drafters) {
+  std::string files = "target " + m.gpt_weights;
+  for (const auto& d : drafters) {
+    if (d == "eagle_head") files += ", EAGLE head " + m.eagle_head;
+    if (d == "ssd_heads") files += ", SSD heads " + m.ssd_heads;
+    if (d == "gpt") files += ", draft GPT " + m.draft_gpt_weights;
+    if (d == "mulo") files += ", MuLo-SD drafter " + m.mulo.gpt_weights;
+  }
+  return files;
+}
+
 class UnitWriter {
  public:
   // source: told of every batch written (UnitSource::progress), for the progress line.
@@ -98,12 +110,19 @@ class UnitWriter {
       nonfinite_watch::reset();
       const auto result = decode_in_rows(decoder_, req);
       if (stop_requested()) return std::nullopt;  // a decode that a stop cut short
-      // A NaN or infinite logit would have been sampled as token 0: the unit fails instead, with one line.
-      VISPEC_CHECK(!nonfinite_watch::seen(), "unit ", unit.id, ", samples ", begin[first].sample_id, "..",
-                   begin[first + S - 1].sample_id,
-                   ": non-finite logits (NaN or infinity) while decoding; a NaN in "
-                   "the weights, an overflow in ",
-                   plan_.model.dtype, ", or an extreme cfg_scale (", plan_.decoder.sampling.cfg_scale, ")");
+      // A NaN or infinite logit would have been sampled as token 0, and a NaN latent searched to code 0: the
+      // unit fails instead, with one line naming the model's files.
+      const auto decoded = [&] {
+        return fmt::format("unit {}, samples {}..{}", unit.id, begin[first].sample_id, begin[first + S - 1].sample_id);
+      };
+      VISPEC_CHECK(!nonfinite_watch::seen(nonfinite_watch::Source::kResamplers), decoded(),
+                   ": MuLo-SD's resamplers' outputs are not finite (NaN or infinity) while decoding: a NaN in their "
+                   "weights (",
+                   plan_.model.mulo.resamplers_weights, ")?");
+      VISPEC_CHECK(!nonfinite_watch::seen(nonfinite_watch::Source::kLogits), decoded(),
+                   ": non-finite logits (NaN or infinity) while decoding; a NaN in the weights (",
+                   logit_weights(plan_.model, plan_.decoder.drafters), "), an overflow in ", plan_.model.dtype,
+                   ", or an extreme cfg_scale (", plan_.decoder.sampling.cfg_scale, ")");
       const double decode_ms_per_sample = seconds_since(t_decode) * 1e3 / double(S);
       for (int64_t start = first; start < first + S; start += job.batch_size) {
         const int64_t B = std::min(job.batch_size, first + S - start);

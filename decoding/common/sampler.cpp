@@ -1,5 +1,7 @@
 #include "decoding/common/sampler.h"
 
+#include <vector>
+
 #include "core/check.h"
 #include "kernels/cfg_mix.h"
 #include "kernels/draws.h"
@@ -35,28 +37,35 @@ torch::Tensor apply_top_p(const torch::Tensor& logits, double p) {
 
 namespace nonfinite_watch {
 namespace {
-// 0-dim bool on the device of the logits, made at the first note and from then on only written in place: a
-// replayed CUDA graph ORs into the same flag that seen() reads (models/gpt/step_graph.h).
-thread_local torch::Tensor flag;
-void note(const torch::Tensor& logits) {
-  const auto& flag = flag_on(logits.device());
-  kernels::note_nonfinite(logits, flag);  // one kernel where the operator runs, else four
-}
+constexpr int64_t kSources = 2;
+// Every source's flag, [kSources] bool on the device of the outputs, made at the first note and from then on
+// only written in place, and its 0-dim views, one per source (models/gpt/step_graph.h: replays keep addresses).
+thread_local torch::Tensor flags;
+thread_local std::vector<torch::Tensor> views;
 }  // namespace
-const torch::Tensor& flag_on(const torch::Device& device) {
-  if (!flag.defined() || flag.device() != device)
-    flag = torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(device));
-  return flag;
+const torch::Tensor& flag_on(const torch::Device& device, Source source) {
+  if (!flags.defined() || flags.device() != device) {
+    flags = torch::zeros({kSources}, torch::TensorOptions().dtype(torch::kBool).device(device));
+    views.clear();
+    for (int64_t s = 0; s < kSources; ++s) views.push_back(flags.select(0, s));
+  }
+  return views[size_t(source)];
+}
+void note(const torch::Tensor& x, Source source) {
+  kernels::note_nonfinite(x, flag_on(x.device(), source));  // one kernel where the operator runs, else four
 }
 void reset() {
-  if (flag.defined()) flag.fill_(false);
+  if (flags.defined()) flags.fill_(false);
 }
-bool seen() { return flag.defined() && flag.item<bool>(); }
+bool seen(Source source) {
+  if (!flags.defined()) return false;
+  return flags.select(0, int64_t(source)).item<bool>();
+}
 }  // namespace nonfinite_watch
 
 torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& params) {
   auto l = logits.to(torch::kFloat32);
-  nonfinite_watch::note(l);
+  nonfinite_watch::note(l, nonfinite_watch::Source::kLogits);
   if (params.greedy()) {
     auto idx = l.argmax(-1, /*keepdim=*/true);
     return torch::zeros_like(l).scatter_(-1, idx, 1.0);
@@ -69,7 +78,7 @@ torch::Tensor target_probs(const torch::Tensor& logits, const SamplingParams& pa
 
 torch::Tensor greedy_tokens(const torch::Tensor& logits) {
   const auto l = logits.to(torch::kFloat32);
-  nonfinite_watch::note(l);
+  nonfinite_watch::note(l, nonfinite_watch::Source::kLogits);
   return l.argmax(-1);
 }
 

@@ -17,13 +17,21 @@
 namespace vispec {
 
 // Non-finite logits (a NaN in the weights, an fp16 overflow, an absurd cfg_scale) would otherwise become token
-// 0 without a word. target_probs() notes, per thread, whether any logits it saw were NaN or infinite: one
-// reduction on the logits' device, no synchronisation; the worker reads the note once, at the batch's end.
+// 0 without a word, and so would non-finite latents in the VQ's nearest-code search (MuLo-SD's resamplers).
+// target_probs() notes, per thread, whether any logits it saw were NaN or infinite, and a decoder notes its
+// other models' outputs the same way: one reduction on their device, no synchronisation; the worker reads the
+// notes once, at the batch's end, and names the model they came from.
 namespace nonfinite_watch {
-void reset();  // before a batch
-bool seen();   // after it: reads the device flag (the batch's one synchronisation point anyway)
-// The flag itself, a 0-dim bool on `device` (made once per thread and device): the fused sampler ORs into it.
-const torch::Tensor& flag_on(const torch::Device& device);
+enum class Source {
+  kLogits,      // any model's logits: the target's or a drafter's (target_probs, the samplers, the draft top-k)
+  kResamplers,  // MuLo-SD's resamplers' latents, before the nearest-code search
+};
+void reset();              // before a batch
+bool seen(Source source);  // after it: reads the device flags (the batch's one synchronisation point anyway)
+void note(const torch::Tensor& x, Source source);  // ORs "x has a NaN or infinity" into source's flag
+// The flag itself, a 0-dim bool on `device` (made once per thread and device, never moved: a replayed graph
+// ORs into the same flag that seen() reads): the fused sampler ORs into it.
+const torch::Tensor& flag_on(const torch::Device& device, Source source = Source::kLogits);
 }  // namespace nonfinite_watch
 
 // logits [2B, ..., V] laid out [cond; uncond] -> u + s (c - u), float32 [B, ..., V].

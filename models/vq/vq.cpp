@@ -177,7 +177,12 @@ std::pair<torch::Tensor, torch::Tensor> VqModelImpl::nearest(const torch::Tensor
 
 torch::Tensor VqModelImpl::encode(const torch::Tensor& images) {
   check_has_encoder();
-  return nearest(quant_conv(encoder(images))).second;
+  const auto latent = quant_conv(encoder(images));
+  // The nearest-code search would make a NaN code 0 without a word, and a trainer train on it (one read: encode
+  // tokenises whole images, never inside a decode step).
+  VISPEC_CHECK(torch::isfinite(latent).all().item<bool>(),
+               "the VQ encoder's latents are not finite (NaN or infinity): a NaN in its weights?");
+  return nearest(latent).second;
 }
 
 torch::Tensor VqModelImpl::code_vectors(const torch::Tensor& codes, int64_t h, int64_t w) {
@@ -219,12 +224,17 @@ VqTrainOutput VqModelImpl::forward_train(const torch::Tensor& images) {
   return out;
 }
 
-torch::Tensor tokenize_images(VqModel& vq, const torch::Tensor& images) {
+torch::Tensor tokenize_images(VqModel& vq, const torch::Tensor& images, const std::string& weights) {
   torch::NoGradGuard no_grad;
   const auto device = vq->quantize->embedding->weight.device();
   std::vector<torch::Tensor> out;
   for (int64_t i = 0; i < images.size(0); i += 64) {
-    out.push_back(vq->encode(images.narrow(0, i, std::min<int64_t>(64, images.size(0) - i)).to(device)).cpu());
+    const auto chunk = images.narrow(0, i, std::min<int64_t>(64, images.size(0) - i)).to(device);
+    try {
+      out.push_back(vq->encode(chunk).cpu());
+    } catch (const Error& e) {
+      VISPEC_FAIL(weights, ": ", e.what());  // the weight file the line is about
+    }
     if ((i / 64) % 100 == 99) spdlog::info("tokenised {}/{}", i + 64, images.size(0));
   }
   return torch::cat(out).to(torch::kInt32);

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 #include "models/vq/movq.h"
 #include "models/vq/vq_config.h"
 
@@ -95,7 +97,8 @@ class VqModelImpl : public torch::nn::Module {
 TORCH_MODULE(VqModel);
 
 // Tokens of a whole image set [N, C, H, W] (any device -> the VQ's), as int32 [N, h*w] on the CPU. Batches of
-// 64: on CPU, larger ones spend more on im2col buffers than on the convolutions. Logs progress.
-torch::Tensor tokenize_images(VqModel& vq, const torch::Tensor& images);
+// 64: on CPU, larger ones spend more on im2col buffers than on the convolutions. Logs progress. weights: the
+// VQ's file, which a non-finite latent's one line names.
+torch::Tensor tokenize_images(VqModel& vq, const torch::Tensor& images, const std::string& weights);
 
 }  // namespace vispec

@@ -1,0 +1,31 @@
+// The training images' decoders (io/jpeg.h, io/png.h): a file of an image folder is untrusted, so its header and
+// data are refused with one Error (a bomb's declared size among them, before anything is allocated for it) or
+// decoded whole, to the size it declares. The budget here is a million pixels, so that libFuzzer's memory limit
+// measures the decoders, not the images they are allowed to make.
+#include <cstdint>
+#include <string>
+
+#include "core/check.h"
+#include "io/jpeg.h"
+#include "io/png.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  constexpr int64_t kBudget = 1 << 20;
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  int width = 0, height = 0, channels = 0;
+  try {
+    const auto pixels = vispec::decode_jpeg(bytes, "image.jpg", width, height, channels, kBudget);
+    if (int64_t(pixels.size()) != int64_t(width) * height * channels || int64_t(width) * height > kBudget ||
+        (channels != 1 && channels != 3))
+      __builtin_trap();
+  } catch (const vispec::Error&) {
+  }
+  try {
+    const auto pixels = vispec::decode_png(bytes, "image.png", width, height, channels, kBudget);
+    if (int64_t(pixels.size()) != int64_t(width) * height * channels || int64_t(width) * height > kBudget ||
+        (channels != 1 && channels != 3))
+      __builtin_trap();
+  } catch (const vispec::Error&) {
+  }
+  return 0;
+}
