@@ -152,7 +152,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
       root.at(f.key).fail("expected " + either(f.words) + ", got '" + value + "'");
   }
 
-  if (root.has("distill")) {
+  if (root.has_section("distill")) {
     const auto d = root.at("distill");
     if (!d.node().IsMap()) d.fail("expected a map: {streams: cond, dtype: bf16, compression: 0}");
     d.reject_unknown_keys({"hidden", "streams", "dtype", "compression"});

@@ -35,6 +35,15 @@ void YamlView::fail(const std::string& message) const { VISPEC_FAIL(where(), ": 
 
 bool YamlView::has(const std::string& key) const { return node_.IsMap() && node_[key] && !node_[key].IsNull(); }
 
+bool YamlView::has_section(const std::string& key) const {
+  if (node_.IsMap())
+    for (const auto& kv : node_)  // the key's node: it has a place in the file where an empty value may not
+      if (kv.first.IsScalar() && kv.first.Scalar() == key && kv.second.IsNull())
+        YamlView(kv.first, file_, path_.empty() ? key : path_ + "." + key)
+            .fail("an empty section: give its fields (" + key + ": {} for its defaults), or remove the line");
+  return has(key);
+}
+
 YamlView YamlView::at(const std::string& key) const {
   const std::string child = path_.empty() ? key : path_ + "." + key;
   if (!node_.IsMap()) fail("expected a map with field '" + key + "'");
@@ -62,12 +71,16 @@ std::string YamlView::need_path(const std::string& key) const {
 }
 
 void YamlView::reject_unknown_keys(const std::vector<std::string>& known) const {
-  if (!node_.IsMap()) return;
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  if (!node_.IsMap()) {
+    if (node_.IsNull()) return;  // an empty map's place: has_section refuses it where it is a section
+    fail(std::string("expected a map of fields (known: ") + list + "), got " +
+         (node_.IsSequence() ? "a list" : "a value"));
+  }
   for (const auto& kv : node_) {
     const auto key = key_name(kv.first);
     if (std::find(known.begin(), known.end(), key) == known.end()) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
       const std::string child = path_.empty() ? key : path_ + "." + key;
       VISPEC_FAIL(YamlView(kv.first, file_, child).where(), ": unknown field (known: ", list, ")");
     }

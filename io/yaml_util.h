@@ -16,6 +16,9 @@ class YamlView {
   YamlView(YAML::Node node, std::string file, std::string path = "");
 
   bool has(const std::string& key) const;
+  // An optional section (a map of fields): whether it is there. A key written with nothing after it ("distill:")
+  // is refused in one line rather than read as absent, which would silently drop what its author asked for.
+  bool has_section(const std::string& key) const;
   YamlView at(const std::string& key) const;  // required field
   std::vector<std::string> keys() const;
   template <class T>
@@ -33,7 +36,8 @@ class YamlView {
 
   // "file:line: path: message" as a vispec::Error.
   [[noreturn]] void fail(const std::string& message) const;
-  // Fails naming the first key of this map that is not in `known` (catches typos like "temprature").
+  // Fails naming the first key of this map that is not in `known` (catches typos like "temprature"), and fails
+  // where this section is a list or a value, not a map (read as a map it would look empty: its fields ignored).
   void reject_unknown_keys(const std::vector<std::string>& known) const;
 
   const YAML::Node& node() const { return node_; }

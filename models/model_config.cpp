@@ -302,7 +302,7 @@ MuloDrafterConfig parse_mulo(const YamlView& v, const ModelConfig& m, const Weig
   if (m.gpt.grid_size % 2 != 0) g.fail("MuLo-SD needs an even target grid (the drafter's is half of it)");
   c.gpt.grid_size = m.gpt.grid_size / 2;
   take_image_head_rows(c.gpt, c.gpt_keys);
-  if (v.has("prompt")) {
+  if (v.has_section("prompt")) {
     const auto p = v.at("prompt");
     p.reject_unknown_keys({"template", "unconditional", "unconditional_pad"});  // the tokenizer is the target's
     if (!m.prompt.present) p.fail("only a prompted model's drafter (the target has a prompt section) takes a prompt");
@@ -377,7 +377,7 @@ ModelConfig load_model_config(const std::string& path) {
   m.name = root.need<std::string>("name");
   m.dtype = root.get<std::string>("dtype", m.dtype);
   if (!is_model_dtype(m.dtype)) root.at("dtype").fail("expected fp32, bf16 or fp16, got '" + m.dtype + "'");
-  if (root.has("sampling")) m.sampling = parse_sampling(root.at("sampling"));
+  if (root.has_section("sampling")) m.sampling = parse_sampling(root.at("sampling"));
   const auto gpt = root.at("gpt"), vq = root.at("vq");
   m.gpt = parse_gpt(gpt);
   m.vq = parse_vq(vq);
@@ -392,9 +392,9 @@ ModelConfig load_model_config(const std::string& path) {
       root.at("classes").fail("lists " + std::to_string(m.classes.size()) + " names but gpt.num_classes is " +
                               std::to_string(m.gpt.num_classes));
   }
-  if (root.has("text_encoder")) parse_text_encoder(root.at("text_encoder"), m, weights);
-  if (root.has("prompt")) parse_prompt(root.at("prompt"), m, weights);
-  if (root.has("classifier")) {
+  if (root.has_section("text_encoder")) parse_text_encoder(root.at("text_encoder"), m, weights);
+  if (root.has_section("prompt")) parse_prompt(root.at("prompt"), m, weights);
+  if (root.has_section("classifier")) {
     const auto cls = root.at("classifier");
     cls.reject_unknown_keys({"weights", "width", "features"});
     m.has_classifier = true;
@@ -406,10 +406,10 @@ ModelConfig load_model_config(const std::string& path) {
     m.classifier.features = cls.get<int64_t>("features", m.classifier.features);
     if (m.image_size() % 8 != 0) cls.fail("the classifier needs an image size that is a multiple of 8");
   }
-  if (root.has("drafters")) {
+  if (root.has_section("drafters")) {
     const auto d = root.at("drafters");
     d.reject_unknown_keys({"gpt", "eagle_head", "ssd_heads", "mulo"});
-    if (d.has("gpt")) {
+    if (d.has_section("gpt")) {
       const auto g = d.at("gpt");
       reject_shared_keys(g, "a drafter shares the target's vocabulary, grid and conditioning: leave it out");
       m.draft_gpt = parse_gpt(g, m.gpt);
@@ -418,7 +418,7 @@ ModelConfig load_model_config(const std::string& path) {
       take_image_head_rows(m.draft_gpt, m.draft_gpt_keys);
       m.draft_gpt_weights = weights(g, "weights");
     }
-    if (d.has("mulo")) m.mulo = parse_mulo(d.at("mulo"), m, weights);
+    if (d.has_section("mulo")) m.mulo = parse_mulo(d.at("mulo"), m, weights);
     if (d.has("eagle_head")) m.eagle_head = weights(d, "eagle_head");
     if (d.has("ssd_heads")) m.ssd_heads = weights(d, "ssd_heads");
   }

@@ -13,6 +13,7 @@
 #include "decoding/common/decoder_registry.h"
 #include "io/atomic_file.h"
 #include "io/job_config.h"
+#include "io/png.h"
 #include "io/prompts.h"
 #include "models/checkpoints/safetensors.h"
 
@@ -280,6 +281,38 @@ TEST_F(JobErrors, EveryCountIsBounded) {
   }
 }
 
+// Every section has a type: a model config's `sampling:` written as a list or a value was read as absent (cfg_scale
+// 1, not the model's 2), and an empty `distill:` distilled nothing; each is one line naming the file, line and
+// field now, nothing written.
+TEST_F(JobErrors, ASectionOfTheWrongKindOrEmptyIsOneLine) {
+  std::string model = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
+  for (size_t at = model.find(" fmnist/"); at != std::string::npos; at = model.find(" fmnist/", at + 1))
+    model.replace(at, 1, " " + std::string(VISPEC_SOURCE_DIR) + "/configs/");
+  const std::string sampling = "sampling: {cfg_scale: 2.0}";
+  ASSERT_NE(model.find(sampling), std::string::npos);
+  const auto at =
+      "model.yaml:" + std::to_string(std::count(model.begin(), model.begin() + long(model.find(sampling)), '\n') + 1);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"sampling: [2.0]",
+       at + ": sampling: expected a map of fields (known: cfg_scale, temperature, top_k, top_p), got a list"},
+      {"sampling: 2.0",
+       at + ": sampling: expected a map of fields (known: cfg_scale, temperature, top_k, top_p), got a value"},
+      {"sampling:", at + ": sampling: an empty section: give its fields (sampling: {} for its defaults)"}};
+  for (const auto& [line, says] : bad) {
+    auto text = model;
+    text.replace(text.find(sampling), sampling.size(), line);
+    write("model.yaml", text);
+    const auto err = expect_rejected("model: " + (dir / "model.yaml").string() + "\nprompts: prompts.txt\nout: " +
+                                     (dir / "out").string() + "\ndecoder: {name: ar}\n");
+    EXPECT_NE(err.find(says), std::string::npos) << line << ": " << err;
+  }
+  auto err = expect_rejected(job("decoder: {name: ar}\ndistill:\n"));
+  EXPECT_NE(err.find("job.yaml:5: distill: an empty section: give its fields (distill: {} for its defaults), or "
+                     "remove the line"),
+            std::string::npos)
+      << err;
+}
+
 // --set model=PATH replaces the job's model whether the file writes it as a path or as a map, and combines with
 // --set model.dtype in either order (a scalar model used to be refused: "expected a model config path").
 TEST_F(JobErrors, SetModelTakesAPathInEitherForm) {
@@ -380,6 +413,35 @@ TEST_F(JobErrors, NonFiniteResamplerOutputsFailTheUnitInOneLineNamingTheirFile) 
             std::string::npos)
       << r.text;
   EXPECT_TRUE(fs::is_empty(dir / "out" / "images"));
+}
+
+// A trainer's token cache proves by its recorded source what it holds, whatever the source: a rerun on
+// Fashion-MNIST in the run directory of an image folder's training is refused in one line, where it trained on
+// the folder's tokens without a word.
+TEST_F(JobErrors, ATokenCacheOfAnImageFolderIsNotTakenForFashionMnist) {
+  const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
+  std::string config = read_file(src + "fmnist.yaml");
+  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
+    config.replace(at + 1, 0, src);
+  write("model.yaml", config);
+  for (const char* cls : {"a", "b"})
+    for (int i = 0; i < 3; ++i) {
+      fs::create_directories(dir / "images" / cls);
+      write_png((dir / "images" / cls / (std::to_string(i) + ".png")).string(),
+                std::vector<uint8_t>(28 * 28, uint8_t(40 * i + (cls[0] == 'a' ? 0 : 100))), 28, 28, 1);
+    }
+  const auto train = "train gpt --config " + (dir / "model.yaml").string() + " --out " + (dir / "run").string() +
+                     " --steps 1 --batch-size 2 --threads 1";
+  const auto first = run(train + " --images " + (dir / "images").string());
+  ASSERT_EQ(first.exit_code, 0) << first.text;
+  const auto again = run(train);
+  EXPECT_EQ(again.exit_code, 2) << again.text;
+  EXPECT_EQ(test::count_lines(again.text), 1) << again.text;
+  EXPECT_NE(again.text.find((dir / "run" / "tokens.safetensors").string() + ": tokens of images " +
+                            (dir / "images").string()),
+            std::string::npos)
+      << again.text;
+  EXPECT_NE(again.text.find(", not of Fashion-MNIST, 32 px, VQ "), std::string::npos) << again.text;
 }
 
 // Weights that do not fit the config are found while the job is checked, before the output directory or its

@@ -191,6 +191,9 @@ TensorMap read_codes(const std::string& root, const ModelConfig& model, int64_t 
 // What a token cache was made from: the source, every file's path and size (the images, or the code and label
 // files), the image size and whether at half resolution.
 std::string cache_source(const TrainOptions& o, const ModelConfig& model, bool half, const ImageFolder* folder) {
+  const std::string size_and_vq =
+      std::to_string(model.image_size()) + " px" + (half ? " at half resolution" : "") + ", VQ " + model.vq_weights;
+  if (!folder && o.codes.empty()) return "Fashion-MNIST, " + size_and_vq;
   std::vector<std::string> files;
   if (folder) {
     for (const auto& image : folder->images) files.push_back(image.path);
@@ -207,8 +210,7 @@ std::string cache_source(const TrainOptions& o, const ModelConfig& model, bool h
     h = fnv1a(&bytes, sizeof bytes, h);
   }
   return (folder ? "images " + fs::absolute(o.images).string() : "codes " + fs::absolute(o.codes).string()) + " (" +
-         std::to_string(files.size()) + " files, hash " + std::to_string(h) + "), " +
-         std::to_string(model.image_size()) + " px" + (half ? " at half resolution" : "") + ", VQ " + model.vq_weights;
+         std::to_string(files.size()) + " files, hash " + std::to_string(h) + "), " + size_and_vq;
 }
 }  // namespace
 
@@ -216,29 +218,28 @@ TokenData load_token_data(const TrainOptions& o, const ModelConfig& model, bool 
                           int64_t num_classes, torch::Device device) {
   VISPEC_CHECK(o.images.empty() || o.codes.empty(), "--images or --codes, not both");
   const std::string cache = o.out_dir + "/tokens.safetensors";
-  if (o.images.empty() && o.codes.empty()) {  // Fashion-MNIST
-    check_fashion_model(model, "train gpt without --images or --codes");
-    if (o.writes() && !file_exists(cache)) write_safetensors(cache, tokenise_fashion(model, half, device));
-    o.ranks().barrier();
-    return from_map(read_safetensors(cache));
-  }
+  const bool fashion = o.images.empty() && o.codes.empty();
+  if (fashion) check_fashion_model(model, "train gpt without --images or --codes");
   VISPEC_CHECK(o.codes.empty() || !half, "--codes with --mulo: LlamaGen's codes are of full-resolution images");
   std::unique_ptr<ImageFolder> folder;
   if (!o.images.empty()) folder = std::make_unique<ImageFolder>(scan_image_folder(o.images, num_classes));
-  // Only rank 0 checks or writes the cache: the other ranks do not stat every file of the source again.
+  // Only rank 0 checks or writes the cache: the other ranks do not stat every file of the source again. Every
+  // source is checked, Fashion-MNIST's too: a cache proves by its recorded source what it holds.
   const auto source = o.writes() ? cache_source(o, model, half, folder.get()) : std::string();
   const bool cached = file_exists(cache);  // every rank's answer is the same: nothing writes it before a barrier
   if (cached && o.writes()) {
     Metadata made;
     read_safetensors(cache, &made);
-    VISPEC_CHECK(made["source"] == source, cache, ": tokens of ",
-                 made.count("source") ? made["source"] : "Fashion-MNIST", ", not of ", source,
+    const auto recorded = made.find("source");
+    VISPEC_CHECK(recorded != made.end() && recorded->second == source, cache, ": tokens of ",
+                 recorded != made.end() ? recorded->second : "an unrecorded source", ", not of ", source,
                  "; train into another --out");
   }
   if (!cached) {
-    auto data = folder       ? tokenise_folder(o, *folder, model, half, device)  // every rank a share
-                : o.writes() ? read_codes(o.codes, model, tokens, num_classes)
-                             : TensorMap{};
+    auto data = folder        ? tokenise_folder(o, *folder, model, half, device)  // every rank a share
+                : !o.writes() ? TensorMap{}
+                : fashion     ? tokenise_fashion(model, half, device)
+                              : read_codes(o.codes, model, tokens, num_classes);
     if (o.writes()) write_safetensors(cache, data, {{"source", source}});
   }
   o.ranks().barrier();
