@@ -25,9 +25,15 @@
 // T = 0 with r >= W rounds each row is AR's greedy row (round j fixes cell j - 1 for good: a Jacobi sweep).
 // At T = 0 a round sets every cell to the target's argmax there (what min(1, p/q) and the residual do with
 // one-hot p and q), with no vocabulary-wide tensors.
-// Nothing loops over rows: the first row reads its accepted counts once per iteration, the later rows never
-// wait for the host until the image is done. On a GPU each first-row iteration and each block of later rows is
-// replayed as one CUDA graph (decoding/common/iteration_graphs.h).
+// Continuous batching: every row follows its own schedule (the first row's chain iterations, the commit of its
+// last token, then each block's rounds and commits), one target forward per TICK, and a row whose image is done
+// takes the unit's next sample while the others go on (decoding/common/decode_state.h). A tick's forward is one
+// block of T = max(kh + 1, kv W) entries per row: a chain's [newest, drafts] or the cells of a round or commit,
+// the rest padding past them that nothing keeps; each row's phase is applied where its plan says (the plan a
+// small table the host uploads before the tick: only the first row's iterations depend on the device, every
+// later tick is known in advance). The tick's operators depend only on which phases some row is in, so on a GPU
+// each tick is replayed as one CUDA graph per (phases, length bucket) (decoding/common/iteration_graphs.h), with
+// one read of the rows' advances; a sample's tokens are the same whether it started the batch or took a row.
 // Randomness per (seed, sample id, raster index): kSample for token 0 and bonus tokens, kDraft for drafts,
 // kAccept/kResample (first row; later rows with draw = round).
 #include "decoding/ssd.h"
@@ -45,13 +51,25 @@
 
 namespace vispec {
 
+std::vector<SsdTick> ssd_block_ticks(int64_t y, int64_t height, const SsdParams& p) {
+  const int64_t rows = std::min(p.kv, height - y);
+  std::vector<SsdTick> ticks;
+  int64_t round = 0;
+  const auto rounds = [&](int64_t from, int64_t n) {
+    for (int64_t j = 0; j < n; ++j) ticks.push_back({false, from, y + rows - from, round++});
+  };
+  rounds(y, rows == 1 && p.kv == 1 ? p.r : p.b);  // on every drafted row, before the first commit
+  for (int64_t k = 0; k < rows; ++k) {
+    ticks.push_back({true, y + k, 1, 0});
+    if (k + 1 < rows) rounds(y + k + 1, p.i);  // on the rows left, before each further commit
+  }
+  return ticks;
+}
+
 int64_t ssd_forwards_after_first_row(int64_t height, const SsdParams& p) {
   int64_t forwards = 1;  // the commit of the first row's last token
-  for (int64_t y = 1; y < height;) {
-    const int64_t rows = std::min(p.kv, height - y);
-    forwards += rows == 1 ? (p.kv == 1 ? p.r : p.b) + 1 : p.b + 1 + (rows - 1) * (p.i + 1);
-    y += rows;
-  }
+  for (int64_t y = 1; y < height; y += std::min(p.kv, height - y))
+    forwards += int64_t(ssd_block_ticks(y, height, p).size());
   return forwards;
 }
 
@@ -66,66 +84,90 @@ SsdDecoder::SsdDecoder(Gpt target, SsdHeads heads, SamplingParams params, SsdPar
                 heads_->vertical_count(), " vertical heads");
 }
 
-// One decode: its state, and its phases as methods, so that decode() reads as the paper's steps.
+namespace {
+// A tick's plan per row (SsdDecoder::Run::plan_table's columns) and the kinds of tick.
+enum PlanColumn : int64_t { kKind, kFirst, kWidth, kRoundIndex, kBlockFirst, kDrafted, kPlanColumns };
+enum TickKind : int64_t { kChain, kRound, kCommit, kIdle };
+}  // namespace
+
+// One decode: its state, the rows' host schedule, and the tick's phases as methods, so that decode() reads as the
+// paper's steps.
 struct SsdDecoder::Run {
-  using Plan = std::vector<std::pair<int64_t, int64_t>>;    // a block's rounds: (first row verified, how many)
-  using Mark = std::function<void(double SampleStats::*)>;  // a phase of a block ends (where it is timed)
+  // A row's place in its schedule (host): y = 0, the first row (tick 0: its chain iterations, 1: the commit of
+  // its last token); else the block of image rows from y, at tick `tick` of ssd_block_ticks(y).
+  struct Stage {
+    int64_t y = 0, tick = 0;
+  };
 
   Run(SsdDecoder& decoder, const DecodeRequest& request);
-  void prefill();
-  void first_row();
-  void later_rows();
+  // Rows taking samples (every row at the start, then each row whose image is done): the prefill, token 0 as AR
+  // samples it, cell 0's state the prefill's last, and the row's schedule at its first row.
+  void start(const RowFill& fill);
+  // Each active row's tick, planned on the host and uploaded (its stage: the schedule's next step); returns the
+  // graph variant's key (which phases the tick runs) and counts the rows' drafter forwards.
+  StepKey plan(const std::vector<int64_t>& active);
+  // The tick on the device: draft, one forward, then each row's phase.
+  void tick(const StepKey& phases);
+  // After the tick's read: each active row's stage moves on.
+  void advance(const std::vector<int64_t>& active);
 
   // A head's drafts from source states [R, M, D] and tokens [B, M] for the cells `cells` [B, M]: the guided,
   // processed q [B, M, V] (undefined at T = 0) and the drafted tokens [B, M] (the argmax at T = 0).
   std::pair<torch::Tensor, torch::Tensor> draft(int64_t head, const torch::Tensor& src_states,
                                                 const torch::Tensor& src_tokens, const torch::Tensor& cells);
-  // Commits a row (its cells not in the cache yet, from `first`): one forward, kept whole; returns the guided
-  // logits of the cell after it (the next row's first cell).
-  torch::Tensor commit(int64_t first, int64_t count);
-  // A block of later rows, on the device only: rows y .. y + drafted - 1 drafted from row y - 1, verified and
-  // corrected in the rounds of `plan`, committed one by one.
-  void block(int64_t y, int64_t drafted, const Plan& plan, const Mark& mark);
-  // `rounds` rounds of verify-and-correct on image rows from .. end - 1, whose q is q_rows [B, T, V]; the block's
-  // first round (round_index 0) counts the drafts' own acceptance, and round j draws with index j of the block.
-  void verify_rounds(int64_t from, int64_t end, int64_t rounds, torch::Tensor& q_rows, int64_t& round_index,
-                     const Mark& mark);
+  // [B] per sample -> [R, 1] per row of every CFG stream.
+  torch::Tensor every_stream(const torch::Tensor& per_sample) const { return per_sample.repeat({R / B}).view({R, 1}); }
 
   SsdDecoder& d;
   const DecodeRequest& request;
   Gpt gpt;
-  const int64_t B, W, H, N, R, V, D, K;
+  const int64_t B, W, H, N, R, V, D, K, T;  // T: a tick's block, the widest of the schedule's
   const torch::Device device;
   const torch::TensorOptions i64;
   const bool greedy;
   DecodeState rows;
   KvCache cache;
-  const std::vector<const torch::Tensor*> pooled;
-  IterationLoop loop;  // the first row's iterations, and the clock of the whole decode
-  // State of the decode in the IterationGraphs' buffers, written in place by replayed iterations and blocks:
-  torch::Tensor states;            // h_pre of every cell (both CFG streams) [R, N + 1, D], filled as cells commit
-  torch::Tensor next_logits;       // [B, V] the guided logits of the next row's first cell
-  torch::Tensor first_round_kept;  // [B] the drafts each row's blocks kept in their first rounds
+  IterationLoop loop;
+  std::vector<Stage> stages;  // each row's, on the host
+  // State of the decode in the IterationGraphs' buffers, written in place by replayed ticks:
+  torch::Tensor plan_table;   // [B, kPlanColumns] int64: each row's tick, uploaded before it
+  torch::Tensor states;       // h_pre of every cell (both CFG streams) [R, N + 1, D], filled as cells commit
+  torch::Tensor next_logits;  // [B, V] the guided logits of the cell after each row's last committed image row
+  torch::Tensor q_block;      // [B, kv W, V] the q of each row's block's cells (sampling only)
+  torch::Tensor column;       // [1, T]: 0 .. T - 1
 };
 
 DecodeResult SsdDecoder::decode(const DecodeRequest& request) {
   torch::NoGradGuard no_grad;
   Run run(*this, request);
-  run.prefill();
-  run.first_row();
-  run.later_rows();
+  run.loop.run([&](const RowFill& fill) { run.start(fill); },
+               [&](const std::vector<int64_t>& active) {
+                 const auto phases = run.plan(active);
+                 auto key = phases;
+                 key.push_back(run.cache.bucket_for(run.T));
+                 run.loop.device_half(key, [&] { run.tick(phases); });
+                 run.advance(active);
+                 return int64_t(0);  // the drafter forwards: counted per row by plan()
+               });
   return run.loop.result();
 }
 
 SsdDecoder::Run::Run(SsdDecoder& decoder, const DecodeRequest& request)
-    : d(decoder), request(request), gpt(decoder.target_.gpt()), B(request.batch()), W(gpt->config().grid_size),
+    : d(decoder), request(request), gpt(decoder.target_.gpt()), B(request.row_count()), W(gpt->config().grid_size),
       H(gpt->config().grid_size), N(W * H), R(decoder.target_.rows(B)), V(gpt->config().vocab_size),
-      D(gpt->config().dim), K(decoder.ssd_.kh), device(gpt->device()),
+      D(gpt->config().dim), K(decoder.ssd_.kh), T(std::max(K + 1, decoder.ssd_.kv * W)), device(gpt->device()),
       i64(torch::TensorOptions().dtype(torch::kInt64).device(device)), greedy(decoder.params_.greedy()),
-      rows(decoder.graphs_.rows(request, N, K + 1, device)),
-      cache(decoder.target_.make_cache(B, std::max(K + 1, decoder.ssd_.kv * W), /*static_steps=*/true)),
-      pooled{decoder.target_.pooled_lengths(cache)},
-      loop(decoder.graphs_, rows, request, {&cache}, pooled, IterationLoop::Commit::kChain, /*limit=*/W) {}
+      rows(decoder.graphs_.rows(request, N, T + 1, device)),
+      cache(decoder.target_.make_cache(B, T, /*static_steps=*/true)),
+      loop(decoder.graphs_, rows, request, {&cache}, {decoder.target_.pooled_lengths(cache)},
+           IterationLoop::Commit::kChain),
+      stages(static_cast<size_t>(B)) {
+  plan_table = d.graphs_.state(rows, "ssd_plan", {B, kPlanColumns}, i64);
+  states = d.graphs_.state(rows, "ssd_states", {R, N + 1, D}, gpt->tok_embeddings->weight.options());
+  next_logits = d.graphs_.state(rows, "ssd_next_logits", {B, V}, i64.dtype(torch::kFloat32));
+  if (!greedy) q_block = d.graphs_.state(rows, "ssd_q_block", {B, d.ssd_.kv * W, V}, i64.dtype(torch::kFloat32));
+  column = torch::arange(T, i64).view({1, T});
+}
 
 std::pair<torch::Tensor, torch::Tensor> SsdDecoder::Run::draft(int64_t head, const torch::Tensor& src_states,
                                                                const torch::Tensor& src_tokens,
@@ -137,181 +179,183 @@ std::pair<torch::Tensor, torch::Tensor> SsdDecoder::Run::draft(int64_t head, con
   return probs_and_draw(logits, d.params_, rows.uniforms(cells, Purpose::kDraft).view({B, M}));
 }
 
-torch::Tensor SsdDecoder::Run::commit(int64_t first, int64_t count) {
-  const auto pos = torch::arange(first, first + count, i64).unsqueeze(0).expand({B, count}).contiguous();
-  const auto out = d.target_.decode_block(cache, rows.tokens.narrow(1, first, count), pos, causal_mask(count, device));
-  cache.advance();
-  states.narrow(1, first + 1, count).copy_(out.hidden);
-  return out.logits.select(1, count - 1);  // [B, V]
-}
-
-// ---- first: the prefill; token 0 is sampled as AR samples it, and cell 0's state is the prefill's last.
-void SsdDecoder::Run::prefill() {
-  auto& clock = loop.clock();
-  const auto pre = d.target_.prefill(cache, request.conditions);
-  cache.advance();
-  states = d.graphs_.state(rows, "ssd_states", {R, N + 1, D}, pre.hidden.options());
-  states.select(1, 0).copy_(pre.hidden.select(1, pre.hidden.size(1) - 1));
-  rows.start(pre.logits, d.params_);
-  for (auto& s : rows.stats) s.target_forwards = 1;
-  clock.charge(clock.lap(), all_rows(B), &SampleStats::bookkeeping_ms);
-}
-
-// ---- first row: speculative decoding with the horizontal heads. rows.n[b]: tokens committed; the newest is
-// pending (not in the cache yet). As SD's, an iteration runs on the device up to its one read, and is replayed
-// as one CUDA graph (decoding/common/iteration_graphs.h).
-void SsdDecoder::Run::first_row() {
-  loop.run(nullptr, [&](const std::vector<int64_t>&) {
-    const auto iteration = [&] {
-      // Every cell the iteration reads, once: the newest (offset -1), the drafts' and the bonus's.
-      const auto cells = rows.span(-1, K + 2);
-      // Every stream of sample b drafts from the state and token of b's newest cell.
-      const auto n_streams = rows.n.repeat({R / B}).view({R, 1});
-      const auto src_states = states.gather(1, (n_streams - 1).unsqueeze(-1).expand({R, 1, D}));
-      const auto src_tokens = rows.tokens_at(-1);
-      std::vector<torch::Tensor> q_heads, x_heads;
-      for (int64_t k = 0; k < K; ++k) {
-        auto [q, x] = draft(k, src_states, src_tokens, cells.at(k, 1));
-        if (q.defined()) q_heads.push_back(q.select(1, 0));
-        x_heads.push_back(x.select(1, 0));
-      }
-      const auto drafts = torch::stack(x_heads, 1);  // [B, K]
-      loop.end_draft();
-
-      // The pending token, then the drafts: p at cells n .. n + K.
-      const auto out = d.target_.decode_block(cache, torch::cat({src_tokens, drafts}, 1), cells.at(-1, K + 1),
-                                              causal_mask(1 + K, device));
-      loop.end_verify();
-      const auto& rule = d.first_row_rule_;
-      const auto count = (W - rows.n).clamp(0, K);  // drafts past the row's end take no part
-      const auto u = chain_uniforms(rows, K, rule, greedy, cells.at(0, K + 1));
-      const auto verdict =
-          greedy ? verify_chain_greedy(rule, greedy_tokens(out.logits), drafts, count, u)
-                 : verify_chain(rule, target_probs(out.logits, d.params_), torch::stack(q_heads, 1), drafts, count, u);
-      const auto kept = rows.commit_chain_on_device(drafts, verdict, count, W);  // no bonus past the row's end
-      // Block entries j < kept hold cells n - 1 + j (n as the iteration began), whose contexts are all committed:
-      // their outputs are the states of cells n + j.
-      const auto block_index = torch::arange(K + 1, i64).view({1, K + 1});
-      const auto cols = (n_streams + block_index).clamp_max(N).unsqueeze(-1).expand({R, K + 1, D});
-      const auto fresh = block_index.lt(kept.repeat({R / B}).view({R, 1})).unsqueeze(-1);
-      states.scatter_(1, cols, torch::where(fresh, out.hidden, states.gather(1, cols)));
-      cache.advance(kept);
-    };
-    loop.device_half({K, cache.bucket_for(K + 1)}, iteration);
-    return int64_t(1);  // the horizontal heads: one drafter forward
-  });
-}
-
-// ---- later rows: the first row's last token committed, then vertical drafts, rounds of verify-and-correct and
-// commits, kv rows at a time. A block's work is fixed by its first row: the host plans its rounds and counts its
-// forwards, the device runs it without a read (on a GPU one CUDA graph per block, keyed by its row and the
-// cache's lengths), and the drafts' own acceptance, counted on the device, is read once at the end.
-void SsdDecoder::Run::later_rows() {
-  auto& clock = loop.clock();
-  const auto all = all_rows(B);
-  clock.restart();
-  const auto last = commit(W - 1, 1);  // the first row's last token
-  next_logits = d.graphs_.state(rows, "ssd_next_logits", {B, V}, last.options());
-  next_logits.copy_(last);
-  {
-    IterationTimes times;
-    times.verify = clock.lap();
-    charge_iteration(clock, rows, all, times, 0);
+void SsdDecoder::Run::start(const RowFill& fill) {
+  const auto pre = d.target_.prefill_rows(cache, fill.rows, fill.conditions);
+  std::vector<int64_t> stream_rows;  // the fill's rows in every stream
+  for (int64_t s = 0; s < R / B; ++s)
+    for (int64_t b : fill.rows) stream_rows.push_back(s * B + b);
+  const auto index = torch::tensor(stream_rows, torch::kInt64).to(device);
+  states.select(1, 0).index_copy_(0, index, pre.hidden.select(1, pre.hidden.size(1) - 1).index_select(0, index));
+  rows.start(fill, pre.logits, d.params_);
+  for (int64_t b : fill.rows) {
+    stages[size_t(b)] = Stage{};
+    rows.stats_of(b).target_forwards = 1;
   }
-  first_round_kept = d.graphs_.state(rows, "ssd_first_round_kept", {B}, i64);
+}
+
+// ---- the schedule: the first row's chain iterations, the commit of its last token, then blocks of kv image rows
+// (their ticks from ssd_block_ticks: rounds of verify-and-correct and commits). Only the first row's iterations
+// depend on the device (how many drafts each accepts); every later tick is known in advance.
+StepKey SsdDecoder::Run::plan(const std::vector<int64_t>& active) {
+  auto table = torch::zeros({B, kPlanColumns}, torch::kInt64);
+  auto t = table.accessor<int64_t, 2>();
+  bool any_chain = false, any_draft = false, any_round = false, any_commit = false;
+  for (int64_t b = 0; b < B; ++b) t[b][kKind] = kIdle;
+  for (int64_t b : active) {
+    const auto& stage = stages[size_t(b)];
+    auto& stats = rows.stats_of(b);
+    if (stage.y == 0) {
+      const bool last = stage.tick > 0;  // the first row's last token, pending since its chain ended
+      t[b][kKind] = last ? kCommit : kChain;
+      t[b][kFirst] = W - 1, t[b][kWidth] = last ? 1 : K + 1;
+      any_commit |= last, any_chain |= !last;
+      if (!last) stats.draft_forwards += 1;  // the horizontal heads
+      continue;
+    }
+    const auto ticks = ssd_block_ticks(stage.y, H, d.ssd_);
+    const auto& tick = ticks[size_t(stage.tick)];
+    t[b][kKind] = tick.commit ? kCommit : kRound;
+    t[b][kFirst] = tick.first_row * W, t[b][kWidth] = tick.rows * W, t[b][kRoundIndex] = tick.round;
+    t[b][kBlockFirst] = stage.y * W;
+    any_commit |= tick.commit, any_round |= !tick.commit;
+    if (stage.tick == 0) {  // the block's drafts, from the row above it (the vertical heads)
+      t[b][kDrafted] = std::min(d.ssd_.kv, H - stage.y);
+      any_draft = true;
+      stats.draft_forwards += 1;
+    }
+    if (!tick.commit && tick.round == 0) stats.drafted += tick.rows * W;  // the block's first round tests its drafts
+  }
+  upload_to(plan_table, table);
+  return {T, any_chain, any_draft, any_round, any_commit};
+}
+
+void SsdDecoder::Run::advance(const std::vector<int64_t>& active) {
+  for (int64_t b : active) {
+    auto& stage = stages[size_t(b)];
+    if (stage.y == 0) {
+      if (stage.tick > 0) stage = Stage{1, 0};                  // the last token committed: the blocks begin
+      else if (rows.committed[size_t(b)] >= W) stage.tick = 1;  // the chain reached the row's end
+      continue;
+    }
+    if (++stage.tick == int64_t(ssd_block_ticks(stage.y, H, d.ssd_).size()))
+      stage = Stage{stage.y + std::min(d.ssd_.kv, H - stage.y), 0};
+  }
+}
+
+void SsdDecoder::Run::tick(const StepKey& phases) {
+  const bool chains = phases[1] != 0, drafts = phases[2] != 0, rounds = phases[3] != 0, commits = phases[4] != 0;
+  const auto kind = plan_table.select(1, kKind), first = plan_table.select(1, kFirst).view({B, 1});
+  const auto width = plan_table.select(1, kWidth).view({B, 1}), round = plan_table.select(1, kRoundIndex).view({B, 1});
+  const auto is_chain = kind.eq(kChain).view({B, 1}), is_round = kind.eq(kRound).view({B, 1});
+  const auto is_commit = kind.eq(kCommit).view({B, 1});
+  const auto in_block = column.lt(width);                // [B, T]: the tick's block entries that are cells
+  const auto cells = (first + column).clamp_max(N - 1);  // [B, T]: their cells (chains: see below)
   const auto& ssd = d.ssd_;
-  const bool timed = !d.graphs_.replays(device);  // a replayed block's phases are not timed apart
-  for (int64_t y = 1; y < H;) {
-    const int64_t drafted = std::min(ssd.kv, H - y);
-    Plan plan{{y, drafted == 1 && ssd.kv == 1 ? ssd.r : ssd.b}};  // before each commit but the last
-    for (int64_t k = 1; k < drafted; ++k) plan.emplace_back(y + k, ssd.i);
-    std::vector<std::pair<Lap, double SampleStats::*>> laps;  // the phases, where timed
-    const Mark mark = [&](double SampleStats::*phase) {
-      if (timed) laps.emplace_back(clock.lap(), phase);
-    };
-    clock.restart();
-    StepKey key{B, y, int64_t(request.seed)};  // with the lengths, every forward's bucket
-    auto after = cache.lengths();              // the block commits `drafted` image rows, known here
-    for (int64_t row = 0; row < cache.batch(); ++row) {
-      key.push_back(after[size_t(row)]);
-      after[size_t(row)] += drafted * W;
-    }
-    d.graphs_.run(rows, key, pooled, {&cache}, [&] { block(y, drafted, plan, mark); }, {after});
-    // What the block did, from its plan: one drafting, its rounds and commits; the first round's cells drafted.
-    int64_t rounds = 0, first_round_cells = 0;
-    for (const auto& [from, n] : plan) {
-      if (rounds == 0 && n > 0) first_round_cells = (y + drafted - from) * W;
-      rounds += n;
-    }
-    for (auto& s : rows.stats) {
-      s.drafted += first_round_cells;
-      s.draft_forwards += 1;
-      s.target_forwards += rounds + drafted;
-      s.batch_iterations += 1;  // every row takes part in every block
-    }
-    if (timed) {
-      for (const auto& [l, phase] : laps) clock.charge(l, all, phase);
-    } else {
-      clock.charge(clock.lap(), all, &SampleStats::verify_ms);
-    }
-    y += drafted;
-  }
-  const auto kept = read_to_host(first_round_kept);
-  const auto k = kept.accessor<int64_t, 1>();
-  for (int64_t b = 0; b < B; ++b) rows.stats[size_t(b)].accepted += k[b];
-}
 
-void SsdDecoder::Run::block(int64_t y, int64_t drafted, const Plan& plan, const Mark& mark) {
-  // Draft rows y .. y + drafted - 1 from row y - 1: q [B, drafted W, V].
-  const auto src_tokens = rows.tokens.narrow(1, (y - 1) * W, W);
-  const auto src_states = states.narrow(1, (y - 1) * W, W);
-  std::vector<torch::Tensor> qs;
-  for (int64_t k = 0; k < drafted; ++k) {
-    const auto cells = torch::arange((y + k) * W, (y + k + 1) * W, i64).unsqueeze(0).expand({B, W});
-    auto [q, x] = draft(d.heads_->horizontal_count() + k, src_states, src_tokens, cells);
-    rows.tokens.narrow(1, (y + k) * W, W).copy_(x);
-    if (q.defined()) qs.push_back(q);
+  // ---- draft: the first row's chains from each row's newest cell (the horizontal heads), and the blocks that
+  // begin here from the row above them (the vertical heads)
+  const auto newest = rows.span(-1, K + 2);  // the newest cell (offset -1), the drafts' and the bonus's
+  torch::Tensor chain_drafts, chain_q;
+  if (chains) {
+    const auto src_states = states.gather(1, (every_stream(rows.n) - 1).unsqueeze(-1).expand({R, 1, D}));
+    const auto src_tokens = rows.tokens_at(-1);
+    std::vector<torch::Tensor> q_heads, x_heads;
+    for (int64_t k = 0; k < K; ++k) {
+      auto [q, x] = draft(k, src_states, src_tokens, newest.at(k, 1));
+      if (q.defined()) q_heads.push_back(q.select(1, 0));
+      x_heads.push_back(x.select(1, 0));
+    }
+    chain_drafts = torch::stack(x_heads, 1);  // [B, K]
+    if (!greedy) chain_q = torch::stack(q_heads, 1);
   }
-  auto q = greedy ? torch::Tensor() : torch::cat(qs, 1);
-  mark(&SampleStats::draft_ms);
-
-  int64_t round_index = 0;
-  verify_rounds(plan[0].first, y + drafted, plan[0].second, q, round_index, mark);
-  for (int64_t k = 0; k < drafted; ++k) {
-    next_logits.copy_(commit((y + k) * W, W));
-    mark(&SampleStats::verify_ms);
-    if (k + 1 < drafted) {
-      auto rest = greedy ? torch::Tensor() : q.narrow(1, (k + 1) * W, (drafted - k - 1) * W).contiguous();
-      verify_rounds(plan[size_t(k + 1)].first, y + drafted, plan[size_t(k + 1)].second, rest, round_index, mark);
-      if (!greedy) q = torch::cat({q.narrow(1, 0, (k + 1) * W), rest}, 1);
+  if (drafts) {
+    const auto block_first = plan_table.select(1, kBlockFirst).view({B, 1});
+    const auto drafted = plan_table.select(1, kDrafted).view({B, 1});
+    const auto above = (block_first - W + column.narrow(1, 0, W)).clamp(0, N - 1);  // [B, W]
+    const auto src_states = states.gather(1, above.repeat({R / B, 1}).unsqueeze(-1).expand({R, W, D}));
+    const auto src_tokens = rows.tokens.gather(1, above);
+    for (int64_t k = 0; k < ssd.kv; ++k) {
+      const auto at = (block_first + k * W + column.narrow(1, 0, W)).clamp_max(N - 1);
+      auto [q, x] = draft(d.heads_->horizontal_count() + k, src_states, src_tokens, at);
+      const auto mine = drafted.gt(k);  // [B, 1]: this row drafts row k of its block
+      rows.tokens.scatter_(1, at, torch::where(mine, x, rows.tokens.gather(1, at)));
+      if (!greedy) {
+        auto slot = q_block.narrow(1, k * W, W);
+        slot.copy_(torch::where(mine.unsqueeze(2), q, slot));
+      }
     }
   }
-}
+  loop.end_draft();
 
-void SsdDecoder::Run::verify_rounds(int64_t from, int64_t end, int64_t rounds, torch::Tensor& q_rows,
-                                    int64_t& round_index, const Mark& mark) {
-  const int64_t first = from * W, T = (end - from) * W;
-  const auto pos = torch::arange(first, first + T, i64).unsqueeze(0).expand({B, T}).contiguous();
-  for (int64_t j = 0; j < rounds; ++j, ++round_index) {
-    auto x = rows.tokens.narrow(1, first, T);
-    const auto out = d.target_.decode_block(cache, x, pos, causal_mask(T, device));
-    // The logits of cell first + m: next_logits for m = 0, else this forward's output at m - 1.
-    const auto logits = torch::cat({next_logits.unsqueeze(1), out.logits.narrow(1, 0, T - 1)}, 1);
-    mark(&SampleStats::verify_ms);
+  // ---- one forward over every row's block: a chain's [newest, drafts] or the cells of its round or commit
+  const auto block = rows.tokens.gather(1, cells);  // the block's tokens as the tick found them
+  auto tokens = block, positions = cells;
+  if (chains) {
+    const auto chain_cells = rows.positions(-1, T);
+    auto chain_tokens = torch::cat({rows.tokens_at(-1), chain_drafts, tokens.narrow(1, K + 1, T - K - 1)}, 1);
+    tokens = torch::where(is_chain, chain_tokens, tokens);
+    positions = torch::where(is_chain, chain_cells, positions);
+  }
+  const auto out = d.target_.decode_block(cache, tokens, positions, causal_mask(T, device));
+  loop.end_verify();
+
+  // What each row keeps in the cache, advances by and reports (accepted, and drafted where the read counts them).
+  auto keep = torch::zeros({B}, i64), advance = torch::zeros({B}, i64), accepted = torch::zeros({B}, i64);
+  auto tested = torch::zeros({B}, i64);
+  auto state_cells = (first + 1 + column).clamp_max(N);  // the cells whose states the outputs are
+  auto fresh = is_commit.logical_and(in_block);          // the outputs kept as states
+  if (chains) {
+    // ---- first row: the chain rule left to right; the rule's rejection sample at the first rejection, a bonus
+    // token where every draft is kept (decoding/common/verify's chain)
+    const auto& rule = d.first_row_rule_;
+    const auto count = torch::where(is_chain.view({B}), (W - rows.n).clamp(0, K), torch::zeros({B}, i64));
+    const auto u = chain_uniforms(rows, K, rule, greedy, newest.at(0, K + 1));
+    const auto logits = out.logits.narrow(1, 0, K + 1);
+    const auto verdict = greedy ? verify_chain_greedy(rule, greedy_tokens(logits), chain_drafts, count, u)
+                                : verify_chain(rule, target_probs(logits, d.params_), chain_q, chain_drafts, count, u);
+    commit_chain(rows.tokens, rows.n, W, chain_drafts, verdict);  // writes below the row's end only: chains' rows
+    const auto kept = torch::where(is_chain.view({B}), torch::minimum(verdict.accepted + 1, W - rows.n), 0);
+    // Block entries j < kept hold cells n - 1 + j (n as the tick began), whose contexts are all committed: their
+    // outputs are the states of cells n + j.
+    state_cells = torch::where(is_chain, (rows.n.view({B, 1}) + column).clamp_max(N), state_cells);
+    fresh = fresh.logical_or(column.lt(kept.view({B, 1})));
+    keep.add_(kept), advance.add_(kept);
+    accepted.add_(torch::where(is_chain.view({B}), verdict.accepted, 0)), tested.add_(count);
+  }
+  if (rounds) {
+    // ---- later rows: every cell of the block verified against this forward's p and corrected in place, nothing
+    // rolled back; a kept or replaced token is a draw from this round's p (q := p)
+    const auto logits = torch::cat({next_logits.unsqueeze(1), out.logits.narrow(1, 0, T - 1)}, 1);  // at each cell
+    const auto mine = is_round.logical_and(in_block);
     CellVerdict verdict;
     if (greedy) {  // one-hot p and q: every cell becomes the target's argmax, kept where it already was
       verdict.tokens = greedy_tokens(logits);
-      verdict.kept = verdict.tokens.eq(x);
+      verdict.kept = verdict.tokens.eq(block);
     } else {
       const auto p = target_probs(logits, d.params_);
-      verdict = verify_cells(d.cell_rule_, p, q_rows, x, rows.uniforms(pos, Purpose::kAccept, round_index),
-                             rows.uniforms(pos, Purpose::kResample, round_index));
-      q_rows = p;  // every cell is now a draw from this round's p
+      const auto block_first = plan_table.select(1, kBlockFirst).view({B, 1});
+      const auto slots = (first - block_first + column).clamp(0, ssd.kv * W - 1).unsqueeze(2).expand({B, T, V});
+      const auto q = q_block.gather(1, slots);
+      verdict = verify_cells(d.cell_rule_, p, q, block, rows.uniforms(cells, Purpose::kAccept, round),
+                             rows.uniforms(cells, Purpose::kResample, round));
+      q_block.scatter_(1, slots, torch::where(mine.unsqueeze(2), p, q));
     }
-    if (round_index == 0) first_round_kept.add_(verdict.kept.sum(1));  // r = 0 verifies none
-    x.copy_(verdict.tokens);
-    mark(&SampleStats::resample_ms);
+    // (Other rows' cells written back as they are now: a chain's commit above may have written them.)
+    rows.tokens.scatter_(1, cells, torch::where(mine, verdict.tokens, rows.tokens.gather(1, cells)));
+    // The block's first round counts the drafts' own acceptance.
+    accepted.add_(verdict.kept.logical_and(mine).logical_and(round.eq(0)).sum(1));
   }
+  if (commits) {
+    // ---- commits: the block's entries kept, their states, the next cell's logits; an image row advances the row
+    const auto last = (width - 1).clamp(0, T - 1).unsqueeze(2).expand({B, 1, V});
+    next_logits.copy_(torch::where(is_commit, out.logits.gather(1, last).squeeze(1), next_logits));
+    keep.add_(torch::where(is_commit.view({B}), width.view({B}), 0));
+    advance.add_(torch::where(is_commit.view({B}).logical_and(first.view({B}).ge(W)), width.view({B}), 0));
+  }
+  const auto slots = state_cells.repeat({R / B, 1}).unsqueeze(-1).expand({R, T, D});
+  states.scatter_(1, slots, torch::where(fresh.repeat({R / B, 1}).unsqueeze(-1), out.hidden, states.gather(1, slots)));
+  cache.advance(keep);
+  rows.commit_cells_on_device(advance, accepted, tested);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "decoding/common/cfg_model.h"
 #include "decoding/common/decoder.h"
@@ -27,9 +28,10 @@ class SsdDecoder : public Decoder {
              std::shared_ptr<const CodebookNeighbours> neighbours = nullptr);
   std::string name() const override { return "ssd"; }
   DecodeResult decode(const DecodeRequest& request) override;
+  bool refills_rows() const override { return true; }
 
  private:
-  struct Run;  // one decode's state and phases (ssd.cpp)
+  struct Run;  // one decode's state, its rows' schedules and a tick's phases (ssd.cpp)
 
   CfgModel target_;
   SsdHeads heads_;
@@ -39,6 +41,16 @@ class SsdDecoder : public Decoder {
   ChainRule cell_rule_;       // one cell, verified on its own
   IterationGraphs graphs_;    // the decode state's buffers and the first row's iteration graphs
 };
+
+// One tick of the block of later rows that starts at image row y: a round of verify-and-correct over `rows`
+// image rows from first_row (its index `round` in the block: its draws), or the commit of image row first_row.
+struct SsdTick {
+  bool commit = false;
+  int64_t first_row = 0, rows = 1, round = 0;
+};
+// The block's ticks: kv = 1, r rounds then the commit; kv >= 2, b rounds on every drafted row, then each commit
+// followed by i rounds on the rows left.
+std::vector<SsdTick> ssd_block_ticks(int64_t y, int64_t height, const SsdParams& p);
 
 // Target forwards for one image when every first-row iteration commits `first_row_forwards` forwards' worth:
 // the first row's forwards, one commit of its last token, then per group of kv rows b + 1 + (kv - 1)(i + 1)

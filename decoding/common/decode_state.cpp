@@ -234,6 +234,12 @@ torch::Tensor DecodeState::commit_chain_on_device(const torch::Tensor& drafts, c
   return read_.select(1, 0);
 }
 
+void DecodeState::commit_cells_on_device(const torch::Tensor& advance, const torch::Tensor& accepted,
+                                         const torch::Tensor& count) {
+  n.add_(advance);
+  read_.narrow(1, 0, 3).copy_(torch::stack({advance, accepted, count}, 1));
+}
+
 DecodeState::Advance DecodeState::settle_chain(int64_t limit) {
   Advance advance;
   advance.on_device = read_.select(1, 0);

@@ -143,6 +143,10 @@ class DecodeState {
   };
   torch::Tensor commit_chain_on_device(const torch::Tensor& drafts, const ChainVerdict& verdict,
                                        const torch::Tensor& count, int64_t limit);
+  // The commit of a decoder that writes its rows' cells itself (SSD's later rows, corrected in place): every row
+  // advanced by advance [B], the read's columns a chain commit's (accepted, count [B]: the statistics);
+  // settle_chain reads them.
+  void commit_cells_on_device(const torch::Tensor& advance, const torch::Tensor& accepted, const torch::Tensor& count);
   Advance settle_chain(int64_t limit);
   // The tree decoders' commit (EAGLE-1/2, LANTERN, ADT-Tree) after a walk (decoding/common/verify.h) of trees whose
   // node tokens are node_tokens [B, T]: the accepted path after the root is a chain, written with the sampled
