@@ -106,8 +106,17 @@ struct SsdDecoder::Run {
   // Each active row's tick, planned on the host and uploaded (its stage: the schedule's next step); returns the
   // graph variant's key (which phases the tick runs) and counts the rows' drafter forwards.
   StepKey plan(const std::vector<int64_t>& active);
-  // The tick on the device: draft, one forward, then each row's phase.
+  // The tick on the device: draft, one forward, then each row's phase (the phases named in `phases`, those of
+  // some row), each a method below.
   void tick(const StepKey& phases);
+  struct Tick;
+  Tick read_plan();
+  void draft_chains(Tick& t);
+  void draft_blocks();
+  void forward(Tick& t, bool chains);
+  void verify_chains(Tick& t);
+  void verify_rounds(Tick& t);
+  void commit_rows(Tick& t);
   // After the tick's read: each active row's stage moves on.
   void advance(const std::vector<int64_t>& active);
 
@@ -242,120 +251,152 @@ void SsdDecoder::Run::advance(const std::vector<int64_t>& active) {
   }
 }
 
+// One tick: the plan's columns as the phases read them, and what the phases add up (each row's cache entries
+// kept, its advance, its read's statistics, which outputs become which cells' states).
+struct SsdDecoder::Run::Tick {
+  torch::Tensor first, width, round;              // [B, 1] each: the plan's
+  torch::Tensor is_chain, is_round, is_commit;    // [B, 1] bool: each row's kind of tick
+  torch::Tensor in_block, cells;                  // [B, T]: the block entries that are cells, and their cells
+  torch::Tensor block;                            // [B, T]: the block's tokens as the tick found them
+  DecodeState::Span newest;                       // each row's newest cell (offset -1), the drafts' and the bonus's
+  torch::Tensor chain_drafts, chain_q;            // the first row's drafts [B, K] and their q [B, K, V]
+  CfgOutput out;                                  // the forward's
+  torch::Tensor keep, advance, accepted, tested;  // [B] each
+  torch::Tensor state_cells, fresh;               // [B, T]: the cells whose states the outputs are, and which are
+};
+
+SsdDecoder::Run::Tick SsdDecoder::Run::read_plan() {
+  Tick t;
+  const auto kind = plan_table.select(1, kKind).view({B, 1});
+  t.first = plan_table.select(1, kFirst).view({B, 1});
+  t.width = plan_table.select(1, kWidth).view({B, 1});
+  t.round = plan_table.select(1, kRoundIndex).view({B, 1});
+  t.is_chain = kind.eq(kChain), t.is_round = kind.eq(kRound), t.is_commit = kind.eq(kCommit);
+  t.in_block = column.lt(t.width);
+  t.cells = (t.first + column).clamp_max(N - 1);
+  t.newest = rows.span(-1, K + 2);
+  for (auto* x : {&t.keep, &t.advance, &t.accepted, &t.tested}) *x = torch::zeros({B}, i64);
+  t.state_cells = (t.first + 1 + column).clamp_max(N);  // a commit's outputs: the states of the cells after
+  t.fresh = t.is_commit.logical_and(t.in_block);
+  return t;
+}
+
 void SsdDecoder::Run::tick(const StepKey& phases) {
   const bool chains = phases[1] != 0, drafts = phases[2] != 0, rounds = phases[3] != 0, commits = phases[4] != 0;
-  const auto kind = plan_table.select(1, kKind), first = plan_table.select(1, kFirst).view({B, 1});
-  const auto width = plan_table.select(1, kWidth).view({B, 1}), round = plan_table.select(1, kRoundIndex).view({B, 1});
-  const auto is_chain = kind.eq(kChain).view({B, 1}), is_round = kind.eq(kRound).view({B, 1});
-  const auto is_commit = kind.eq(kCommit).view({B, 1});
-  const auto in_block = column.lt(width);                // [B, T]: the tick's block entries that are cells
-  const auto cells = (first + column).clamp_max(N - 1);  // [B, T]: their cells (chains: see below)
-  const auto& ssd = d.ssd_;
-
-  // ---- draft: the first row's chains from each row's newest cell (the horizontal heads), and the blocks that
-  // begin here from the row above them (the vertical heads)
-  const auto newest = rows.span(-1, K + 2);  // the newest cell (offset -1), the drafts' and the bonus's
-  torch::Tensor chain_drafts, chain_q;
-  if (chains) {
-    const auto src_states = states.gather(1, (every_stream(rows.n) - 1).unsqueeze(-1).expand({R, 1, D}));
-    const auto src_tokens = rows.tokens_at(-1);
-    std::vector<torch::Tensor> q_heads, x_heads;
-    for (int64_t k = 0; k < K; ++k) {
-      auto [q, x] = draft(k, src_states, src_tokens, newest.at(k, 1));
-      if (q.defined()) q_heads.push_back(q.select(1, 0));
-      x_heads.push_back(x.select(1, 0));
-    }
-    chain_drafts = torch::stack(x_heads, 1);  // [B, K]
-    if (!greedy) chain_q = torch::stack(q_heads, 1);
-  }
-  if (drafts) {
-    const auto block_first = plan_table.select(1, kBlockFirst).view({B, 1});
-    const auto drafted = plan_table.select(1, kDrafted).view({B, 1});
-    const auto above = (block_first - W + column.narrow(1, 0, W)).clamp(0, N - 1);  // [B, W]
-    const auto src_states = states.gather(1, above.repeat({R / B, 1}).unsqueeze(-1).expand({R, W, D}));
-    const auto src_tokens = rows.tokens.gather(1, above);
-    for (int64_t k = 0; k < ssd.kv; ++k) {
-      const auto at = (block_first + k * W + column.narrow(1, 0, W)).clamp_max(N - 1);
-      auto [q, x] = draft(d.heads_->horizontal_count() + k, src_states, src_tokens, at);
-      const auto mine = drafted.gt(k);  // [B, 1]: this row drafts row k of its block
-      rows.tokens.scatter_(1, at, torch::where(mine, x, rows.tokens.gather(1, at)));
-      if (!greedy) {
-        auto slot = q_block.narrow(1, k * W, W);
-        slot.copy_(torch::where(mine.unsqueeze(2), q, slot));
-      }
-    }
-  }
+  auto t = read_plan();
+  if (chains) draft_chains(t);
+  if (drafts) draft_blocks();
   loop.end_draft();
-
-  // ---- one forward over every row's block: a chain's [newest, drafts] or the cells of its round or commit
-  const auto block = rows.tokens.gather(1, cells);  // the block's tokens as the tick found them
-  auto tokens = block, positions = cells;
-  if (chains) {
-    const auto chain_cells = rows.positions(-1, T);
-    auto chain_tokens = torch::cat({rows.tokens_at(-1), chain_drafts, tokens.narrow(1, K + 1, T - K - 1)}, 1);
-    tokens = torch::where(is_chain, chain_tokens, tokens);
-    positions = torch::where(is_chain, chain_cells, positions);
-  }
-  const auto out = d.target_.decode_block(cache, tokens, positions, causal_mask(T, device));
+  forward(t, chains);
   loop.end_verify();
+  if (chains) verify_chains(t);
+  if (rounds) verify_rounds(t);
+  if (commits) commit_rows(t);
+  const auto slots = t.state_cells.repeat({R / B, 1}).unsqueeze(-1).expand({R, T, D});
+  states.scatter_(1, slots,
+                  torch::where(t.fresh.repeat({R / B, 1}).unsqueeze(-1), t.out.hidden, states.gather(1, slots)));
+  cache.advance(t.keep);
+  rows.commit_cells_on_device(t.advance, t.accepted, t.tested);
+}
 
-  // What each row keeps in the cache, advances by and reports (accepted, and drafted where the read counts them).
-  auto keep = torch::zeros({B}, i64), advance = torch::zeros({B}, i64), accepted = torch::zeros({B}, i64);
-  auto tested = torch::zeros({B}, i64);
-  auto state_cells = (first + 1 + column).clamp_max(N);  // the cells whose states the outputs are
-  auto fresh = is_commit.logical_and(in_block);          // the outputs kept as states
-  if (chains) {
-    // ---- first row: the chain rule left to right; the rule's rejection sample at the first rejection, a bonus
-    // token where every draft is kept (decoding/common/verify's chain)
-    const auto& rule = d.first_row_rule_;
-    const auto count = torch::where(is_chain.view({B}), (W - rows.n).clamp(0, K), torch::zeros({B}, i64));
-    const auto u = chain_uniforms(rows, K, rule, greedy, newest.at(0, K + 1));
-    const auto logits = out.logits.narrow(1, 0, K + 1);
-    const auto verdict = greedy ? verify_chain_greedy(rule, greedy_tokens(logits), chain_drafts, count, u)
-                                : verify_chain(rule, target_probs(logits, d.params_), chain_q, chain_drafts, count, u);
-    commit_chain(rows.tokens, rows.n, W, chain_drafts, verdict);  // writes below the row's end only: chains' rows
-    const auto kept = torch::where(is_chain.view({B}), torch::minimum(verdict.accepted + 1, W - rows.n), 0);
-    // Block entries j < kept hold cells n - 1 + j (n as the tick began), whose contexts are all committed: their
-    // outputs are the states of cells n + j.
-    state_cells = torch::where(is_chain, (rows.n.view({B, 1}) + column).clamp_max(N), state_cells);
-    fresh = fresh.logical_or(column.lt(kept.view({B, 1})));
-    keep.add_(kept), advance.add_(kept);
-    accepted.add_(torch::where(is_chain.view({B}), verdict.accepted, 0)), tested.add_(count);
+// ---- draft: the first row's chains from each row's newest cell (the horizontal heads)
+void SsdDecoder::Run::draft_chains(Tick& t) {
+  const auto src_states = states.gather(1, (every_stream(rows.n) - 1).unsqueeze(-1).expand({R, 1, D}));
+  const auto src_tokens = rows.tokens_at(-1);
+  std::vector<torch::Tensor> q_heads, x_heads;
+  for (int64_t k = 0; k < K; ++k) {
+    auto [q, x] = draft(k, src_states, src_tokens, t.newest.at(k, 1));
+    if (q.defined()) q_heads.push_back(q.select(1, 0));
+    x_heads.push_back(x.select(1, 0));
   }
-  if (rounds) {
-    // ---- later rows: every cell of the block verified against this forward's p and corrected in place, nothing
-    // rolled back; a kept or replaced token is a draw from this round's p (q := p)
-    const auto logits = torch::cat({next_logits.unsqueeze(1), out.logits.narrow(1, 0, T - 1)}, 1);  // at each cell
-    const auto mine = is_round.logical_and(in_block);
-    CellVerdict verdict;
-    if (greedy) {  // one-hot p and q: every cell becomes the target's argmax, kept where it already was
-      verdict.tokens = greedy_tokens(logits);
-      verdict.kept = verdict.tokens.eq(block);
-    } else {
-      const auto p = target_probs(logits, d.params_);
-      const auto block_first = plan_table.select(1, kBlockFirst).view({B, 1});
-      const auto slots = (first - block_first + column).clamp(0, ssd.kv * W - 1).unsqueeze(2).expand({B, T, V});
-      const auto q = q_block.gather(1, slots);
-      verdict = verify_cells(d.cell_rule_, p, q, block, rows.uniforms(cells, Purpose::kAccept, round),
-                             rows.uniforms(cells, Purpose::kResample, round));
-      q_block.scatter_(1, slots, torch::where(mine.unsqueeze(2), p, q));
+  t.chain_drafts = torch::stack(x_heads, 1);
+  if (!greedy) t.chain_q = torch::stack(q_heads, 1);
+}
+
+// ---- draft: the blocks that begin at this tick, from the image row above them (the vertical heads)
+void SsdDecoder::Run::draft_blocks() {
+  const auto block_first = plan_table.select(1, kBlockFirst).view({B, 1});
+  const auto drafted = plan_table.select(1, kDrafted).view({B, 1});
+  const auto row = column.narrow(1, 0, W);
+  const auto above = (block_first - W + row).clamp(0, N - 1);  // [B, W]
+  const auto src_states = states.gather(1, above.repeat({R / B, 1}).unsqueeze(-1).expand({R, W, D}));
+  const auto src_tokens = rows.tokens.gather(1, above);
+  for (int64_t k = 0; k < d.ssd_.kv; ++k) {
+    const auto at = (block_first + k * W + row).clamp_max(N - 1);
+    auto [q, x] = draft(d.heads_->horizontal_count() + k, src_states, src_tokens, at);
+    const auto mine = drafted.gt(k);  // [B, 1]: this row drafts row k of its block
+    rows.tokens.scatter_(1, at, torch::where(mine, x, rows.tokens.gather(1, at)));
+    if (!greedy) {
+      auto slot = q_block.narrow(1, k * W, W);
+      slot.copy_(torch::where(mine.unsqueeze(2), q, slot));
     }
-    // (Other rows' cells written back as they are now: a chain's commit above may have written them.)
-    rows.tokens.scatter_(1, cells, torch::where(mine, verdict.tokens, rows.tokens.gather(1, cells)));
-    // The block's first round counts the drafts' own acceptance.
-    accepted.add_(verdict.kept.logical_and(mine).logical_and(round.eq(0)).sum(1));
   }
-  if (commits) {
-    // ---- commits: the block's entries kept, their states, the next cell's logits; an image row advances the row
-    const auto last = (width - 1).clamp(0, T - 1).unsqueeze(2).expand({B, 1, V});
-    next_logits.copy_(torch::where(is_commit, out.logits.gather(1, last).squeeze(1), next_logits));
-    keep.add_(torch::where(is_commit.view({B}), width.view({B}), 0));
-    advance.add_(torch::where(is_commit.view({B}).logical_and(first.view({B}).ge(W)), width.view({B}), 0));
+}
+
+// ---- one forward over every row's block: a chain's [newest, drafts] or the cells of its round or commit
+void SsdDecoder::Run::forward(Tick& t, bool chains) {
+  t.block = rows.tokens.gather(1, t.cells);
+  auto tokens = t.block, positions = t.cells;
+  if (chains) {
+    const auto chain = torch::cat({rows.tokens_at(-1), t.chain_drafts, t.block.narrow(1, K + 1, T - K - 1)}, 1);
+    tokens = torch::where(t.is_chain, chain, tokens);
+    positions = torch::where(t.is_chain, rows.positions(-1, T), positions);
   }
-  const auto slots = state_cells.repeat({R / B, 1}).unsqueeze(-1).expand({R, T, D});
-  states.scatter_(1, slots, torch::where(fresh.repeat({R / B, 1}).unsqueeze(-1), out.hidden, states.gather(1, slots)));
-  cache.advance(keep);
-  rows.commit_cells_on_device(advance, accepted, tested);
+  t.out = d.target_.decode_block(cache, tokens, positions, causal_mask(T, device));
+}
+
+// ---- first row: the chain rule left to right; the rule's rejection sample at the first rejection, a bonus token
+// where every draft is kept (decoding/common/verify's chain)
+void SsdDecoder::Run::verify_chains(Tick& t) {
+  const auto& rule = d.first_row_rule_;
+  const auto chain = t.is_chain.view({B});
+  const auto count = torch::where(chain, (W - rows.n).clamp(0, K), torch::zeros({B}, i64));
+  const auto u = chain_uniforms(rows, K, rule, greedy, t.newest.at(0, K + 1));
+  const auto logits = t.out.logits.narrow(1, 0, K + 1);
+  const auto verdict = greedy
+                           ? verify_chain_greedy(rule, greedy_tokens(logits), t.chain_drafts, count, u)
+                           : verify_chain(rule, target_probs(logits, d.params_), t.chain_q, t.chain_drafts, count, u);
+  commit_chain(rows.tokens, rows.n, W, t.chain_drafts, verdict);  // writes below the row's end only: chains' rows
+  const auto kept = torch::where(chain, torch::minimum(verdict.accepted + 1, W - rows.n), 0);
+  // Block entries j < kept hold cells n - 1 + j (n as the tick began), whose contexts are all committed: their
+  // outputs are the states of cells n + j.
+  t.state_cells = torch::where(t.is_chain, (rows.n.view({B, 1}) + column).clamp_max(N), t.state_cells);
+  t.fresh = t.fresh.logical_or(column.lt(kept.view({B, 1})));
+  t.keep.add_(kept), t.advance.add_(kept);
+  t.accepted.add_(torch::where(chain, verdict.accepted, 0)), t.tested.add_(count);
+}
+
+// ---- later rows: every cell of a round's block verified against this forward's p and corrected in place,
+// nothing rolled back; a kept or replaced token is a draw from this round's p (q := p)
+void SsdDecoder::Run::verify_rounds(Tick& t) {
+  const auto logits = torch::cat({next_logits.unsqueeze(1), t.out.logits.narrow(1, 0, T - 1)}, 1);  // at each cell
+  const auto mine = t.is_round.logical_and(t.in_block);
+  CellVerdict verdict;
+  if (greedy) {  // one-hot p and q: every cell becomes the target's argmax, kept where it already was
+    verdict.tokens = greedy_tokens(logits);
+    verdict.kept = verdict.tokens.eq(t.block);
+  } else {
+    const auto p = target_probs(logits, d.params_);
+    const auto block_first = plan_table.select(1, kBlockFirst).view({B, 1});
+    const auto slots = (t.first - block_first + column).clamp(0, d.ssd_.kv * W - 1).unsqueeze(2).expand({B, T, V});
+    const auto q = q_block.gather(1, slots);
+    verdict = verify_cells(d.cell_rule_, p, q, t.block, rows.uniforms(t.cells, Purpose::kAccept, t.round),
+                           rows.uniforms(t.cells, Purpose::kResample, t.round));
+    q_block.scatter_(1, slots, torch::where(mine.unsqueeze(2), p, q));
+  }
+  // (Other rows' cells written back as they are now: a chain's commit above may have written them.)
+  rows.tokens.scatter_(1, t.cells, torch::where(mine, verdict.tokens, rows.tokens.gather(1, t.cells)));
+  // The block's first round counts the drafts' own acceptance.
+  t.accepted.add_(verdict.kept.logical_and(mine).logical_and(t.round.eq(0)).sum(1));
+}
+
+// ---- commits: the block's entries kept, their states, the next cell's logits; an image row advances the row
+void SsdDecoder::Run::commit_rows(Tick& t) {
+  const auto commit = t.is_commit.view({B}), width = t.width.view({B});
+  const auto last = (t.width - 1).clamp(0, T - 1).unsqueeze(2).expand({B, 1, V});
+  next_logits.copy_(torch::where(t.is_commit, t.out.logits.gather(1, last).squeeze(1), next_logits));
+  t.keep.add_(torch::where(commit, width, 0));
+  t.advance.add_(torch::where(commit.logical_and(t.first.view({B}).ge(W)), width, 0));  // (the first row's: counted)
 }
 
 namespace {
