@@ -43,6 +43,14 @@ class JobErrors : public ::testing::Test {
     s += "out: " + (dir / "out").string() + "\n" + extra_lines;
     return s;
   }
+  // The embedded model's config with absolute weight paths, to edit and write beside a job.
+  static std::string embedded_model() {
+    const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
+    std::string config = read_file(src + "fmnist.yaml");
+    for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
+      config.replace(at + 1, 0, src);
+    return config;
+  }
   // Runs the job and checks the common contract: exit code 2, one line, nothing written.
   std::string expect_rejected(const std::string& job_text) {
     write("job.yaml", job_text);
@@ -184,9 +192,7 @@ TEST_F(JobErrors, UnwritableOutputDirectory) {
 // (found by a worker, they would leave a journal behind, and the rerun after the fix would need --new).
 TEST_F(JobErrors, ADrafterFileThatDoesNotFitIsRefusedBeforeAnythingIsWritten) {
   const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
-  std::string config = read_file(src + "fmnist.yaml");
-  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
-    config.replace(at + 1, 0, src);
+  std::string config = embedded_model();  // absolute weight paths
   for (const auto& [decoder, drafter, other] :
        {std::tuple<std::string, std::string, std::string>{"eagle2", "eagle_head", "ssd_heads"},
         {"ssd", "ssd_heads", "eagle_head"},
@@ -254,9 +260,7 @@ TEST_F(JobErrors, EveryCountIsBounded) {
   }
   // A model config's sizes: at least 1 (counts of options at least 0), at most what the largest real models have,
   // many times over; every whole-number field of the GPT and VQ sections is held to its bounds.
-  std::string model = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
-  for (size_t at = model.find(" fmnist/"); at != std::string::npos; at = model.find(" fmnist/", at + 1))
-    model.replace(at, 1, " " + std::string(VISPEC_SOURCE_DIR) + "/configs/");
+  std::string model = embedded_model();
   struct BadSize {
     std::string from, to, says;
   };
@@ -285,9 +289,7 @@ TEST_F(JobErrors, EveryCountIsBounded) {
 // 1, not the model's 2), and an empty `distill:` distilled nothing; each is one line naming the file, line and
 // field now, nothing written.
 TEST_F(JobErrors, ASectionOfTheWrongKindOrEmptyIsOneLine) {
-  std::string model = read_file(std::string(VISPEC_SOURCE_DIR) + "/configs/fmnist.yaml");
-  for (size_t at = model.find(" fmnist/"); at != std::string::npos; at = model.find(" fmnist/", at + 1))
-    model.replace(at, 1, " " + std::string(VISPEC_SOURCE_DIR) + "/configs/");
+  std::string model = embedded_model();
   const std::string sampling = "sampling: {cfg_scale: 2.0}";
   ASSERT_NE(model.find(sampling), std::string::npos);
   const auto at =
@@ -355,9 +357,7 @@ TEST_F(JobErrors, NonFiniteLogitsFailTheUnitInOneLine) {
 // instead, and no image of it is written.
 TEST_F(JobErrors, NonFinitePixelsFailTheUnitInOneLine) {
   const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
-  std::string config = read_file(src + "fmnist.yaml");
-  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
-    config.replace(at + 1, 0, src);
+  std::string config = embedded_model();  // absolute weight paths
   auto vq = read_safetensors(src + "fmnist/vq.safetensors");
   for (auto& [name, t] : vq)
     if (name.find("decoder") != std::string::npos && t.dim() == 4) {
@@ -383,9 +383,7 @@ TEST_F(JobErrors, NonFinitePixelsFailTheUnitInOneLine) {
 // file instead, and no image of it is written.
 TEST_F(JobErrors, NonFiniteResamplerOutputsFailTheUnitInOneLineNamingTheirFile) {
   const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
-  std::string config = read_file(src + "fmnist.yaml");
-  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
-    config.replace(at + 1, 0, src);
+  std::string config = embedded_model();  // absolute weight paths
   auto weights = read_safetensors(src + "fmnist/mulo_resamplers.safetensors");
   int poisoned = 0;  // the first matrix of each resampler: both directions' outputs are NaN
   for (const char* which : {"down", "up"})
@@ -419,11 +417,7 @@ TEST_F(JobErrors, NonFiniteResamplerOutputsFailTheUnitInOneLineNamingTheirFile) 
 // Fashion-MNIST in the run directory of an image folder's training is refused in one line, where it trained on
 // the folder's tokens without a word.
 TEST_F(JobErrors, ATokenCacheOfAnImageFolderIsNotTakenForFashionMnist) {
-  const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
-  std::string config = read_file(src + "fmnist.yaml");
-  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
-    config.replace(at + 1, 0, src);
-  write("model.yaml", config);
+  write("model.yaml", embedded_model());
   for (const char* cls : {"a", "b"})
     for (int i = 0; i < 3; ++i) {
       fs::create_directories(dir / "images" / cls);
@@ -448,9 +442,7 @@ TEST_F(JobErrors, ATokenCacheOfAnImageFolderIsNotTakenForFashionMnist) {
 // journal exist: the rerun with the right file is then not refused as another job.
 TEST_F(JobErrors, WeightsThatDoNotFitAreRejectedBeforeAnythingIsWritten) {
   const std::string src = std::string(VISPEC_SOURCE_DIR) + "/configs/";
-  std::string config = read_file(src + "fmnist.yaml");
-  for (size_t at = config.find(" fmnist/"); at != std::string::npos; at = config.find(" fmnist/", at + 1))
-    config.replace(at + 1, 0, src);  // absolute weight paths
+  std::string config = embedded_model();  // absolute weight paths
   const auto gpt = config.find(src + "fmnist/gpt.safetensors");
   config.replace(gpt, (src + "fmnist/gpt.safetensors").size(), src + "fmnist/draft_gpt.safetensors");
   write("model.yaml", config);
