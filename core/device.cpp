@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -19,6 +20,7 @@
 #endif
 
 #include "core/check.h"
+#include "core/fault_injection.h"
 
 namespace vispec {
 
@@ -53,20 +55,48 @@ std::string cuda_unusable_reason() {
 #endif
 }
 
+namespace {
+// Why this node's NVIDIA GPUs cannot be used; "" where it has none, none visible, or they can be used. A node
+// with a driver and visible GPUs that CUDA refuses (a driver too old for this build), or with GPUs that a build
+// without CUDA cannot reach, was meant to decode on its GPUs.
+std::string gpus_unusable() {
+  if (fault_at("driver-too-old", 0))
+    return "this node's NVIDIA GPUs cannot be used: the NVIDIA driver supports CUDA 12.4, this build needs 13.0 "
+           "(injected: VISPEC_FAULT)";
+#ifdef VISPEC_CUDA
+  int driver = 0, count = 0;
+  cudaDriverGetVersion(&driver);
+  if (driver == 0) return "";  // no driver: a CPU node
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  cudaGetLastError();  // not sticky, but leave nothing behind for LibTorch to find
+  if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
+    static std::once_flag once;  // GPUs hidden (CUDA_VISIBLE_DEVICES): the user's choice, said once
+    std::call_once(once, [] { spdlog::warn("device auto: decoding on the CPU: {}", cuda_unusable_reason()); });
+    return "";
+  }
+  return "this node's NVIDIA GPUs cannot be used: " + cuda_unusable_reason();
+#else
+  std::error_code ec;
+  int64_t gpus = 0;  // the kernel driver's own list: no CUDA needed to read it
+  for (auto it = std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++gpus;
+  if (gpus == 0) return "";
+  return "this node has " + std::to_string(gpus) +
+         " NVIDIA GPU(s), but this vispec was built without CUDA (README, \"Install\")";
+#endif
+}
+}  // namespace
+
 c10::Device pick_device(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::kCPU;
-  const bool have_cuda = torch::cuda::is_available();
+  const bool have_cuda = torch::cuda::is_available() && !fault_at("driver-too-old", 0);
   if (name == "auto") {
     if (!have_cuda) {
-      // A CUDA build on a machine with an NVIDIA driver was likely meant to use its GPU: say why it does not,
-      // once. Without a driver it is a CPU machine, and the run's per-rank line says "cpu".
-      static std::once_flag once;
-#ifdef VISPEC_CUDA
-      int driver = 0;
-      cudaDriverGetVersion(&driver);
-      if (driver > 0)
-        std::call_once(once, [] { spdlog::warn("device auto: decoding on the CPU: {}", cuda_unusable_reason()); });
-#endif
+      // Decoding a cluster job on CPUs beside unusable GPUs would waste the allocation after a warning line:
+      // stop instead, and say how to ask for the CPU. Without GPUs it is a CPU node.
+      const auto unusable = gpus_unusable();
+      VISPEC_CHECK(unusable.empty(), "device auto: ", unusable, "; set device: cpu to decode on the CPU");
       return torch::kCPU;
     }
     return bind(c10::Device(torch::kCUDA, c10::DeviceIndex(local_rank % int(torch::cuda::device_count()))));

@@ -10,7 +10,10 @@ struct Device;
 
 namespace vispec {
 // name: "auto", "cpu", "cuda" or "cuda:N". For "auto" and "cuda", the GPU is local_rank mod visible GPUs: one
-// rank per GPU when a node runs as many ranks as it has GPUs (CUDA_VISIBLE_DEVICES narrows the choice).
+// rank per GPU when a node runs as many ranks as it has GPUs (CUDA_VISIBLE_DEVICES narrows the choice). "auto"
+// takes the CPU on a node without GPUs (or whose GPUs CUDA_VISIBLE_DEVICES hides, with one warning line), and
+// fails in one line on a node whose GPUs vispec cannot use (a driver too old for this build, a build without
+// CUDA): "cpu" asks for the CPU there.
 // A CUDA choice also becomes the process's current device, so that nothing (cuBLAS handles, the caching
 // allocator, NCCL later) lands on GPU 0 by default: call this before allocating anything.
 c10::Device pick_device(const std::string& name, int local_rank = 0);

@@ -12,6 +12,7 @@
 //   kill-in-checkpoint@S   a trainer SIGKILLs itself with step S's checkpoint files written, before they are
 //                     put in place
 //   train-error@S     a trainer's step S fails (std::runtime_error), as a rank's failure mid-training
+//   driver-too-old@0  device auto meets GPUs whose NVIDIA driver is too old for this build (core/device.h)
 // Unset (always, in production), every check is one integer comparison.
 #pragma once
 

@@ -21,7 +21,13 @@ set -u
 job=${1:?usage: sbatch jobs/slurm-generate.sh JOB.yaml|OUT}
 vispec=${VISPEC:-./build/vispec}
 
-# Each task is one MPI rank (PMI/PMIx from srun); vispec binds local rank r to GPU r mod visible GPUs.
+# Each task is one MPI rank (PMI/PMIx from srun); vispec binds local rank r to GPU r mod visible GPUs, and rank 0's
+# log names every rank's device ("rank 3 decodes on cuda:3 (NVIDIA H100 80GB HBM3)"; summary.json's per_rank too).
+# If srun's default PMI is not one your MPI was built with, every task would be a world of its own: vispec then
+# stops in one line ("srun started 16 tasks ... MPI world of 1"); add --mpi=pmix (srun --mpi=list shows the
+# choices). device: auto (the job file's default) stops in one line on a node whose GPUs it cannot use (an NVIDIA
+# driver older than the 580 series for the CUDA 13 build): fix the node, or set device: cpu to decode on CPUs.
+# A requeue onto another GPU model is refused: the device model is part of the job's identity (docs/cluster.md).
 # With mpirun instead: mpirun -np $SLURM_NTASKS "$vispec" run "$job" (mpirun forwards SIGUSR1 too; on SIGTERM
 # it stops the ranks cleanly as well, but then exits 1 itself, so prefer SIGUSR1 for the requeue test).
 srun --kill-on-bad-exit=1 "$vispec" run "$job" &

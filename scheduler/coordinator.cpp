@@ -50,7 +50,12 @@ std::optional<WorkUnit> Coordinator::handle(int source, const WorkerReport& r) {
   auto& tally = out_.ranks[size_t(source)];
   in_flight_[size_t(source)] = 0;  // the unit in hand is done (counted below) or abandoned
   tally.wait_seconds += r.wait_seconds;
-  if (r.loaded) tally.load = *r.loaded;
+  if (r.loaded) {
+    tally.load = *r.loaded;
+    // Every rank's device in rank 0's log (the other ranks log warnings only): a rank on the wrong GPU, or on a
+    // CPU beside GPUs, shows here.
+    spdlog::info("rank {} decodes on {} ({})", source, r.loaded->device, r.loaded->device_model);
+  }
   if (r.done) {
     const auto& d = *r.done;
     if (fault_at("coordinator-throws", d.unit)) throw std::runtime_error("injected coordinator failure (VISPEC_FAULT)");

@@ -8,7 +8,11 @@ std::string encode_report(const WorkerReport& r) {
   nlohmann::json j = {{"rank", r.rank}, {"stopping", r.stopping}, {"wait_s", r.wait_seconds}};
   if (!r.error.empty()) j["error"] = {{"message", r.error}, {"code", r.error_code}};
   if (r.loaded)
-    j["loaded"] = {{"s", r.loaded->seconds}, {"read", r.loaded->read_bytes}, {"received", r.loaded->received_bytes}};
+    j["loaded"] = {{"s", r.loaded->seconds},
+                   {"read", r.loaded->read_bytes},
+                   {"received", r.loaded->received_bytes},
+                   {"device", r.loaded->device},
+                   {"device_model", r.loaded->device_model}};
   if (r.done) {
     j["done"] = stats_counts_json(r.done->stats);
     j["done"].update({{"unit", r.done->unit},
@@ -31,7 +35,8 @@ WorkerReport decode_report(const std::string& text) {
   }
   if (j.contains("loaded")) {
     const auto& l = j["loaded"];
-    r.loaded = ModelLoad{l.at("s").get<double>(), l.at("read").get<int64_t>(), l.at("received").get<int64_t>()};
+    r.loaded = ModelLoad{l.at("s").get<double>(), l.at("read").get<int64_t>(), l.at("received").get<int64_t>(),
+                         l.at("device").get<std::string>(), l.at("device_model").get<std::string>()};
   }
   if (j.contains("done")) {
     const auto& d = j["done"];

@@ -27,10 +27,28 @@ void check_mpi(int rc, const char* what) {
   MPI_Error_string(rc, msg, &len);
   VISPEC_FAIL("MPI: ", what, ": ", std::string(msg, len));
 }
+
+// Under srun, the tasks Slurm started for this step and the MPI world must agree: an MPI library that got no
+// PMI from srun makes every task a world of its own, each running the whole job as rank 0 (and then fighting
+// over OUT's lock). Refused in one line naming the fix, before anything is planned or written.
+void check_slurm_world(int world) {
+  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");  // set by srun for its step's tasks only
+  if (!tasks) return;
+  char* end = nullptr;
+  const long n = std::strtol(tasks, &end, 10);
+  if (end == tasks || *end != '\0' || n <= 1 || n == world) return;
+  VISPEC_FAIL("srun started ", n, " tasks (SLURM_STEP_NUM_TASKS) but this process is in an MPI world of ", world,
+              ": the MPI library got no PMI from srun, so every task would run the job as its own rank 0; launch "
+              "with srun --mpi=pmix (srun --mpi=list shows what Slurm offers; pick one your MPI was built with), "
+              "or with mpirun inside the allocation");
+}
 }  // namespace
 
 MpiSession::MpiSession() {
-  if (!launched_by_mpi()) return;
+  if (!launched_by_mpi()) {
+    check_slurm_world(1);
+    return;
+  }
   int provided = 0;
   check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init");
   VISPEC_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI: the library does not provide MPI_THREAD_FUNNELED");
@@ -38,6 +56,7 @@ MpiSession::MpiSession() {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  check_slurm_world(size_);
   auto* node = new MPI_Comm;
   check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, node), "split by node");
   MPI_Comm_rank(*node, &local_rank_);

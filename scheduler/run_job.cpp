@@ -168,6 +168,8 @@ void finish_output(const JobPlan& plan, const Journal& journal, const Coordinato
     units_run += t.units;
     wait += t.wait_seconds;
     per_rank.push_back({{"rank", r},
+                        {"device", t.load.device},
+                        {"device_model", t.load.device_model},
                         {"units", t.units},
                         {"images", t.images},
                         {"busy_s", t.busy_seconds},

@@ -22,7 +22,15 @@ if mode == "once_per_node":
     assert all(abs(r - read[0]) < 1e-6 for r in received[1:]), f"received {received}, rank 0 read {read[0]}"
 else:
     assert all(abs(r - read[0]) < 1e-6 for r in read) and not any(received), (read, received)
+# Every rank's device and its model, and rank 0's log names each one.
+assert all(r["device"] == "cpu" and r["device_model"].startswith("cpu") for r in ranks), ranks
 PY
+}
+# ranks_logged LOG NP: rank 0's log has one "rank R decodes on" line per rank.
+ranks_logged() {
+  for r in $(seq 0 $(($2 - 1))); do
+    grep -q "rank $r decodes on cpu (cpu" "$1" || { cat "$1"; echo "FAIL: no device line for rank $r"; exit 1; }
+  done
 }
 
 write_job "$work/ref"
@@ -38,6 +46,7 @@ for np in 1 2 3 4; do
     ranks=$("$py" -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['ranks'], sum(r['units'] for r in s['per_rank']))" "$d/out/summary.json")
     [ "$ranks" = "$np 5" ] || { echo "FAIL: summary ranks/units '$ranks' for -np $np"; exit 1; }
     weights_read "$d/out/summary.json" once_per_node
+    ranks_logged "$d.log" $np
     echo "ok: -np $np $schedule identical to the single-process run; weights read by rank 0 only"
   done
 done

@@ -452,6 +452,35 @@ TEST_F(JobErrors, WeightsThatDoNotFitAreRejectedBeforeAnythingIsWritten) {
   EXPECT_NE(err.find("has shape"), std::string::npos) << err;
 }
 
+// On a node whose GPUs vispec cannot use (a driver too old for the CUDA 13 build, injected here), device auto
+// stops in one line naming why and how to ask for the CPU, before anything is written, where it decoded on the
+// CPU after a warning; device: cpu decodes there.
+TEST_F(JobErrors, UnusableGpusStopDeviceAutoInOneLine) {
+  ::setenv("VISPEC_FAULT", "driver-too-old@0", 1);
+  const auto err = expect_rejected(job("decoder: {name: ar}\nimages_per_prompt: 1\n"));
+  write("job.yaml", job("decoder: {name: ar}\nimages_per_prompt: 1\ndevice: cpu\n"));
+  const auto cpu = run("run " + (dir / "job.yaml").string());
+  ::unsetenv("VISPEC_FAULT");
+  EXPECT_NE(err.find("device auto: this node's NVIDIA GPUs cannot be used: the NVIDIA driver supports CUDA 12.4, "
+                     "this build needs 13.0"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("; set device: cpu to decode on the CPU"), std::string::npos) << err;
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.text;
+}
+
+// srun with an MPI that got no PMI from it: every task a world of one, each running the job as rank 0 (they
+// met at OUT's lock: "in use by another vispec run"). Named in one line, before anything is written.
+TEST_F(JobErrors, SrunTasksThatAreNotOneMpiWorldAreNamed) {
+  ::setenv("SLURM_STEP_NUM_TASKS", "4", 1);
+  const auto err = expect_rejected(job("decoder: {name: ar}\n"));
+  ::unsetenv("SLURM_STEP_NUM_TASKS");
+  EXPECT_NE(err.find("srun started 4 tasks (SLURM_STEP_NUM_TASKS) but this process is in an MPI world of 1: "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("srun --mpi=pmix"), std::string::npos) << err;
+}
+
 TEST_F(JobErrors, AnUnusableDeviceIsRejectedBeforeAnythingIsWritten) {
   auto err = expect_rejected(job("decoder: {name: ar}\ndevice: tpu\n"));
   EXPECT_NE(err.find("device: unknown device 'tpu'"), std::string::npos) << err;

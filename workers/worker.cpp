@@ -260,6 +260,8 @@ void run_worker(const JobPlan& plan, const WorkerOptions& o, PreparedWorker& w, 
   WorkerReport report;
   report.rank = o.rank;
   report.loaded = w.load;
+  report.loaded->device = w.device.str();
+  report.loaded->device_model = device_model(w.device);
   std::optional<WorkUnit> unit;
   try {
     torch::NoGradGuard no_grad;  // grad mode is per thread: rank 0 decodes in a thread of its own

@@ -43,6 +43,8 @@ struct ModelLoad {
   double seconds = 0;
   int64_t read_bytes = 0;      // copied out of weight files by this process
   int64_t received_bytes = 0;  // handed over by the node's first process instead (models/checkpoints/node_weights.h)
+  std::string device;          // what the rank decodes on: "cuda:1", "cpu"
+  std::string device_model;    // its model: "NVIDIA H100 80GB HBM3", "cpu" (core/device.h)
 };
 
 // What a worker says each time it asks for work.
