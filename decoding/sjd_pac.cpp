@@ -191,9 +191,11 @@ SjdPacDecoder::Run::Run(SjdPacDecoder& decoder, const DecodeRequest& request)
       grid(decoder.graphs_.state(rows, "grid", {B, K, M}, i64)),
       drawn(decoder.graphs_.state(rows, "drawn", {B, K, M}, f64)),
       proposal(greedy ? torch::Tensor() : decoder.graphs_.state(rows, "proposal", {B, M, V}, f32)),
-      candidate(torch::arange(K, i64).view({1, 1, K})),
+      candidate(decoder.graphs_.state(rows, "candidate", {1, 1, K}, i64)),
       loop(decoder.graphs_, rows, request, {&cache}, {decoder.target_.pooled_lengths(cache)},
-           IterationLoop::Commit::kTree) {}
+           IterationLoop::Commit::kTree) {
+  candidate.copy_(torch::arange(K, i64).view({1, 1, K}));  // in a buffer of the graphs': a replay reads it there
+}
 
 torch::Tensor SjdPacDecoder::Run::candidate_uniforms(const torch::Tensor& at, Purpose purpose,
                                                      const torch::Tensor& draws) {

@@ -175,7 +175,8 @@ SsdDecoder::Run::Run(SsdDecoder& decoder, const DecodeRequest& request)
   states = d.graphs_.state(rows, "ssd_states", {R, N + 1, D}, gpt->tok_embeddings->weight.options());
   next_logits = d.graphs_.state(rows, "ssd_next_logits", {B, V}, i64.dtype(torch::kFloat32));
   if (!greedy) q_block = d.graphs_.state(rows, "ssd_q_block", {B, d.ssd_.kv * W, V}, i64.dtype(torch::kFloat32));
-  column = torch::arange(T, i64).view({1, T});
+  column = d.graphs_.state(rows, "ssd_column", {1, T}, i64);  // where a replayed tick finds it
+  column.copy_(torch::arange(T, i64).view({1, T}));
 }
 
 std::pair<torch::Tensor, torch::Tensor> SsdDecoder::Run::draft(int64_t head, const torch::Tensor& src_states,
