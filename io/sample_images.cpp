@@ -1,6 +1,9 @@
 #include "io/sample_images.h"
 
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "io/atomic_file.h"
@@ -11,8 +14,17 @@
 namespace vispec {
 
 SampleImages::SampleImages(std::string out) : out_(std::move(out)) {
-  // A run writes one kind (the job's `output` is part of its fingerprint): shards/ exists only then.
-  sharded_ = std::filesystem::is_directory(out_ + "/shards");
+  // A run writes one kind, which its journal's header names (the job's `output` is part of its identity; files,
+  // the default, add nothing there): a stray shards/ folder is not a run's shards.
+  const auto journal = out_ + "/journal.jsonl";
+  std::string first;
+  if (file_exists(journal)) {
+    std::ifstream in(journal);
+    std::getline(in, first);
+  }
+  const auto header = nlohmann::json::parse(first, nullptr, /*allow_exceptions=*/false);
+  sharded_ = header.is_object() && header.contains("identity") && header["identity"].is_object() &&
+             header["identity"].value("output", std::string("files")) == "shards";
 }
 
 std::vector<uint8_t> SampleImages::read(uint64_t sample_id, int64_t unit, const std::string& listed_in, int& width,

@@ -24,7 +24,22 @@ std::string read_holder(int fd) {
 }
 }  // namespace
 
-OutputLock::OutputLock(const std::string& out_dir) {
+OutputLock::OutputLock(const std::string& out_dir, Mode mode) {
+  if (mode == Mode::kReader) {
+    const std::string path = out_dir + "/.vispec.lock";
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) {
+      VISPEC_CHECK(errno == ENOENT, path, ": cannot open the output directory's lock: ", std::strerror(errno));
+      return;  // no run has locked this copy of a run directory
+    }
+    if (::flock(fd_, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+      const std::string holder = read_holder(fd_);
+      ::close(fd_);
+      fd_ = -1;
+      VISPEC_FAIL(out_dir, ": a vispec run is writing it (", holder, "); read it when that run has ended");
+    }
+    return;  // (a file system without flock: as for a writer, nothing to hold)
+  }
   make_directories(out_dir);
   const std::string path = out_dir + "/.vispec.lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);

@@ -11,10 +11,14 @@
 
 namespace vispec {
 
+// A reader of a finished run (export) takes the same lock shared: readers go together, and a writer excludes
+// them, and they it. A reader writes nothing: no lock file (a run directory copied without one) is no lock.
 class OutputLock {
  public:
-  explicit OutputLock(const std::string& out_dir);  // creates OUT if needed; throws Error if another run holds it
-  ~OutputLock();                                    // releases the lock
+  enum class Mode { kWriter, kReader };
+  // A writer creates OUT if needed; either throws Error if the other kind holds it.
+  explicit OutputLock(const std::string& out_dir, Mode mode = Mode::kWriter);
+  ~OutputLock();  // releases the lock
   OutputLock(const OutputLock&) = delete;
   OutputLock& operator=(const OutputLock&) = delete;
 

@@ -36,6 +36,14 @@ grep -q "leftover files removed" "$work/a2.log" || { cat "$work/a2.log"; fail "t
 ! ls "$a/shards" | grep -q tmp || fail "a temporary archive is left"
 cp "$a/metrics.jsonl" "$work/metrics.stopped"
 inode=$(stat -c %i "$a/metrics.jsonl")
+# An unfinished run: export refuses it in one line, naming the units done, and --partial exports them.
+set +e; "$vispec" export "$a" --npz "$work/partial.npz" 2> "$work/export-partial.log"; rc=$?; set -e
+[ "$rc" -eq 2 ] && [ "$(wc -l < "$work/export-partial.log")" -eq 1 ] && [ ! -e "$work/partial.npz" ] &&
+  grep -q "units done (.* images): the run is not finished" "$work/export-partial.log" ||
+  { cat "$work/export-partial.log"; fail "export of an unfinished run: exit $rc"; }
+"$vispec" export "$a" --npz "$work/partial.npz" --partial > "$work/export-partial.log" 2>&1 &&
+  grep -q -- "(--partial: [0-9]* of [0-9]* units)" "$work/export-partial.log" ||
+  { cat "$work/export-partial.log"; fail "export --partial"; }
 
 # 3. The resume finishes the job and extends metrics.jsonl where it is.
 "$vispec" resume "$a" 2> "$work/a3.log" || { cat "$work/a3.log"; fail "resume"; }
@@ -176,4 +184,26 @@ set +e; "$vispec" export "$work/empty" --npz "$work/empty.npz" 2> "$work/export-
 [ "$rc" -eq 2 ] && [ "$(wc -l < "$work/export-empty.log")" -eq 1 ] && [ ! -e "$work/empty.npz" ] ||
   { cat "$work/export-empty.log"; fail "export of a directory without a run: exit $rc"; }
 ls "$work" | grep -q "empty.npz.tmp" && fail "export left a temporary"
-echo "ok: vispec export writes the ADM evaluator's .npz from either output"
+# Inside the run's protocol: never a file inside OUT (the journal untouched), a stray empty shards/ folder in a
+# files run is not its output (the journal names it), a temporary a killed export left is removed (only one whose
+# process is gone), and a run writing OUT excludes the export.
+before=$(md5sum < "$work/ref/out/journal.jsonl")
+set +e; "$vispec" export "$work/ref/out" --npz "$work/ref/out/journal.jsonl" 2> "$work/export-inside.log"; rc=$?; set -e
+[ "$rc" -eq 2 ] && [ "$(wc -l < "$work/export-inside.log")" -eq 1 ] && [ "$before" = "$(md5sum < "$work/ref/out/journal.jsonl")" ] ||
+  { cat "$work/export-inside.log"; fail "export into OUT: exit $rc"; }
+mkdir "$work/ref/out/shards"
+sleep 0 & wait $!; dead=$!  # a pid whose process is gone
+touch "$work/again.npz.tmp.$dead" "$work/again.npz.tmp.$$"
+"$vispec" export "$work/ref/out" --npz "$work/again.npz" > "$work/export-again.log" 2>&1 &&
+  grep -q "18 images" "$work/export-again.log" || { cat "$work/export-again.log"; fail "export beside a stray shards/"; }
+rmdir "$work/ref/out/shards"
+cmp -s "$work/ref.npz" "$work/again.npz" || fail "the export beside a stray shards/ differs"
+[ ! -e "$work/again.npz.tmp.$dead" ] && [ -e "$work/again.npz.tmp.$$" ] || fail "the killed export's temporary"
+flock "$work/ref/out/.vispec.lock" -c "touch '$work/locked'; sleep 3" &
+holder=$!
+for _ in $(seq 1 100); do [ -e "$work/locked" ] && break; sleep 0.05; done
+set +e; "$vispec" export "$work/ref/out" --npz "$work/locked.npz" 2> "$work/export-locked.log"; rc=$?; set -e
+wait $holder
+[ "$rc" -eq 2 ] && grep -q "a vispec run is writing it" "$work/export-locked.log" && [ ! -e "$work/locked.npz" ] ||
+  { cat "$work/export-locked.log"; fail "export while a run writes: exit $rc"; }
+echo "ok: vispec export writes the ADM evaluator's .npz from either output, inside the run's protocol"

@@ -6,11 +6,14 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace vispec {
 
-// Writes the .npz (whole or not at all) and returns how many images it holds. A run without images, or with
-// images of different sizes, is one line naming the file and sample.
-int64_t export_samples_npz(const std::string& run_dir, const std::string& npz_path);
+// Writes the .npz of the samples of `units` (the run's journaled units, whose metrics files list them), whole
+// or not at all, and returns how many images it holds. A temporary an earlier export to the same file left when
+// it was killed is removed first (its process gone). No images, or images of different sizes, is one line
+// naming the file and sample.
+int64_t export_samples_npz(const std::string& run_dir, const std::vector<int64_t>& units, const std::string& npz_path);
 
 }  // namespace vispec
